@@ -1,0 +1,67 @@
+//! Logits input in the precisions models produce: `f32`, `f16` or `bf16`.
+//!
+//! Half-precision logits are widened to `f32` before any sampler runs, so results are the
+//! same as feeding the widened values to llama.cpp.
+
+use half::{bf16, f16};
+
+/// A borrowed row of logits, one per vocabulary id. The caller's data is never modified.
+#[derive(Clone, Copy, Debug)]
+pub enum Logits<'a> {
+    /// Single precision (what llama.cpp returns).
+    F32(&'a [f32]),
+    /// IEEE half precision.
+    F16(&'a [f16]),
+    /// bfloat16.
+    Bf16(&'a [bf16]),
+}
+
+impl<'a> Logits<'a> {
+    /// Vocabulary size (number of logits).
+    pub fn len(&self) -> usize {
+        match self {
+            Logits::F32(l) => l.len(),
+            Logits::F16(l) => l.len(),
+            Logits::Bf16(l) => l.len(),
+        }
+    }
+
+    /// True for an empty row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The logit of token `i`, widened to `f32`.
+    #[inline]
+    pub fn get(&self, i: usize) -> f32 {
+        match self {
+            Logits::F32(l) => l[i],
+            Logits::F16(l) => l[i].to_f32(),
+            Logits::Bf16(l) => l[i].to_f32(),
+        }
+    }
+}
+
+impl<'a> From<&'a [f32]> for Logits<'a> {
+    fn from(l: &'a [f32]) -> Self {
+        Logits::F32(l)
+    }
+}
+
+impl<'a> From<&'a Vec<f32>> for Logits<'a> {
+    fn from(l: &'a Vec<f32>) -> Self {
+        Logits::F32(l)
+    }
+}
+
+impl<'a> From<&'a [f16]> for Logits<'a> {
+    fn from(l: &'a [f16]) -> Self {
+        Logits::F16(l)
+    }
+}
+
+impl<'a> From<&'a [bf16]> for Logits<'a> {
+    fn from(l: &'a [bf16]) -> Self {
+        Logits::Bf16(l)
+    }
+}
