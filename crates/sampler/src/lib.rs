@@ -2,20 +2,46 @@
 //!
 //! Turns logits into a token the way llama.cpp does, bit for bit: the same samplers, the same
 //! chain order and defaults, and the same seeded random stream.
+//!
+//! ```
+//! use nucleus_sampler::{SamplingParams, TokenSampler};
+//!
+//! let params = SamplingParams { seed: 42, ..Default::default() };
+//! let logits = vec![0.5f32, 2.0, -1.0, 1.5];
+//! let mut sampler = TokenSampler::new(params.build(logits.len(), None).unwrap());
+//! let token = sampler.sample(&logits).unwrap();
+//! assert!((0..4).contains(&token));
+//! ```
+//!
+//! * [`samplers`] has one module per llama.cpp sampler; [`Chain`] strings them together.
+//! * [`SamplingParams`] holds llama.cpp's `common_params_sampling` fields and builds the
+//!   chain in llama.cpp's order.
+//! * [`TokenSampler`] is the per-sequence loop object: logits in, token out, no allocation.
+//! * [`probs`] reports log-probabilities, top alternatives, entropy and perplexity.
+//! * Implement [`Sampler`] to add your own step anywhere in a chain.
 
 pub mod candidates;
+pub mod chain;
 pub mod error;
 pub mod logits;
+pub mod params;
+pub mod probs;
 pub mod rng;
 pub mod sampler;
+pub mod sampler_type;
 pub mod samplers;
+pub mod session;
 pub mod softmax;
 pub mod sort;
 pub mod vocab;
 
 pub use candidates::{Candidates, Token, TokenData};
+pub use chain::Chain;
 pub use error::{ParamError, SampleError};
 pub use logits::Logits;
+pub use params::{MirostatMode, SamplingParams};
 pub use rng::{LlamaRng, DEFAULT_SEED};
 pub use sampler::Sampler;
+pub use sampler_type::SamplerType;
+pub use session::TokenSampler;
 pub use vocab::Vocab;

@@ -65,3 +65,37 @@ impl<'a> From<&'a [bf16]> for Logits<'a> {
         Logits::Bf16(l)
     }
 }
+
+/// Checks a row before sampling: non-empty, no NaN, no `+inf` (`-inf` bans a token and is
+/// allowed). Returns the first offending token in the error.
+pub fn check_logits(logits: Logits<'_>) -> Result<(), crate::error::SampleError> {
+    use crate::error::SampleError;
+    if logits.is_empty() {
+        return Err(SampleError::EmptyVocab);
+    }
+    fn scan(it: impl Iterator<Item = f32>) -> Result<(), SampleError> {
+        for (i, x) in it.enumerate() {
+            if x.is_nan() {
+                return Err(SampleError::NanLogit { token: i });
+            }
+            if x == f32::INFINITY {
+                return Err(SampleError::PosInfLogit { token: i });
+            }
+        }
+        Ok(())
+    }
+    // Fast path: a branch-free pass that only detects trouble; the slow scan names the token.
+    let bad = match logits {
+        Logits::F32(l) => l.iter().fold(false, |b, &x| b | (x.is_nan() | (x == f32::INFINITY))),
+        Logits::F16(l) => l.iter().fold(false, |b, &x| b | x.is_nan() | (x == f16::INFINITY)),
+        Logits::Bf16(l) => l.iter().fold(false, |b, &x| b | x.is_nan() | (x == bf16::INFINITY)),
+    };
+    if !bad {
+        return Ok(());
+    }
+    match logits {
+        Logits::F32(l) => scan(l.iter().copied()),
+        Logits::F16(l) => scan(l.iter().map(|x| x.to_f32())),
+        Logits::Bf16(l) => scan(l.iter().map(|x| x.to_f32())),
+    }
+}

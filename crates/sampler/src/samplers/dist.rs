@@ -1,1 +1,121 @@
-//! (in progress)
+//! `dist`: draw a token from the softmax of the candidates with llama.cpp's exact arithmetic.
+
+use crate::candidates::Candidates;
+use crate::rng::{resolve_seed, LlamaRng};
+use crate::sampler::Sampler;
+
+/// The stock selector: one `f64` uniform per apply, compared against the running sum of
+/// unnormalised `f32` weights in the array's current order (no sorting).
+#[derive(Clone, Debug)]
+pub struct Dist {
+    seed: u32,
+    rng: LlamaRng,
+}
+
+impl Dist {
+    /// A dist selector; `seed == DEFAULT_SEED` picks a random seed.
+    pub fn new(seed: u32) -> Self {
+        Dist { seed, rng: LlamaRng::new(resolve_seed(seed)) }
+    }
+}
+
+/// Samples an index from `c` as llama.cpp's dist does, writing normalised `p` values.
+/// Consumes two engine outputs whenever the view is non-empty.
+pub(crate) fn dist_select(c: &mut Candidates, rng: &mut LlamaRng) -> Option<usize> {
+    let sorted = c.is_sorted();
+    let data = c.as_mut_slice();
+    if data.is_empty() {
+        return None;
+    }
+    if data.len() == 1 {
+        let _ = rng.uniform_f64();
+        data[0].p = 1.0;
+        return Some(0);
+    }
+    let m = if sorted {
+        data[0].logit
+    } else {
+        data.iter().fold(data[0].logit, |m, d| if d.logit > m { d.logit } else { m })
+    };
+    let mut total = 0.0f64;
+    for d in data.iter_mut() {
+        d.p = (d.logit - m).exp();
+        total += d.p as f64;
+    }
+    let u = rng.uniform_f64();
+    let target = total * u;
+    let mut run = 0.0f64;
+    let mut selected = None;
+    for (i, d) in data.iter_mut().enumerate() {
+        if selected.is_none() {
+            run += d.p as f64;
+            if run >= target {
+                selected = Some(i);
+            }
+        }
+        d.p = (d.p as f64 / total) as f32;
+    }
+    Some(selected.unwrap_or(data.len() - 1))
+}
+
+impl Sampler for Dist {
+    fn name(&self) -> &str {
+        "dist"
+    }
+
+    fn apply(&mut self, c: &mut Candidates) {
+        let sel = dist_select(c, &mut self.rng);
+        c.set_selected(sel);
+    }
+
+    fn reset(&mut self) {
+        self.rng.reseed(resolve_seed(self.seed));
+    }
+
+    fn clone_box(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+
+    fn seed(&self) -> Option<u32> {
+        Some(self.rng.seed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> Vec<f32> {
+        [0.1f32, 0.2, 0.3, 0.4].iter().map(|p| p.ln()).collect()
+    }
+
+    #[test]
+    fn seed0_stream_matches_llama() {
+        let expected = [2, 3, 3, 3, 3, 2, 1, 0, 1, 2, 3, 2, 2, 3, 2, 3];
+        let mut d = Dist::new(0);
+        let mut c = Candidates::new();
+        for &e in &expected {
+            c.fill_f32(&small());
+            d.apply(&mut c);
+            assert_eq!(c.selected(), Some(e));
+        }
+    }
+
+    #[test]
+    fn empty_consumes_no_draw() {
+        let mut a = Dist::new(7);
+        let mut b = Dist::new(7);
+        let mut c = Candidates::new();
+        c.fill_f32(&[]);
+        a.apply(&mut c);
+        assert_eq!(c.selected(), None);
+        for _ in 0..4 {
+            c.fill_f32(&small());
+            a.apply(&mut c);
+            let x = c.selected();
+            c.fill_f32(&small());
+            b.apply(&mut c);
+            assert_eq!(x, c.selected());
+        }
+    }
+}

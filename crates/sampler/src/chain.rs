@@ -1,0 +1,98 @@
+//! [`Chain`]: an ordered list of samplers applied one after another, itself a [`Sampler`].
+
+use crate::candidates::{Candidates, Token};
+use crate::sampler::Sampler;
+
+/// Runs its members in order on the same candidates; `accept` and `reset` go to every member.
+/// A chain should end with a selector (dist, greedy, mirostat, adaptive-p).
+#[derive(Clone, Default)]
+pub struct Chain {
+    samplers: Vec<Box<dyn Sampler>>,
+}
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.samplers.iter().map(|s| s.name())).finish()
+    }
+}
+
+impl Chain {
+    /// An empty chain.
+    pub fn new() -> Self {
+        Chain { samplers: Vec::new() }
+    }
+
+    /// Appends a sampler (llama.cpp's `llama_sampler_chain_add`).
+    pub fn push(&mut self, s: Box<dyn Sampler>) {
+        self.samplers.push(s);
+    }
+
+    /// Builder-style [`Chain::push`].
+    pub fn with(mut self, s: impl Sampler + 'static) -> Self {
+        self.samplers.push(Box::new(s));
+        self
+    }
+
+    /// Inserts a sampler at position `i` (e.g. a user sampler before the selector).
+    pub fn insert(&mut self, i: usize, s: Box<dyn Sampler>) {
+        self.samplers.insert(i.min(self.samplers.len()), s);
+    }
+
+    /// Removes and returns the sampler at position `i`.
+    pub fn remove(&mut self, i: usize) -> Option<Box<dyn Sampler>> {
+        (i < self.samplers.len()).then(|| self.samplers.remove(i))
+    }
+
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.samplers.len()
+    }
+
+    /// True when the chain has no member.
+    pub fn is_empty(&self) -> bool {
+        self.samplers.is_empty()
+    }
+
+    /// The members, in order.
+    pub fn samplers(&self) -> &[Box<dyn Sampler>] {
+        &self.samplers
+    }
+
+    /// The members' names joined as llama.cpp prints a chain (`top-k -> top-p -> dist`).
+    pub fn describe(&self) -> String {
+        self.samplers.iter().map(|s| s.name()).collect::<Vec<_>>().join(" -> ")
+    }
+}
+
+impl Sampler for Chain {
+    fn name(&self) -> &str {
+        "chain"
+    }
+
+    fn apply(&mut self, c: &mut Candidates) {
+        for s in &mut self.samplers {
+            s.apply(c);
+        }
+    }
+
+    fn accept(&mut self, token: Token) {
+        for s in &mut self.samplers {
+            s.accept(token);
+        }
+    }
+
+    fn reset(&mut self) {
+        for s in &mut self.samplers {
+            s.reset();
+        }
+    }
+
+    fn clone_box(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+
+    /// The seed of the last member that reports one (llama.cpp's `llama_sampler_get_seed`).
+    fn seed(&self) -> Option<u32> {
+        self.samplers.iter().rev().find_map(|s| s.seed()).filter(|&s| s != crate::rng::DEFAULT_SEED)
+    }
+}
