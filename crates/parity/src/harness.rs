@@ -310,7 +310,7 @@ pub fn shrink(case: &Case, first: &Mismatch, budget: usize) -> (Case, Mismatch) 
     let kind = first.kind;
     let mut best = case.materialize();
     let mut best_m = first.clone();
-    let mut fails = |c: &Case, runs: &mut usize| -> Option<Mismatch> {
+    let fails = |c: &Case, runs: &mut usize| -> Option<Mismatch> {
         if *runs >= budget || !is_well_defined(c) {
             return None;
         }

@@ -3,6 +3,8 @@
 //! multi-step chains that use these samplers; plus string-breaker DRY through a toy vocabulary
 //! and robustness checks (out-of-vocabulary history, no allocation growth after warm-up).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::Arc;
 
 use nucleus_sampler::samplers::dist::Dist;
@@ -18,6 +20,43 @@ use nucleus_sampler::samplers::typical::Typical;
 use nucleus_sampler::samplers::xtc::Xtc;
 use nucleus_sampler::{Candidates, Sampler, Token, TokenData, Vocab};
 use serde_json::Value;
+
+/// Counts allocations made by the current thread, so the hot-path test is not disturbed by
+/// tests running in parallel.
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn bump() {
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+}
+
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        bump();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        bump();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        bump();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn allocs() -> usize {
+    ALLOCS.with(|c| c.get())
+}
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/llama-test-sampling.json");
 
@@ -324,36 +363,44 @@ fn dry_string_breakers_match_equivalent_token_breakers() {
     let n = v.n_vocab();
     // "\n" is contained in tokens 1 and 5; ":" in 7 and 9; "Q: A" is contained in no token:
     // token 6 "Q" ends with its prefix (tail ": A" -> [7, 8]) and so does 9 "Q:" (tail " A" -> [8]).
-    let breakers = ["\n", ":", "Q: A"];
-    let tokens: Vec<Vec<Token>> = vec![vec![1], vec![5], vec![7], vec![9], vec![6, 7, 8], vec![9, 8]];
-    let histories: [&[Token]; 4] = [
+    let configs: [(&[&str], Vec<Vec<Token>>); 2] = [
+        (&["\n", ":", "Q: A"], vec![vec![1], vec![5], vec![7], vec![9], vec![6, 7, 8], vec![9, 8]]),
+        (&["Q: A", "\n"], vec![vec![6, 7, 8], vec![9, 8], vec![1], vec![5]]),
+    ];
+    let histories: [&[Token]; 5] = [
         // the cat sat .\n the cat sat .\n the cat
         &[2, 3, 4, 5, 2, 3, 4, 5, 2, 3],
         // the cat sat the cat sat the cat (no breaker)
         &[2, 3, 4, 2, 3, 4, 2, 3],
-        // Q: A the cat the cat the (multi-token breaker "Q" ":" " A" limits the repeat)
+        // the cat the cat Q: A the cat the cat the
         &[2, 3, 2, 3, 6, 7, 8, 2, 3, 2, 3, 2],
         &[10, 2, 3, 10, 2, 3, 9, 8, 10, 2, 3, 10, 2],
+        // the cat .\n the cat
+        &[2, 3, 5, 2, 3],
     ];
-    for hist in histories {
-        let mut a = Dry::new(&v, 0.8, 1.75, 2, 64, &breakers);
-        let mut b = Dry::from_token_breakers(n, 0.8, 1.75, 2, 64, &tokens);
-        let la = dry_logits(&mut a, n, hist);
-        let lb = dry_logits(&mut b, n, hist);
-        assert_eq!(la, lb, "history {hist:?}");
+    for (strings, tokens) in &configs {
+        for hist in histories {
+            let mut a = Dry::new(&v, 0.8, 1.75, 2, 64, strings);
+            let mut b = Dry::from_token_breakers(n, 0.8, 1.75, 2, 64, tokens);
+            assert_eq!(dry_logits(&mut a, n, hist), dry_logits(&mut b, n, hist), "{strings:?} {hist:?}");
+        }
     }
-    // Without breakers the `.\n` repeat is penalised; with them `.\n` (token 5) is exempt and
-    // the limit stops the repeat at the breaker.
+    let pen = |e: f64| -((0.8f32 as f64 * (1.75f32 as f64).powf(e)) as f32);
+    let breakers = configs[0].0;
+    // `the cat sat .\n the cat sat .\n the cat`: " sat" extends a repeat of 6 without breakers,
+    // but the newest ".\n" limits repeats to 2.
     let mut none = Dry::new(&v, 0.8, 1.75, 2, 64, &[]);
-    let free = dry_logits(&mut none, n, histories[0]);
-    let mut with = Dry::new(&v, 0.8, 1.75, 2, 64, &breakers);
-    let limited = dry_logits(&mut with, n, histories[0]);
-    assert!(free[4] < 0.0, "{free:?}");
-    assert_eq!(limited[4], 0.0, "{limited:?}");
-    // History `the cat sat the cat sat the cat`: ` sat` extends a repeat of 5 -> 0.8 * 1.75^3.
-    let mut d = Dry::new(&v, 0.8, 1.75, 2, 64, &breakers);
-    let l = dry_logits(&mut d, n, histories[1]);
-    assert_eq!(l[4], -((0.8f32 as f64 * (1.75f32 as f64).powf(3.0)) as f32));
+    assert_eq!(dry_logits(&mut none, n, histories[0])[4], pen(4.0));
+    let mut with = Dry::new(&v, 0.8, 1.75, 2, 64, breakers);
+    assert_eq!(dry_logits(&mut with, n, histories[0])[4], pen(0.0));
+    // `the cat .\n the cat`: ".\n" would extend the repeat but, as a breaker, is exempt.
+    let mut none = Dry::new(&v, 0.8, 1.75, 2, 64, &[]);
+    assert_eq!(dry_logits(&mut none, n, histories[4])[5], pen(0.0));
+    let mut with = Dry::new(&v, 0.8, 1.75, 2, 64, breakers);
+    assert_eq!(dry_logits(&mut with, n, histories[4]), vec![0.0; n]);
+    // `the cat sat the cat sat the cat`: " sat" extends a repeat of 5 -> 0.8 * 1.75^3.
+    let mut d = Dry::new(&v, 0.8, 1.75, 2, 64, breakers);
+    assert_eq!(dry_logits(&mut d, n, histories[1])[4], pen(3.0));
 }
 
 #[test]
@@ -418,4 +465,51 @@ fn steady_state_is_deterministic() {
     dc.apply(&mut c3);
     pc.apply(&mut c3);
     assert_eq!(logits_of(&c1), logits_of(&c3));
+}
+
+/// Once the history window has filled, accept and apply of penalties, DRY and logit-bias
+/// allocate nothing (including DRY on histories with in- and out-of-vocabulary tokens).
+#[test]
+fn hot_path_does_not_allocate_after_warm_up() {
+    let n_vocab = 512;
+    let mut chain: Vec<Box<dyn Sampler>> = vec![
+        Box::new(LogitBias::new(n_vocab, vec![(3, 1.0), (700, 2.0), (9, f32::NEG_INFINITY)])),
+        Box::new(Penalties::new(n_vocab, 64, 1.1, 0.1, 0.2)),
+        Box::new(Dry::from_token_breakers(n_vocab, 0.8, 1.75, 2, 64, &[vec![1], vec![2, 3, 4]])),
+    ];
+    let logits: Vec<f32> = (0..n_vocab).map(|k| ((k * 37 % 101) as f32) * 0.05).collect();
+    let mut c = Candidates::with_capacity(n_vocab);
+    let mut state = 7u32;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        // Mostly a small alphabet (many repeats), sometimes ids outside the vocabulary.
+        match state % 50 {
+            0 => -(state as i32 % 1000).abs() - 1,
+            1 => 600 + (state % 5) as Token,
+            _ => (state % 8) as Token,
+        }
+    };
+    let mut round = |c: &mut Candidates, chain: &mut Vec<Box<dyn Sampler>>| {
+        c.fill_f32(&logits);
+        for s in chain.iter_mut() {
+            s.apply(c);
+        }
+        let t = next();
+        for s in chain.iter_mut() {
+            s.accept(t);
+        }
+    };
+    for _ in 0..300 {
+        round(&mut c, &mut chain);
+    }
+    let probe = allocs();
+    drop(std::hint::black_box(vec![0u8; 16]));
+    assert!(allocs() > probe, "the allocation counter works");
+    let before = allocs();
+    for _ in 0..2000 {
+        round(&mut c, &mut chain);
+    }
+    assert_eq!(allocs() - before, 0, "allocations on the hot path after warm-up");
 }

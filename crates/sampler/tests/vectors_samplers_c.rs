@@ -57,13 +57,9 @@ fn build(entry: &Value) -> Option<Box<dyn Sampler>> {
         "xtc" => Box::new(Xtc::new(f(p, "probability"), f(p, "threshold"), u(p, "min_keep"), seed(p))),
         "temp-ext" => Box::new(TempExt::new(f(p, "t"), f(p, "delta"), f(p, "exponent"))),
         "top-n-sigma" => Box::new(TopNSigma::new(f(p, "n"))),
-        "mirostat" => Box::new(Mirostat::new(
-            u(p, "n_vocab"),
-            seed(p),
-            f(p, "tau"),
-            f(p, "eta"),
-            p["m"].as_i64().unwrap() as i32,
-        )),
+        "mirostat" => {
+            Box::new(Mirostat::new(u(p, "n_vocab"), seed(p), f(p, "tau"), f(p, "eta"), p["m"].as_i64().unwrap() as i32))
+        }
         "mirostat-v2" => Box::new(MirostatV2::new(seed(p), f(p, "tau"), f(p, "eta"))),
         "adaptive-p" => Box::new(AdaptiveP::new(f(p, "target"), f(p, "decay"), seed(p))),
         "dist" => Box::new(Dist::new(seed(p))),
@@ -166,7 +162,17 @@ fn run_chain(chain: &mut [Box<dyn Sampler>], logits: &[f32], steps: usize) -> (V
     (tokens, sizes)
 }
 
-fn recorded_chains() -> Vec<(String, Vec<Box<dyn Sampler>>, Vec<f32>, usize, Vec<i64>, Vec<u64>)> {
+/// One recorded multi-step chain: fresh samplers, input logits and the upstream results.
+struct Recorded {
+    id: String,
+    chain: Vec<Box<dyn Sampler>>,
+    logits: Vec<f32>,
+    steps: usize,
+    tokens: Vec<i64>,
+    sizes: Vec<u64>,
+}
+
+fn recorded_chains() -> Vec<Recorded> {
     let v = load();
     let dr = &v["derived_reference"];
     let mut out = Vec::new();
@@ -175,18 +181,14 @@ fn recorded_chains() -> Vec<(String, Vec<Box<dyn Sampler>>, Vec<f32>, usize, Vec
             continue;
         }
         let input = ch["input"].as_str().unwrap();
-        let logits: Vec<f32> = dr["inputs"][input]["values"].as_array().unwrap().iter().map(|x| num(x) as f32).collect();
-        let samplers: Vec<Box<dyn Sampler>> = ch["chain"].as_array().unwrap().iter().filter_map(build).collect();
-        let tokens = ch["selected_tokens"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
-        let sizes = ch["final_sizes"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
-        out.push((
-            ch["id"].as_str().unwrap().to_string(),
-            samplers,
-            logits,
-            ch["steps"].as_u64().unwrap() as usize,
-            tokens,
-            sizes,
-        ));
+        out.push(Recorded {
+            id: ch["id"].as_str().unwrap().to_string(),
+            chain: ch["chain"].as_array().unwrap().iter().filter_map(build).collect(),
+            logits: dr["inputs"][input]["values"].as_array().unwrap().iter().map(|x| num(x) as f32).collect(),
+            steps: ch["steps"].as_u64().unwrap() as usize,
+            tokens: ch["selected_tokens"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect(),
+            sizes: ch["final_sizes"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect(),
+        });
     }
     out
 }
@@ -194,7 +196,7 @@ fn recorded_chains() -> Vec<(String, Vec<Box<dyn Sampler>>, Vec<f32>, usize, Vec
 #[test]
 fn recorded_chain_streams() {
     let chains = recorded_chains();
-    let ids: Vec<&str> = chains.iter().map(|c| c.0.as_str()).collect();
+    let ids: Vec<&str> = chains.iter().map(|c| c.id.as_str()).collect();
     for want in [
         "chain_default",
         "chain_dynatemp",
@@ -209,10 +211,11 @@ fn recorded_chain_streams() {
         assert!(ids.contains(&want), "{want} missing from the vectors");
     }
     let mut failures = Vec::new();
-    for (id, mut chain, logits, steps, tokens, sizes) in chains {
+    for Recorded { id, mut chain, logits, steps, tokens, sizes } in chains {
         let (got_t, got_s) = run_chain(&mut chain, &logits, steps);
         if got_t != tokens || got_s != sizes {
-            failures.push(format!("{id}:\n  tokens {got_t:?}\n  want   {tokens:?}\n  sizes {got_s:?}\n  want  {sizes:?}"));
+            failures
+                .push(format!("{id}:\n  tokens {got_t:?}\n  want   {tokens:?}\n  sizes {got_s:?}\n  want  {sizes:?}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -222,7 +225,7 @@ fn recorded_chain_streams() {
 /// continues it exactly (adaptive-p excepted: its clone restarts the random stream).
 #[test]
 fn recorded_chains_reset_and_clone() {
-    for (id, mut chain, logits, steps, tokens, _) in recorded_chains() {
+    for Recorded { id, mut chain, logits, steps, tokens, .. } in recorded_chains() {
         let half = steps / 2;
         let (first, _) = run_chain(&mut chain, &logits, half);
         assert_eq!(first[..], tokens[..half], "{id}");
@@ -252,7 +255,8 @@ fn adaptive_p_clone_restarts_stream() {
         .iter()
         .map(|x| num(x) as f32)
         .collect();
-    let mk = || -> Vec<Box<dyn Sampler>> { vec![Box::new(MinP::new(0.05, 1)), Box::new(AdaptiveP::new(-1.0, 0.9, 42))] };
+    let mk =
+        || -> Vec<Box<dyn Sampler>> { vec![Box::new(MinP::new(0.05, 1)), Box::new(AdaptiveP::new(-1.0, 0.9, 42))] };
     let mut a = mk();
     run_chain(&mut a, &logits, 5);
     let mut cl: Vec<Box<dyn Sampler>> = a.iter().map(|s| s.clone_box()).collect();

@@ -17,7 +17,9 @@ use super::penalties::TokenRing;
 const MAX_BREAKER_BYTES: usize = 40;
 /// Tails of string breakers are cut to this many tokens (llama.cpp's limit).
 const MAX_TAIL_TOKENS: usize = 20;
-/// Approximate `ln(f32::MAX)`, used to cap the exponent so `base^e` stays finite.
+/// Approximate `ln(f32::MAX)`, used to cap the exponent so `base^e` stays finite
+/// (upstream's literal, kept verbatim; it rounds to the same f32 as `88.722_84`).
+#[allow(clippy::excessive_precision)]
 const FLOAT_MAX_LOG: f32 = 88.7228391;
 
 /// Per-token maximum repeat length for one `apply`: dense for vocabulary ids, with a small
@@ -116,6 +118,11 @@ impl Dry {
         let enabled = Self::is_enabled(multiplier, base, last_n);
         let mut breakers = if enabled { breakers } else { Vec::new() };
         breakers.sort_by_key(|b| b.0); // stable
+        // Scratch sized for a full window up front (bounded, so a huge last_n costs nothing
+        // until used), so the hot path does not grow it later.
+        let window = if enabled { last_n.min(1 << 16) } else { 0 };
+        let mut max_repeat = if enabled { MaxRepeat::new(n_vocab) } else { MaxRepeat::default() };
+        max_repeat.touched.reserve(window);
         Dry {
             enabled,
             multiplier,
@@ -124,9 +131,9 @@ impl Dry {
             last_n,
             breakers,
             last: TokenRing::new(if enabled { last_n } else { 0 }),
-            hist: Vec::new(),
-            repeat_count: Vec::new(),
-            max_repeat: if enabled { MaxRepeat::new(n_vocab) } else { MaxRepeat::default() },
+            hist: Vec::with_capacity(window),
+            repeat_count: Vec::with_capacity(window),
+            max_repeat,
         }
     }
 
@@ -283,10 +290,11 @@ impl Sampler for Dry {
             let mut longest: i64 = -1;
             for (_, tail) in tails {
                 let len = tail.len();
-                if len as i64 > longest && len <= i {
-                    if tail.iter().enumerate().all(|(o, &t)| t == hist[i - 1 - o]) {
-                        longest = len as i64;
-                    }
+                if len as i64 > longest
+                    && len <= i
+                    && tail.iter().enumerate().all(|(o, &t)| t == hist[i - 1 - o])
+                {
+                    longest = len as i64;
                 }
             }
             if longest >= 0 {

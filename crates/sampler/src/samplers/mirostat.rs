@@ -87,7 +87,7 @@ impl Sampler for Mirostat {
         c.set_selected(Some(idx));
 
         let e = observed_surprise - self.tau;
-        self.mu = self.mu - self.eta * e;
+        self.mu -= self.eta * e;
     }
 
     fn reset(&mut self) {

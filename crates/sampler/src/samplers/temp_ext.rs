@@ -47,8 +47,8 @@ impl Sampler for TempExt {
         if self.is_noop() {
             return;
         }
-        // Written so that a NaN delta takes the plain-temperature branch, as in llama.cpp.
-        if !(self.delta > 0.0) {
+        // A NaN delta takes the plain-temperature branch, as in llama.cpp.
+        if self.delta.is_nan() || self.delta <= 0.0 {
             temp_scale(c, self.t);
             return;
         }

@@ -1,0 +1,111 @@
+//! After warm-up, sampling a token allocates nothing: a counting global allocator proves it
+//! for a chain with every allocation-free sampler active.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use nucleus_sampler::samplers::{
+    adaptive_p::AdaptiveP, dry::Dry, logit_bias::LogitBias, mirostat::Mirostat, mirostat_v2::MirostatV2,
+    penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP,
+    typical::Typical, xtc::Xtc, min_p::MinP,
+};
+use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution};
+use nucleus_sampler::{Chain, Logits, SamplingParams, TokenSampler};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|a| a.get())
+}
+
+fn logits(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            ((x >> 8) % 20_000) as f32 / 1000.0 - 10.0
+        })
+        .collect()
+}
+
+fn assert_no_alloc(name: &str, mut s: TokenSampler, rows: &[Vec<f32>]) {
+    // Warm up on every row so buffers reach their final size.
+    for r in rows {
+        let t = s.sample(r).unwrap();
+        s.accept(t);
+    }
+    let before = allocs();
+    for _ in 0..5 {
+        for r in rows {
+            let t = s.sample(r).unwrap();
+            s.accept(t);
+        }
+    }
+    assert_eq!(allocs() - before, 0, "{name}: allocated during sampling");
+}
+
+#[test]
+fn sampling_allocates_nothing_after_warmup() {
+    let n = 5000;
+    let rows: Vec<Vec<f32>> = (0..4).map(|s| logits(n, s + 1)).collect();
+
+    let every = Chain::new()
+        .with(LogitBias::new(n, vec![(3, 1.0), (7, f32::NEG_INFINITY)]))
+        .with(Penalties::new(n, 64, 1.1, 0.1, 0.1))
+        .with(Dry::from_token_breakers(n, 0.8, 1.75, 2, 64, &[vec![10], vec![11, 12]]))
+        .with(TopNSigma::new(2.0))
+        .with(TopK::new(200))
+        .with(Typical::new(0.95, 1))
+        .with(TopP::new(0.95, 1))
+        .with(MinP::new(0.01, 1))
+        .with(Xtc::new(0.5, 0.01, 1, 5))
+        .with(TempExt::new(0.8, 0.3, 1.0))
+        .with(AdaptiveP::new(0.3, 0.9, 5));
+    assert_no_alloc("every sampler + adaptive-p", TokenSampler::new(every), &rows);
+
+    let wide = Chain::new().with(TopP::new(0.999, 0)).with(nucleus_sampler::samplers::dist::Dist::new(1));
+    assert_no_alloc("top-p adaptive sort path", TokenSampler::new(wide), &rows);
+
+    let m1 = Chain::new().with(Temp::new(0.9)).with(Mirostat::new(n, 1, 5.0, 0.1, 100));
+    assert_no_alloc("mirostat", TokenSampler::new(m1), &rows);
+    let m2 = Chain::new().with(Temp::new(0.9)).with(MirostatV2::new(1, 5.0, 0.1));
+    assert_no_alloc("mirostat v2", TokenSampler::new(m2), &rows);
+
+    let p = SamplingParams { seed: 3, penalty_repeat: 1.1, ..Default::default() };
+    assert_no_alloc("default chain", TokenSampler::new(p.build(n, None).unwrap()), &rows);
+
+    // Reporting log-probabilities reuses its output buffers too.
+    let mut out = Vec::with_capacity(20);
+    let mut s = TokenSampler::new(SamplingParams { seed: 3, ..Default::default() }.build(n, None).unwrap());
+    s.sample(&rows[0]).unwrap();
+    top_n_post(s.candidates(), 20, &mut out);
+    let before = allocs();
+    for r in &rows {
+        s.sample(r).unwrap();
+        let d = RawDistribution::of(Logits::F32(r));
+        top_n_raw(Logits::F32(r), &d, 20, &mut out);
+        top_n_post(s.candidates(), 20, &mut out);
+    }
+    assert_eq!(allocs() - before, 0, "log-probabilities allocated");
+}
