@@ -540,7 +540,7 @@ mod tests {
         partial_sort_inplace(&mut c, 200);
         assert_eq!(c.len(), 200);
         assert!(c.as_slice().iter().all(|t| t.id != 0));
-        assert_eq!(ids(&c.as_slice()[..8]), [48, 98, 148, 198, 248, 298, 299, 47]);
+        assert_eq!(ids(&c.as_slice()[..8]), [49, 99, 149, 199, 249, 299, 48, 98]);
     }
 
     #[test]

@@ -58,7 +58,10 @@ fn allocs() -> usize {
     ALLOCS.with(|c| c.get())
 }
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/llama-test-sampling.json");
+const VECTORS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/vectors/llama-test-sampling.json"
+);
 
 fn load() -> Value {
     let text = std::fs::read_to_string(VECTORS).expect("read vectors file");
@@ -78,18 +81,28 @@ fn f(p: &Value, key: &str) -> f32 {
 }
 
 fn i(p: &Value, key: &str) -> i32 {
-    p[key].as_i64().unwrap_or_else(|| panic!("missing {key} in {p}")) as i32
+    p[key]
+        .as_i64()
+        .unwrap_or_else(|| panic!("missing {key} in {p}")) as i32
 }
 
 fn u(p: &Value, key: &str) -> usize {
-    p[key].as_u64().unwrap_or_else(|| panic!("missing {key} in {p}")) as usize
+    p[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("missing {key} in {p}")) as usize
 }
 
 fn token_seqs(v: &Value) -> Vec<Vec<Token>> {
     v.as_array()
         .unwrap()
         .iter()
-        .map(|s| s.as_array().unwrap().iter().map(|t| t.as_i64().unwrap() as Token).collect())
+        .map(|s| {
+            s.as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_i64().unwrap() as Token)
+                .collect()
+        })
         .collect()
 }
 
@@ -127,7 +140,12 @@ fn build(entry: &Value, n_vocab: usize) -> Box<dyn Sampler> {
         "top-p" => Box::new(TopP::new(f(p, "p"), u(p, "min_keep"))),
         "min-p" => Box::new(MinP::new(f(p, "p"), u(p, "min_keep"))),
         "typical" => Box::new(Typical::new(f(p, "p"), u(p, "min_keep"))),
-        "xtc" => Box::new(Xtc::new(f(p, "probability"), f(p, "threshold"), u(p, "min_keep"), p["seed"].as_u64().unwrap() as u32)),
+        "xtc" => Box::new(Xtc::new(
+            f(p, "probability"),
+            f(p, "threshold"),
+            u(p, "min_keep"),
+            p["seed"].as_u64().unwrap() as u32,
+        )),
         "temp-ext" => Box::new(TempExt::new(f(p, "t"), f(p, "delta"), f(p, "exponent"))),
         other => panic!("sampler {other} not supported by this test"),
     }
@@ -154,13 +172,21 @@ fn upstream_penalty_and_dry_cases() {
             .enumerate()
             .map(|(i, x)| {
                 let p = num(x) as f32;
-                TokenData { id: i as Token, logit: p.ln(), p }
+                TokenData {
+                    id: i as Token,
+                    logit: p.ln(),
+                    p,
+                }
             })
             .collect();
         let n_vocab = data.len();
         let mut c = Candidates::from_token_data(data);
         let chain = case["chain"].as_array().unwrap();
-        assert_eq!(chain[0]["sampler"].as_str().unwrap(), sampler, "{id}: chain starts with the sampler");
+        assert_eq!(
+            chain[0]["sampler"].as_str().unwrap(),
+            sampler,
+            "{id}: chain starts with the sampler"
+        );
         let mut under_test = build(&chain[0], n_vocab);
         assert_eq!(under_test.name(), sampler, "{id}: name");
         for t in case["accepted_tokens"].as_array().unwrap() {
@@ -171,7 +197,12 @@ fn upstream_penalty_and_dry_cases() {
             build(entry, n_vocab).apply(&mut c);
         }
 
-        let expected: Vec<f32> = case["expected_probs"].as_array().unwrap().iter().map(|x| num(x) as f32).collect();
+        let expected: Vec<f32> = case["expected_probs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| num(x) as f32)
+            .collect();
         let size = case["expected_size"].as_u64().unwrap() as usize;
         let tol = case["tolerance_abs"].as_f64().unwrap_or(1e-5) as f32;
         assert_eq!(c.len(), size, "{id}: size");
@@ -182,17 +213,40 @@ fn upstream_penalty_and_dry_cases() {
         // Bit-exact: the ids, logits and probabilities upstream produced (printed with 9
         // significant digits, which round-trips f32).
         let obs = &case["observed"];
-        let ids: Vec<Token> = obs["ids"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap() as Token).collect();
+        let ids: Vec<Token> = obs["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_i64().unwrap() as Token)
+            .collect();
         let got_ids: Vec<Token> = c.as_slice().iter().map(|d| d.id).collect();
         assert_eq!(got_ids, ids, "{id}: ids");
-        let want_logits: Vec<u32> = obs["logits"].as_array().unwrap().iter().map(|x| (num(x) as f32).to_bits()).collect();
+        let want_logits: Vec<u32> = obs["logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (num(x) as f32).to_bits())
+            .collect();
         let got_logits: Vec<u32> = logits_of(&c).iter().map(|l| l.to_bits()).collect();
         assert_eq!(got_logits, want_logits, "{id}: logits bits");
-        let want_p: Vec<u32> = obs["probs"].as_array().unwrap().iter().map(|x| (num(x) as f32).to_bits()).collect();
+        let want_p: Vec<u32> = obs["probs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (num(x) as f32).to_bits())
+            .collect();
         let got_p: Vec<u32> = c.as_slice().iter().map(|d| d.p.to_bits()).collect();
         assert_eq!(got_p, want_p, "{id}: probability bits");
-        assert_eq!(c.is_sorted(), obs["sorted"].as_bool().unwrap(), "{id}: sorted flag");
-        assert_eq!(c.selected(), Some(obs["selected_index"].as_u64().unwrap() as usize), "{id}: selected");
+        assert_eq!(
+            c.is_sorted(),
+            obs["sorted"].as_bool().unwrap(),
+            "{id}: sorted flag"
+        );
+        assert_eq!(
+            c.selected(),
+            Some(obs["selected_index"].as_u64().unwrap() as usize),
+            "{id}: selected"
+        );
         if sampler == "penalties" {
             ran.0 += 1;
         } else {
@@ -239,17 +293,37 @@ fn recorded_chains() -> Vec<Recorded> {
     let mut out = Vec::new();
     for ch in dr["chains"].as_array().unwrap() {
         let members = ch["chain"].as_array().unwrap();
-        if !members.iter().any(|m| matches!(m["sampler"].as_str().unwrap(), "penalties" | "dry" | "logit-bias")) {
+        if !members.iter().any(|m| {
+            matches!(
+                m["sampler"].as_str().unwrap(),
+                "penalties" | "dry" | "logit-bias"
+            )
+        }) {
             continue;
         }
         let input = ch["input"].as_str().unwrap();
-        let logits: Vec<f32> = dr["inputs"][input]["values"].as_array().unwrap().iter().map(|x| num(x) as f32).collect();
+        let logits: Vec<f32> = dr["inputs"][input]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| num(x) as f32)
+            .collect();
         out.push(Recorded {
             id: ch["id"].as_str().unwrap().to_string(),
             chain: members.iter().map(|m| build(m, logits.len())).collect(),
             steps: ch["steps"].as_u64().unwrap() as usize,
-            tokens: ch["selected_tokens"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect(),
-            sizes: ch["final_sizes"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect(),
+            tokens: ch["selected_tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_i64().unwrap())
+                .collect(),
+            sizes: ch["final_sizes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap())
+                .collect(),
             logits,
         });
     }
@@ -260,7 +334,12 @@ fn recorded_chains() -> Vec<Recorded> {
 fn recorded_chain_streams() {
     let chains = recorded_chains();
     let ids: Vec<&str> = chains.iter().map(|c| c.id.as_str()).collect();
-    for want in ["chain_default", "chain_penalties", "chain_dry", "chain_logit_bias"] {
+    for want in [
+        "chain_default",
+        "chain_penalties",
+        "chain_dry",
+        "chain_logit_bias",
+    ] {
         assert!(ids.contains(&want), "{want} missing from the vectors");
     }
     let mut failures = Vec::new();
@@ -342,7 +421,9 @@ impl Vocab for ToyVocab {
 
 fn toy_vocab() -> ToyVocab {
     ToyVocab {
-        pieces: vec![b"</s>", b"\n", b"the", b" cat", b" sat", b".\n", b"Q", b":", b" A", b"Q:", b"x"],
+        pieces: vec![
+            b"</s>", b"\n", b"the", b" cat", b" sat", b".\n", b"Q", b":", b" A", b"Q:", b"x",
+        ],
         eog: vec![0],
     }
 }
@@ -352,7 +433,15 @@ fn dry_logits(d: &mut Dry, n: usize, hist: &[Token]) -> Vec<f32> {
     for &t in hist {
         d.accept(t);
     }
-    let mut c = Candidates::from_token_data((0..n).map(|k| TokenData { id: k as Token, logit: 0.0, p: 0.0 }).collect());
+    let mut c = Candidates::from_token_data(
+        (0..n)
+            .map(|k| TokenData {
+                id: k as Token,
+                logit: 0.0,
+                p: 0.0,
+            })
+            .collect(),
+    );
     d.apply(&mut c);
     logits_of(&c)
 }
@@ -364,8 +453,21 @@ fn dry_string_breakers_match_equivalent_token_breakers() {
     // "\n" is contained in tokens 1 and 5; ":" in 7 and 9; "Q: A" is contained in no token:
     // token 6 "Q" ends with its prefix (tail ": A" -> [7, 8]) and so does 9 "Q:" (tail " A" -> [8]).
     let configs: [(&[&str], Vec<Vec<Token>>); 2] = [
-        (&["\n", ":", "Q: A"], vec![vec![1], vec![5], vec![7], vec![9], vec![6, 7, 8], vec![9, 8]]),
-        (&["Q: A", "\n"], vec![vec![6, 7, 8], vec![9, 8], vec![1], vec![5]]),
+        (
+            &["\n", ":", "Q: A"],
+            vec![
+                vec![1],
+                vec![5],
+                vec![7],
+                vec![9],
+                vec![6, 7, 8],
+                vec![9, 8],
+            ],
+        ),
+        (
+            &["Q: A", "\n"],
+            vec![vec![6, 7, 8], vec![9, 8], vec![1], vec![5]],
+        ),
     ];
     let histories: [&[Token]; 5] = [
         // the cat sat .\n the cat sat .\n the cat
@@ -382,7 +484,11 @@ fn dry_string_breakers_match_equivalent_token_breakers() {
         for hist in histories {
             let mut a = Dry::new(&v, 0.8, 1.75, 2, 64, strings);
             let mut b = Dry::from_token_breakers(n, 0.8, 1.75, 2, 64, tokens);
-            assert_eq!(dry_logits(&mut a, n, hist), dry_logits(&mut b, n, hist), "{strings:?} {hist:?}");
+            assert_eq!(
+                dry_logits(&mut a, n, hist),
+                dry_logits(&mut b, n, hist),
+                "{strings:?} {hist:?}"
+            );
         }
     }
     let pen = |e: f64| -((0.8f32 as f64 * (1.75f32 as f64).powf(e)) as f32);
@@ -415,7 +521,14 @@ fn out_of_vocabulary_history_never_panics() {
         }
     }
     let mut c = Candidates::from_token_data(
-        [-1, 0, 5, 7, i32::MAX, 1_000_000].iter().map(|&id| TokenData { id, logit: 1.0, p: 0.0 }).collect(),
+        [-1, 0, 5, 7, i32::MAX, 1_000_000]
+            .iter()
+            .map(|&id| TokenData {
+                id,
+                logit: 1.0,
+                p: 0.0,
+            })
+            .collect(),
     );
     p.apply(&mut c);
     d.apply(&mut c);
@@ -451,7 +564,17 @@ fn steady_state_is_deterministic() {
         d.accept(t);
         p.accept(t);
     }
-    let fresh = || Candidates::from_token_data((0..16).map(|k| TokenData { id: k, logit: k as f32 * 0.1, p: 0.0 }).collect());
+    let fresh = || {
+        Candidates::from_token_data(
+            (0..16)
+                .map(|k| TokenData {
+                    id: k,
+                    logit: k as f32 * 0.1,
+                    p: 0.0,
+                })
+                .collect(),
+        )
+    };
     let mut c1 = fresh();
     d.apply(&mut c1);
     p.apply(&mut c1);
@@ -473,11 +596,23 @@ fn steady_state_is_deterministic() {
 fn hot_path_does_not_allocate_after_warm_up() {
     let n_vocab = 512;
     let mut chain: Vec<Box<dyn Sampler>> = vec![
-        Box::new(LogitBias::new(n_vocab, vec![(3, 1.0), (700, 2.0), (9, f32::NEG_INFINITY)])),
+        Box::new(LogitBias::new(
+            n_vocab,
+            vec![(3, 1.0), (700, 2.0), (9, f32::NEG_INFINITY)],
+        )),
         Box::new(Penalties::new(n_vocab, 64, 1.1, 0.1, 0.2)),
-        Box::new(Dry::from_token_breakers(n_vocab, 0.8, 1.75, 2, 64, &[vec![1], vec![2, 3, 4]])),
+        Box::new(Dry::from_token_breakers(
+            n_vocab,
+            0.8,
+            1.75,
+            2,
+            64,
+            &[vec![1], vec![2, 3, 4]],
+        )),
     ];
-    let logits: Vec<f32> = (0..n_vocab).map(|k| ((k * 37 % 101) as f32) * 0.05).collect();
+    let logits: Vec<f32> = (0..n_vocab)
+        .map(|k| ((k * 37 % 101) as f32) * 0.05)
+        .collect();
     let mut c = Candidates::with_capacity(n_vocab);
     let mut state = 7u32;
     let mut next = move || {
@@ -511,5 +646,9 @@ fn hot_path_does_not_allocate_after_warm_up() {
     for _ in 0..2000 {
         round(&mut c, &mut chain);
     }
-    assert_eq!(allocs() - before, 0, "allocations on the hot path after warm-up");
+    assert_eq!(
+        allocs() - before,
+        0,
+        "allocations on the hot path after warm-up"
+    );
 }

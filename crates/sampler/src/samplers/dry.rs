@@ -35,7 +35,11 @@ impl MaxRepeat {
     const ABSENT: i32 = i32::MIN;
 
     fn new(n_vocab: usize) -> Self {
-        MaxRepeat { dense: vec![Self::ABSENT; n_vocab], touched: Vec::new(), outside: Vec::new() }
+        MaxRepeat {
+            dense: vec![Self::ABSENT; n_vocab],
+            touched: Vec::new(),
+            outside: Vec::new(),
+        }
     }
 
     #[inline]
@@ -118,10 +122,14 @@ impl Dry {
         let enabled = Self::is_enabled(multiplier, base, last_n);
         let mut breakers = if enabled { breakers } else { Vec::new() };
         breakers.sort_by_key(|b| b.0); // stable
-        // Scratch sized for a full window up front (bounded, so a huge last_n costs nothing
-        // until used), so the hot path does not grow it later.
+                                       // Scratch sized for a full window up front (bounded, so a huge last_n costs nothing
+                                       // until used), so the hot path does not grow it later.
         let window = if enabled { last_n.min(1 << 16) } else { 0 };
-        let mut max_repeat = if enabled { MaxRepeat::new(n_vocab) } else { MaxRepeat::default() };
+        let mut max_repeat = if enabled {
+            MaxRepeat::new(n_vocab)
+        } else {
+            MaxRepeat::default()
+        };
         max_repeat.touched.reserve(window);
         Dry {
             enabled,
@@ -359,11 +367,16 @@ impl Sampler for Dry {
         }
         if !self.max_repeat.is_empty() {
             for d in cands.as_mut_slice() {
-                let Some(r) = self.max_repeat.get(d.id) else { continue };
+                let Some(r) = self.max_repeat.get(d.id) else {
+                    continue;
+                };
                 // Single-token breakers (empty tail) are never penalised.
                 let is_breaker = {
                     let lo = self.breakers.partition_point(|b| b.0 < d.id);
-                    self.breakers[lo..].iter().take_while(|b| b.0 == d.id).any(|b| b.1.is_empty())
+                    self.breakers[lo..]
+                        .iter()
+                        .take_while(|b| b.0 == d.id)
+                        .any(|b| b.1.is_empty())
                 };
                 if is_breaker {
                     continue;
@@ -399,7 +412,15 @@ mod tests {
     use crate::candidates::TokenData;
 
     fn cands(n: usize) -> Candidates {
-        Candidates::from_token_data((0..n).map(|i| TokenData { id: i as Token, logit: 0.0, p: 0.0 }).collect())
+        Candidates::from_token_data(
+            (0..n)
+                .map(|i| TokenData {
+                    id: i as Token,
+                    logit: 0.0,
+                    p: 0.0,
+                })
+                .collect(),
+        )
     }
 
     fn logits(c: &Candidates) -> Vec<f32> {
@@ -413,12 +434,30 @@ mod tests {
 
     #[test]
     fn noop_variants() {
-        assert_eq!(Dry::from_token_breakers(4, 0.0, 1.75, 2, 8, &[]).name(), "?dry");
-        assert_eq!(Dry::from_token_breakers(4, 1.0, 0.9, 2, 8, &[]).name(), "?dry");
-        assert_eq!(Dry::from_token_breakers(4, 1.0, f32::NAN, 2, 8, &[]).name(), "?dry");
-        assert_eq!(Dry::from_token_breakers(4, 1.0, 1.75, 2, 0, &[]).name(), "?dry");
-        assert_eq!(Dry::from_token_breakers(4, 1.0, 1.75, 2, -1, &[]).name(), "?dry");
-        assert_eq!(Dry::from_token_breakers(4, 1.0, 1.0, 2, 8, &[]).name(), "dry");
+        assert_eq!(
+            Dry::from_token_breakers(4, 0.0, 1.75, 2, 8, &[]).name(),
+            "?dry"
+        );
+        assert_eq!(
+            Dry::from_token_breakers(4, 1.0, 0.9, 2, 8, &[]).name(),
+            "?dry"
+        );
+        assert_eq!(
+            Dry::from_token_breakers(4, 1.0, f32::NAN, 2, 8, &[]).name(),
+            "?dry"
+        );
+        assert_eq!(
+            Dry::from_token_breakers(4, 1.0, 1.75, 2, 0, &[]).name(),
+            "?dry"
+        );
+        assert_eq!(
+            Dry::from_token_breakers(4, 1.0, 1.75, 2, -1, &[]).name(),
+            "?dry"
+        );
+        assert_eq!(
+            Dry::from_token_breakers(4, 1.0, 1.0, 2, 8, &[]).name(),
+            "dry"
+        );
     }
 
     /// Spec §4.14 worked example: context `a b c c b c y a b c` gives repeat counts
@@ -436,7 +475,16 @@ mod tests {
         d.apply(&mut cs);
         assert_eq!(d.repeat_count, vec![0, 0, 3, 1, 0, 2, 0, 0, 0, 0]);
         // allowed_length 1: c -> 2^(3-1), b -> 2^(1-1), y -> 2^(2-1); token 4 untouched.
-        assert_eq!(logits(&cs), vec![0.0, -pen(1.0, 2.0, 0), -pen(1.0, 2.0, 2), -pen(1.0, 2.0, 1), 0.0]);
+        assert_eq!(
+            logits(&cs),
+            vec![
+                0.0,
+                -pen(1.0, 2.0, 0),
+                -pen(1.0, 2.0, 2),
+                -pen(1.0, 2.0, 1),
+                0.0
+            ]
+        );
         assert!(!cs.is_sorted());
         assert!(d.max_repeat.is_empty());
     }
@@ -531,10 +579,26 @@ mod tests {
             d.accept(t);
         }
         let mut cs = Candidates::from_token_data(vec![
-            TokenData { id: 99, logit: 0.0, p: 0.0 },
-            TokenData { id: -1, logit: 0.0, p: 0.0 },
-            TokenData { id: 1, logit: 0.0, p: 0.0 },
-            TokenData { id: 1000, logit: 0.0, p: 0.0 },
+            TokenData {
+                id: 99,
+                logit: 0.0,
+                p: 0.0,
+            },
+            TokenData {
+                id: -1,
+                logit: 0.0,
+                p: 0.0,
+            },
+            TokenData {
+                id: 1,
+                logit: 0.0,
+                p: 0.0,
+            },
+            TokenData {
+                id: 1000,
+                logit: 0.0,
+                p: 0.0,
+            },
         ]);
         d.apply(&mut cs);
         // `-1 99` repeats; 99 follows `-1` so it is penalised even though it is outside the
@@ -605,21 +669,28 @@ mod tests {
     #[test]
     fn string_breakers_resolved_through_vocab() {
         let v = toy();
-        let d = Dry::new(&v, 1.0, 1.75, 2, 64, &["\n", ":", "", "abc", "abc", "\0ignored", "b\0c"]);
+        let d = Dry::new(
+            &v,
+            1.0,
+            1.75,
+            2,
+            64,
+            &["\n", ":", "", "abc", "abc", "\0ignored", "b\0c"],
+        );
         let mut got = d.breakers.clone();
         got.sort();
         let want: Vec<(Token, Vec<Token>)> = vec![
-            (1, vec![]),     // "\n" contains "\n"
-            (2, vec![10]),   // "a" + tokenize("bc") = ["bc"] (longest match)
-            (3, vec![]),     // "b" contains the NUL-cut breaker "b"
-            (5, vec![4]),    // "ab" + tokenize("c")
-            (5, vec![]),     // "ab" contains "b"
-            (6, vec![]),     // "x\n"
-            (7, vec![]),     // ":"
-            (8, vec![10]),   // "aba": position 2 starts "abc", tail "bc"
-            (8, vec![]),     // "aba" contains "b"
-            (9, vec![]),     // "q:q"
-            (10, vec![]),    // "bc" contains "b"
+            (1, vec![]),   // "\n" contains "\n"
+            (2, vec![10]), // "a" + tokenize("bc") = ["bc"] (longest match)
+            (3, vec![]),   // "b" contains the NUL-cut breaker "b"
+            (5, vec![4]),  // "ab" + tokenize("c")
+            (5, vec![]),   // "ab" contains "b"
+            (6, vec![]),   // "x\n"
+            (7, vec![]),   // ":"
+            (8, vec![10]), // "aba": position 2 starts "abc", tail "bc"
+            (8, vec![]),   // "aba" contains "b"
+            (9, vec![]),   // "q:q"
+            (10, vec![]),  // "bc" contains "b"
         ];
         let mut want = want;
         want.sort();
