@@ -91,7 +91,11 @@ impl LlamaRng {
 
 /// libstdc++'s `std::discrete_distribution<int>` built from `weights` (f32, widened to f64),
 /// then one draw: two outputs when there are at least two weights, none otherwise.
-/// Returns the first index whose normalised cumulative weight reaches the uniform value.
+///
+/// libstdc++ normalises each weight by the f64 sum, takes the running sum as the CDF (forcing
+/// the last entry to exactly 1) and returns `lower_bound(cdf, u)`. For ordinary weights the CDF
+/// is non-decreasing, so a forward scan finds the same index without storing the CDF; when a
+/// weight is NaN or infinite the CDF is not monotone and the binary search is replayed exactly.
 pub fn discrete_pick<I>(weights: I, n: usize, rng: &mut LlamaRng) -> usize
 where
     I: Iterator<Item = f32> + Clone,
@@ -100,22 +104,49 @@ where
         return 0;
     }
     let mut sum = 0.0f64;
+    let mut regular = true;
     for w in weights.clone() {
+        regular &= w.is_finite() && w >= 0.0;
         sum += w as f64;
     }
+    regular &= sum.is_finite() && sum > 0.0;
     let u = rng.uniform_f64();
-    let mut cdf = 0.0f64;
-    for (i, w) in weights.enumerate() {
-        if i + 1 == n {
-            // libstdc++ forces the last cumulative value to exactly 1.
-            return i;
+    if regular {
+        let mut cdf = 0.0f64;
+        for (i, w) in weights.enumerate() {
+            if i + 1 == n {
+                return i;
+            }
+            cdf += w as f64 / sum;
+            if cdf >= u {
+                return i;
+            }
         }
-        cdf += w as f64 / sum;
-        if cdf >= u {
-            return i;
+        return n - 1;
+    }
+    // The CDF value at index i, recomputed on demand (rare path: no storage, O(n) per probe).
+    let cdf_at = |i: usize| -> f64 {
+        if i + 1 == n {
+            return 1.0;
+        }
+        let mut c = 0.0f64;
+        for w in weights.clone().take(i + 1) {
+            c += w as f64 / sum;
+        }
+        c
+    };
+    let (mut first, mut len) = (0usize, n);
+    while len > 0 {
+        let half = len >> 1;
+        let mid = first + half;
+        if cdf_at(mid) < u {
+            first = mid + 1;
+            len = len - half - 1;
+        } else {
+            len = half;
         }
     }
-    n - 1
+    first.min(n - 1)
 }
 
 #[cfg(test)]
@@ -132,5 +163,32 @@ mod tests {
             last = r.next_u32();
         }
         assert_eq!(last, 4_123_659_995);
+    }
+
+    #[test]
+    fn discrete_pick_nan_weights_follow_lower_bound() {
+        // All-NaN weights: every CDF entry but the forced last 1.0 is NaN, and `NaN < u` is
+        // false, so libstdc++'s lower_bound walks left to index 0.
+        let mut r = LlamaRng::new(1);
+        let w = [f32::NAN; 5];
+        assert_eq!(discrete_pick(w.iter().copied(), 5, &mut r), 0);
+        // Regular weights agree with a plain scan of the CDF.
+        let mut a = LlamaRng::new(9);
+        let mut b = LlamaRng::new(9);
+        let w = [0.1f32, 0.0, 0.5, 0.4];
+        for _ in 0..50 {
+            let i = discrete_pick(w.iter().copied(), 4, &mut a);
+            let u = b.uniform_f64();
+            let mut c = 0.0;
+            let mut want = 3;
+            for (k, x) in w.iter().enumerate().take(3) {
+                c += *x as f64;
+                if c >= u {
+                    want = k;
+                    break;
+                }
+            }
+            assert_eq!(i, want);
+        }
     }
 }

@@ -25,4 +25,10 @@ pub trait Vocab: Send + Sync {
 
     /// The end-of-sequence token, if the model has one.
     fn eos(&self) -> Option<Token>;
+
+    /// True for control tokens (rendered as empty text when special tokens are hidden, as
+    /// infill reads them). Defaults to false.
+    fn is_control(&self, _token: Token) -> bool {
+        false
+    }
 }

@@ -52,7 +52,8 @@ impl Infill {
         self.piece_spans.clear();
         for id in ids {
             let start = self.piece_bytes.len();
-            if usize::try_from(id).is_ok_and(|i| i < n_vocab) {
+            // llama.cpp reads these pieces with special tokens hidden: control tokens are empty.
+            if usize::try_from(id).is_ok_and(|i| i < n_vocab) && !self.vocab.is_control(id) {
                 self.vocab.token_piece(id, &mut self.scratch);
                 self.piece_bytes.extend_from_slice(&self.scratch);
             }

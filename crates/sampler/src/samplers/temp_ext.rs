@@ -75,7 +75,7 @@ impl Sampler for TempExt {
 
         temp_scale(c, dyn_temp);
 
-        // Second softmax in f64 over the rescaled logits (view is sorted: data[0] is the max).
+        // Second softmax in f64 over the rescaled logits; data[0] is taken as the max (sorted view).
         let data = c.as_mut_slice();
         let max_l = data[0].logit as f64;
         let mut total = 0.0f64;
