@@ -108,6 +108,17 @@ impl Candidates {
         self.sorted = false;
     }
 
+    /// Replaces the contents with the given ids (in the given order) and their logits from
+    /// `row`, unsorted, nothing selected. Every id must index `row`.
+    pub fn fill_from_ids(&mut self, ids: &[Token], row: &[f32]) {
+        self.buf.clear();
+        self.buf.extend(ids.iter().map(|&id| TokenData { id, logit: row[id as usize], p: 0.0 }));
+        self.offset = 0;
+        self.len = ids.len();
+        self.selected = None;
+        self.sorted = false;
+    }
+
     /// Number of candidates in the view.
     #[inline]
     pub fn len(&self) -> usize {

@@ -58,6 +58,11 @@ impl Chain {
         &self.samplers
     }
 
+    /// The members, mutable.
+    pub fn samplers_mut(&mut self) -> &mut [Box<dyn Sampler>] {
+        &mut self.samplers
+    }
+
     /// The members' names joined as llama.cpp prints a chain (`top-k -> top-p -> dist`).
     pub fn describe(&self) -> String {
         self.samplers.iter().map(|s| s.name()).collect::<Vec<_>>().join(" -> ")

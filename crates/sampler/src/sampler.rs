@@ -27,6 +27,42 @@ pub trait Sampler: Send {
     fn seed(&self) -> Option<u32> {
         None
     }
+
+    /// Optimisation hint for whole-vocabulary fast paths (see [`FastPath`]). The default,
+    /// [`FastPath::Opaque`], is always correct: the chain then runs on the full candidate array.
+    fn fast_path(&self) -> FastPath {
+        if self.name().starts_with('?') {
+            FastPath::Noop
+        } else {
+            FastPath::Opaque
+        }
+    }
+
+    /// For [`FastPath::Sparse`] samplers: appends the token ids whose logits this sampler may
+    /// change.
+    fn sparse_ids(&self, _out: &mut Vec<Token>) {}
+
+    /// For [`FastPath::Sparse`] samplers: applies the sampler to `cands`, which holds (in id
+    /// order) only the ids from [`Sampler::sparse_ids`], exactly as if it ran on the full,
+    /// id-ordered vocabulary. The default is [`Sampler::apply`].
+    fn apply_sparse(&mut self, cands: &mut Candidates) {
+        self.apply(cands)
+    }
+}
+
+/// How a sampler can take part in the whole-vocabulary fast path, which avoids building a
+/// candidate entry for every token when the chain allows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FastPath {
+    /// Unknown effect: the chain runs on the full candidate array (always correct).
+    Opaque,
+    /// Does nothing (a "?name" sampler built from off values).
+    Noop,
+    /// Changes only the logits of a few known ids, each independently of the others
+    /// (penalties, DRY, logit-bias).
+    Sparse,
+    /// llama.cpp's top-k with this `k`.
+    TopK(i32),
 }
 
 impl Clone for Box<dyn Sampler> {

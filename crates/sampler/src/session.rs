@@ -7,7 +7,8 @@ use crate::candidates::{Candidates, Token};
 use crate::chain::Chain;
 use crate::error::SampleError;
 use crate::logits::{check_logits, Logits};
-use crate::sampler::Sampler;
+use crate::raw_top_k::{raw_top_k, BadLogit};
+use crate::sampler::{FastPath, Sampler};
 
 /// One sequence's sampler: validates the logits, fills the candidates, runs the chain and
 /// accepts the chosen token.
@@ -15,12 +16,29 @@ use crate::sampler::Sampler;
 pub struct TokenSampler {
     chain: Chain,
     cands: Candidates,
+    fast: FastScratch,
+}
+
+/// Buffers of the whole-vocabulary fast path, reused between steps.
+#[derive(Clone, Debug, Default)]
+struct FastScratch {
+    /// Set to false to always run the chain on the full candidate array.
+    disabled: bool,
+    ids: Vec<Token>,
+    sparse: Candidates,
+    heap: Vec<crate::candidates::TokenData>,
 }
 
 impl TokenSampler {
     /// Wraps a chain (built by [`crate::SamplingParams::build`] or by hand).
     pub fn new(chain: Chain) -> Self {
-        TokenSampler { chain, cands: Candidates::new() }
+        TokenSampler { chain, cands: Candidates::new(), fast: FastScratch::default() }
+    }
+
+    /// Turns the whole-vocabulary fast path off or on (on by default). Results are identical
+    /// either way; this exists for benchmarks and differential tests.
+    pub fn set_fast_path(&mut self, enabled: bool) {
+        self.fast.disabled = !enabled;
     }
 
     /// The chain.
@@ -40,7 +58,87 @@ impl TokenSampler {
 
     /// Samples one token from `logits` and accepts it into the chain's history.
     pub fn sample<'a>(&mut self, logits: impl Into<Logits<'a>>) -> Result<Token, SampleError> {
-        self.sample_steered(logits, |_| {})
+        let tok = self.apply(logits)?;
+        self.chain.accept(tok);
+        Ok(tok)
+    }
+
+    /// Runs the chain on `logits` and returns the selected token *without* accepting it.
+    ///
+    /// When the chain starts (after no-op and sparse samplers such as penalties or logit-bias)
+    /// with a top-k of at most 128, the top-k is taken straight from the row (see
+    /// `raw_top_k`) and only the survivors are materialised; the result is identical to
+    /// running the chain on the full array.
+    pub fn apply<'a>(&mut self, logits: impl Into<Logits<'a>>) -> Result<Token, SampleError> {
+        let logits = logits.into();
+        if let Logits::F32(row) = logits {
+            if let Some(start) = self.try_fast_prefix(row)? {
+                for s in &mut self.chain.samplers_mut()[start..] {
+                    s.apply(&mut self.cands);
+                }
+                return self.selected();
+            }
+        }
+        self.apply_steered(logits, |_| {})
+    }
+
+    /// Runs the chain's prefix on the raw row when it allows it; returns the index of the first
+    /// member still to apply, or `None` when the full array is needed.
+    fn try_fast_prefix(&mut self, row: &[f32]) -> Result<Option<usize>, SampleError> {
+        const MIN_VOCAB: usize = 1024;
+        let n = row.len();
+        if self.fast.disabled || n < MIN_VOCAB {
+            return Ok(None);
+        }
+        let f = &mut self.fast;
+        f.ids.clear();
+        let mut top = None;
+        for (i, s) in self.chain.samplers().iter().enumerate() {
+            match s.fast_path() {
+                FastPath::Noop => {}
+                FastPath::Sparse => s.sparse_ids(&mut f.ids),
+                FastPath::TopK(k) if k > 0 && (k as usize) <= 128 && (k as usize) < n => {
+                    top = Some((i, k as usize));
+                    break;
+                }
+                _ => return Ok(None),
+            }
+        }
+        let Some((at, k)) = top else { return Ok(None) };
+        f.ids.retain(|&t| t >= 0 && (t as usize) < n);
+        f.ids.sort_unstable();
+        f.ids.dedup();
+        f.sparse.fill_from_ids(&f.ids, row);
+        for s in &mut self.chain.samplers_mut()[..at] {
+            if s.fast_path() == FastPath::Sparse {
+                s.apply_sparse(&mut f.sparse);
+            }
+        }
+        match raw_top_k(row, k, f.sparse.as_slice(), &mut f.heap) {
+            Ok(()) => {}
+            Err(BadLogit(i)) => {
+                return Err(if row[i].is_nan() {
+                    SampleError::NanLogit { token: i }
+                } else {
+                    SampleError::PosInfLogit { token: i }
+                })
+            }
+        }
+        self.cands.fill_from(&f.heap);
+        self.cands.set_sorted(true);
+        Ok(Some(at + 1))
+    }
+
+    fn selected(&self) -> Result<Token, SampleError> {
+        let sel = match self.cands.selected_token() {
+            Some(t) => t,
+            None if self.cands.is_empty() => return Err(SampleError::NoCandidates),
+            None => return Err(SampleError::NothingSelected),
+        };
+        if sel.logit == f32::NEG_INFINITY || sel.logit.is_nan() {
+            return Err(SampleError::NoCandidates);
+        }
+        Ok(sel.id)
     }
 
     /// Like [`TokenSampler::sample`], but lets `steer` edit the candidates (logit steering:
@@ -68,15 +166,7 @@ impl TokenSampler {
         self.cands.fill(logits);
         steer(&mut self.cands);
         self.chain.apply(&mut self.cands);
-        let sel = match self.cands.selected_token() {
-            Some(t) => t,
-            None if self.cands.is_empty() => return Err(SampleError::NoCandidates),
-            None => return Err(SampleError::NothingSelected),
-        };
-        if sel.logit == f32::NEG_INFINITY || sel.logit.is_nan() {
-            return Err(SampleError::NoCandidates);
-        }
-        Ok(sel.id)
+        self.selected()
     }
 
     /// Feeds a committed token (a prompt token, or a generated one) into the chain's history.

@@ -7,7 +7,7 @@
 //! do not allocate after warm-up.
 
 use crate::candidates::{Candidates, Token};
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 use crate::softmax::trunc_to_i32_x86;
 use crate::vocab::Vocab;
 
@@ -399,6 +399,19 @@ impl Sampler for Dry {
         self.hist.clear();
         self.repeat_count.clear();
         self.max_repeat.clear();
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.enabled {
+            FastPath::Sparse
+        } else {
+            FastPath::Noop
+        }
+    }
+
+    /// DRY only penalises tokens that follow a repeat, and those come from its history.
+    fn sparse_ids(&self, out: &mut Vec<Token>) {
+        out.extend_from_slice(self.last.tokens());
     }
 
     fn clone_box(&self) -> Box<dyn Sampler> {

@@ -6,7 +6,7 @@
 //! matching entry applies. Neither `p` nor the `sorted` flag is touched.
 
 use crate::candidates::{Candidates, Token};
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 
 /// Adds a constant to chosen tokens' logits. Name `logit-bias`, or `?logit-bias` when empty.
 #[derive(Clone, Debug)]
@@ -68,6 +68,29 @@ impl Sampler for LogitBias {
         for d in data.iter_mut() {
             if let Some(&(_, bias)) = self.to_search.iter().find(|&&(tok, _)| tok == d.id) {
                 d.logit += bias;
+            }
+        }
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.biases.is_empty() {
+            FastPath::Noop
+        } else {
+            FastPath::Sparse
+        }
+    }
+
+    fn sparse_ids(&self, out: &mut Vec<Token>) {
+        out.extend(self.biases.iter().map(|b| b.0));
+    }
+
+    /// On the full id-ordered vocabulary every in-range entry takes the fast path (all
+    /// duplicates apply, in list order); replay that on the sparse subset.
+    fn apply_sparse(&mut self, cands: &mut Candidates) {
+        let data = cands.as_mut_slice();
+        for &(tok, bias) in &self.biases {
+            if let Ok(i) = data.binary_search_by_key(&tok, |d| d.id) {
+                data[i].logit += bias;
             }
         }
     }

@@ -5,7 +5,7 @@
 //! `apply` never allocate once the ring has filled.
 
 use crate::candidates::{Candidates, Token};
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 
 /// A fixed-capacity history of tokens, newest last (llama.cpp's `ring_buffer`).
 ///
@@ -62,6 +62,12 @@ impl TokenRing {
                 self.first = 0;
             }
         }
+    }
+
+    /// Every token held, in storage order (not age order).
+    #[inline]
+    pub(crate) fn tokens(&self) -> &[Token] {
+        &self.data
     }
 
     /// The `i`-th most recent token (`rat(0)` is the newest); `i` must be `< len()`.
@@ -178,6 +184,19 @@ impl Sampler for Penalties {
     fn reset(&mut self) {
         self.prev.clear();
         self.counts.iter_mut().for_each(|c| *c = 0);
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.enabled {
+            FastPath::Sparse
+        } else {
+            FastPath::Noop
+        }
+    }
+
+    /// Only tokens in the history window are penalised.
+    fn sparse_ids(&self, out: &mut Vec<Token>) {
+        out.extend_from_slice(self.prev.tokens());
     }
 
     fn clone_box(&self) -> Box<dyn Sampler> {

@@ -1,7 +1,7 @@
 //! `top-k`: keep the `k` highest logits.
 
 use crate::candidates::Candidates;
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 use crate::softmax::top_k_cut;
 
 /// Keeps the `k` best candidates, sorted descending; `k <= 0` builds the no-op `?top-k`.
@@ -29,6 +29,14 @@ impl Sampler for TopK {
     fn apply(&mut self, c: &mut Candidates) {
         if self.k > 0 && !c.is_empty() {
             top_k_cut(c, self.k);
+        }
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.k <= 0 {
+            FastPath::Noop
+        } else {
+            FastPath::TopK(self.k)
         }
     }
 

@@ -1,0 +1,199 @@
+//! Top-k straight from a logits row: llama.cpp's `std::partial_sort` (used for `k <= 128`)
+//! replayed over the row *without* building the candidate array.
+//!
+//! `std::partial_sort` keeps a heap of the first `k` elements and sifts in every later element
+//! whose logit beats the heap's worst. An element that does not beat it leaves no trace, so
+//! whole blocks of the row can be skipped with one vector compare against the current worst;
+//! only the rare elements that beat it are replayed one by one, in order. The result (set *and*
+//! tie order) is exactly llama.cpp's. The same pass checks the row for NaN and `+inf`.
+
+use crate::candidates::TokenData;
+use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
+
+/// Why the scan stopped: the row holds a NaN or `+inf` at this index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BadLogit(pub usize);
+
+/// Fills `heap` with llama.cpp's top-`k` of `logits`, where the tokens listed in `patches`
+/// (sorted by id, unique) take their patched logit instead of the row's. Requires
+/// `0 < k < logits.len()`. Returns the sorted best `k` in `heap`.
+pub(crate) fn raw_top_k(
+    logits: &[f32],
+    k: usize,
+    patches: &[TokenData],
+    heap: &mut Vec<TokenData>,
+) -> Result<(), BadLogit> {
+    let n = logits.len();
+    debug_assert!(k > 0 && k < n);
+    heap.clear();
+    let mut pi = 0;
+    for (i, &x) in logits.iter().enumerate().take(k) {
+        if is_bad(x) {
+            return Err(BadLogit(i));
+        }
+        let mut logit = x;
+        if pi < patches.len() && patches[pi].id as usize == i {
+            logit = patches[pi].logit;
+            pi += 1;
+        }
+        heap.push(TokenData { id: i as i32, logit, p: 0.0 });
+    }
+    heap_select_begin(heap);
+    let mut i = k;
+    while i < n {
+        let next_patch = patches.get(pi).map_or(n, |p| p.id as usize);
+        let end = next_patch.min(n);
+        if i < end {
+            scan(logits, i, end, heap)?;
+        }
+        if end < n {
+            if is_bad(logits[end]) {
+                return Err(BadLogit(end));
+            }
+            let x = patches[pi].logit;
+            if x > heap[0].logit {
+                heap_select_push(heap, TokenData { id: end as i32, logit: x, p: 0.0 });
+            }
+            pi += 1;
+        }
+        i = end + 1;
+    }
+    heap_select_finish(heap);
+    Ok(())
+}
+
+#[inline]
+fn is_bad(x: f32) -> bool {
+    x.is_nan() || x == f32::INFINITY
+}
+
+/// Offers `logits[start..end]` (unpatched) to the heap.
+fn scan(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is available (checked just above).
+            return unsafe { scan_avx2(logits, start, end, heap) };
+        }
+    }
+    scan_scalar(logits, start, end, heap)
+}
+
+fn scan_scalar(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+    for (j, &x) in logits[start..end].iter().enumerate() {
+        if x > heap[0].logit {
+            heap_select_push(heap, TokenData { id: (start + j) as i32, logit: x, p: 0.0 });
+        }
+    }
+    match logits[start..end].iter().position(|&x| is_bad(x)) {
+        Some(j) => Err(BadLogit(start + j)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn scan_avx2(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+    use std::arch::x86_64::*;
+    const BLOCK: usize = 32;
+    let ptr = logits.as_ptr();
+    let mut i = start;
+    let mut thr = _mm256_set1_ps(heap[0].logit);
+    let inf = _mm256_set1_ps(f32::INFINITY);
+    let mut bad = _mm256_setzero_ps();
+    while i + BLOCK <= end {
+        // SAFETY: i + 32 <= end <= logits.len().
+        let (a, b, c, d) = unsafe {
+            (
+                _mm256_loadu_ps(ptr.add(i)),
+                _mm256_loadu_ps(ptr.add(i + 8)),
+                _mm256_loadu_ps(ptr.add(i + 16)),
+                _mm256_loadu_ps(ptr.add(i + 24)),
+            )
+        };
+        // NaN anywhere (unordered pairs) or +inf anywhere.
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(c, d, _CMP_UNORD_Q));
+        let mx = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(mx, inf, _CMP_EQ_OQ));
+        let gt = _mm256_or_ps(
+            _mm256_or_ps(_mm256_cmp_ps(a, thr, _CMP_GT_OQ), _mm256_cmp_ps(b, thr, _CMP_GT_OQ)),
+            _mm256_or_ps(_mm256_cmp_ps(c, thr, _CMP_GT_OQ), _mm256_cmp_ps(d, thr, _CMP_GT_OQ)),
+        );
+        if _mm256_movemask_ps(gt) != 0 {
+            for j in i..i + BLOCK {
+                let x = logits[j];
+                if x > heap[0].logit {
+                    heap_select_push(heap, TokenData { id: j as i32, logit: x, p: 0.0 });
+                }
+            }
+            thr = _mm256_set1_ps(heap[0].logit);
+        }
+        i += BLOCK;
+    }
+    if _mm256_movemask_ps(bad) != 0 {
+        // Name the first offending index (rare path).
+        if let Some(j) = logits[start..end].iter().position(|&x| is_bad(x)) {
+            return Err(BadLogit(start + j));
+        }
+    }
+    scan_scalar(logits, i, end, heap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sort::std_partial_sort;
+
+    fn reference(logits: &[f32], k: usize, patches: &[TokenData]) -> Vec<TokenData> {
+        let mut all: Vec<TokenData> =
+            logits.iter().enumerate().map(|(i, &l)| TokenData { id: i as i32, logit: l, p: 0.0 }).collect();
+        for p in patches {
+            all[p.id as usize].logit = p.logit;
+        }
+        std_partial_sort(&mut all, k, |a, b| a.logit > b.logit);
+        all.truncate(k);
+        all
+    }
+
+    fn lcg(seed: u32, n: usize, levels: u32) -> Vec<f32> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                ((x >> 8) % levels) as f32 / 7.0 - 5.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn equals_std_partial_sort_including_ties() {
+        for (seed, n, levels) in [(1, 1000, 20), (2, 5000, 7), (3, 70_000, 100_000), (4, 333, 3)] {
+            let l = lcg(seed, n, levels);
+            for k in [1, 2, 5, 40, 128] {
+                let patches = vec![
+                    TokenData { id: 3, logit: 50.0, p: 0.0 },
+                    TokenData { id: (n / 2) as i32, logit: f32::NEG_INFINITY, p: 0.0 },
+                    TokenData { id: (n - 1) as i32, logit: 9.0, p: 0.0 },
+                ];
+                for p in [&patches[..], &[]] {
+                    let mut heap = Vec::new();
+                    raw_top_k(&l, k, p, &mut heap).unwrap();
+                    assert_eq!(heap, reference(&l, k, p), "seed {seed} n {n} k {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reports_nan_and_inf() {
+        let mut l = lcg(5, 4000, 50);
+        l[3000] = f32::NAN;
+        assert_eq!(raw_top_k(&l, 10, &[], &mut Vec::new()), Err(BadLogit(3000)));
+        l[3000] = 0.0;
+        l[17] = f32::INFINITY;
+        assert_eq!(raw_top_k(&l, 10, &[], &mut Vec::new()), Err(BadLogit(17)));
+        l[17] = f32::NEG_INFINITY;
+        assert!(raw_top_k(&l, 10, &[], &mut Vec::new()).is_ok());
+    }
+}
