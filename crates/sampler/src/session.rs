@@ -90,13 +90,10 @@ impl TokenSampler {
         if self.fast.disabled || n < MIN_VOCAB {
             return Ok(None);
         }
-        let f = &mut self.fast;
-        f.ids.clear();
         let mut top = None;
         for (i, s) in self.chain.samplers().iter().enumerate() {
             match s.fast_path() {
-                FastPath::Noop => {}
-                FastPath::Sparse => s.sparse_ids(&mut f.ids),
+                FastPath::Noop | FastPath::Sparse => {}
                 FastPath::TopK(k) if k > 0 && (k as usize) <= 128 && (k as usize) < n => {
                     top = Some((i, k as usize));
                     break;
@@ -105,6 +102,13 @@ impl TokenSampler {
             }
         }
         let Some((at, k)) = top else { return Ok(None) };
+        let f = &mut self.fast;
+        f.ids.clear();
+        for s in &self.chain.samplers()[..at] {
+            if s.fast_path() == FastPath::Sparse {
+                s.sparse_ids(&mut f.ids);
+            }
+        }
         f.ids.retain(|&t| t >= 0 && (t as usize) < n);
         f.ids.sort_unstable();
         f.ids.dedup();

@@ -50,10 +50,13 @@ fn logits(n: usize, seed: u32) -> Vec<f32> {
 }
 
 fn assert_no_alloc(name: &str, mut s: TokenSampler, rows: &[Vec<f32>]) {
-    // Warm up on every row so buffers reach their final size.
-    for r in rows {
-        let t = s.sample(r).unwrap();
-        s.accept(t);
+    // Warm up until every history window (64 tokens here) is full and buffers reach their
+    // final size.
+    for _ in 0..20 {
+        for r in rows {
+            let t = s.sample(r).unwrap();
+            s.accept(t);
+        }
     }
     let before = allocs();
     for _ in 0..5 {
