@@ -68,9 +68,17 @@ fn is_bad(x: f32) -> bool {
 }
 
 /// Offers `logits[start..end]` (unpatched) to the heap.
+///
+/// The vector loops flag a block with one compare per lane: `!(x <= worst)` is true exactly
+/// when `x` beats the heap's worst *or* is NaN (`+inf` beats any finite worst). Flagged blocks
+/// are replayed element by element, which also names a NaN or `+inf`.
 fn scan(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F is available (checked just above).
+            return unsafe { scan_avx512(logits, start, end, heap) };
+        }
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: AVX2 is available (checked just above).
             return unsafe { scan_avx2(logits, start, end, heap) };
@@ -79,16 +87,17 @@ fn scan(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Res
     scan_scalar(logits, start, end, heap)
 }
 
+/// Replays `logits[start..end]` one element at a time, exactly as `std::partial_sort` sees it.
 fn scan_scalar(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
     for (j, &x) in logits[start..end].iter().enumerate() {
-        if x > heap[0].logit {
+        if !(x <= heap[0].logit) {
+            if is_bad(x) {
+                return Err(BadLogit(start + j));
+            }
             heap_select_push(heap, TokenData { id: (start + j) as i32, logit: x, p: 0.0 });
         }
     }
-    match logits[start..end].iter().position(|&x| is_bad(x)) {
-        Some(j) => Err(BadLogit(start + j)),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -99,8 +108,6 @@ unsafe fn scan_avx2(logits: &[f32], start: usize, end: usize, heap: &mut [TokenD
     let ptr = logits.as_ptr();
     let mut i = start;
     let mut thr = _mm256_set1_ps(heap[0].logit);
-    let inf = _mm256_set1_ps(f32::INFINITY);
-    let mut bad = _mm256_setzero_ps();
     while i + BLOCK <= end {
         // SAFETY: i + 32 <= end <= logits.len().
         let (a, b, c, d) = unsafe {
@@ -111,31 +118,46 @@ unsafe fn scan_avx2(logits: &[f32], start: usize, end: usize, heap: &mut [TokenD
                 _mm256_loadu_ps(ptr.add(i + 24)),
             )
         };
-        // NaN anywhere (unordered pairs) or +inf anywhere.
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(c, d, _CMP_UNORD_Q));
-        let mx = _mm256_max_ps(_mm256_max_ps(a, b), _mm256_max_ps(c, d));
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(mx, inf, _CMP_EQ_OQ));
-        let gt = _mm256_or_ps(
-            _mm256_or_ps(_mm256_cmp_ps(a, thr, _CMP_GT_OQ), _mm256_cmp_ps(b, thr, _CMP_GT_OQ)),
-            _mm256_or_ps(_mm256_cmp_ps(c, thr, _CMP_GT_OQ), _mm256_cmp_ps(d, thr, _CMP_GT_OQ)),
+        let flag = _mm256_or_ps(
+            _mm256_or_ps(_mm256_cmp_ps(a, thr, _CMP_NLE_UQ), _mm256_cmp_ps(b, thr, _CMP_NLE_UQ)),
+            _mm256_or_ps(_mm256_cmp_ps(c, thr, _CMP_NLE_UQ), _mm256_cmp_ps(d, thr, _CMP_NLE_UQ)),
         );
-        if _mm256_movemask_ps(gt) != 0 {
-            for j in i..i + BLOCK {
-                let x = logits[j];
-                if x > heap[0].logit {
-                    heap_select_push(heap, TokenData { id: j as i32, logit: x, p: 0.0 });
-                }
-            }
+        if _mm256_movemask_ps(flag) != 0 {
+            scan_scalar(logits, i, i + BLOCK, heap)?;
             thr = _mm256_set1_ps(heap[0].logit);
         }
         i += BLOCK;
     }
-    if _mm256_movemask_ps(bad) != 0 {
-        // Name the first offending index (rare path).
-        if let Some(j) = logits[start..end].iter().position(|&x| is_bad(x)) {
-            return Err(BadLogit(start + j));
+    scan_scalar(logits, i, end, heap)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn scan_avx512(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+    use std::arch::x86_64::*;
+    const BLOCK: usize = 64;
+    let ptr = logits.as_ptr();
+    let mut i = start;
+    let mut thr = _mm512_set1_ps(heap[0].logit);
+    while i + BLOCK <= end {
+        // SAFETY: i + 64 <= end <= logits.len().
+        let (a, b, c, d) = unsafe {
+            (
+                _mm512_loadu_ps(ptr.add(i)),
+                _mm512_loadu_ps(ptr.add(i + 16)),
+                _mm512_loadu_ps(ptr.add(i + 32)),
+                _mm512_loadu_ps(ptr.add(i + 48)),
+            )
+        };
+        let flag = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(a, thr)
+            | _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(b, thr)
+            | _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(c, thr)
+            | _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(d, thr);
+        if flag != 0 {
+            scan_scalar(logits, i, i + BLOCK, heap)?;
+            thr = _mm512_set1_ps(heap[0].logit);
         }
+        i += BLOCK;
     }
     scan_scalar(logits, i, end, heap)
 }
