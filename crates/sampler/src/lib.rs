@@ -20,6 +20,7 @@
 //! * [`probs`] reports log-probabilities, top alternatives, entropy and perplexity.
 //! * Implement [`Sampler`] to add your own step anywhere in a chain.
 
+pub mod batch;
 pub mod candidates;
 pub mod chain;
 pub mod error;
@@ -36,6 +37,7 @@ pub mod softmax;
 pub mod sort;
 pub mod vocab;
 
+pub use batch::BatchSampler;
 pub use candidates::{Candidates, Token, TokenData};
 pub use chain::Chain;
 pub use error::{ParamError, SampleError};

@@ -100,6 +100,24 @@ fn scan_scalar(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData])
     Ok(())
 }
 
+/// Replays the flagged lanes of a block, in order. Lanes not flagged were `<=` the heap's worst
+/// at the start of the block, and the worst only rises, so they can never enter the heap.
+#[inline]
+fn replay_flagged(logits: &[f32], base: usize, mut mask: u64, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+    while mask != 0 {
+        let j = base + mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        let x = logits[j];
+        if !(x <= heap[0].logit) {
+            if is_bad(x) {
+                return Err(BadLogit(j));
+            }
+            heap_select_push(heap, TokenData { id: j as i32, logit: x, p: 0.0 });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn scan_avx2(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
@@ -123,7 +141,11 @@ unsafe fn scan_avx2(logits: &[f32], start: usize, end: usize, heap: &mut [TokenD
             _mm256_or_ps(_mm256_cmp_ps(c, thr, _CMP_NLE_UQ), _mm256_cmp_ps(d, thr, _CMP_NLE_UQ)),
         );
         if _mm256_movemask_ps(flag) != 0 {
-            scan_scalar(logits, i, i + BLOCK, heap)?;
+            let mask = (_mm256_movemask_ps(_mm256_cmp_ps(a, thr, _CMP_NLE_UQ)) as u64)
+                | (_mm256_movemask_ps(_mm256_cmp_ps(b, thr, _CMP_NLE_UQ)) as u64) << 8
+                | (_mm256_movemask_ps(_mm256_cmp_ps(c, thr, _CMP_NLE_UQ)) as u64) << 16
+                | (_mm256_movemask_ps(_mm256_cmp_ps(d, thr, _CMP_NLE_UQ)) as u64) << 24;
+            replay_flagged(logits, i, mask, heap)?;
             thr = _mm256_set1_ps(heap[0].logit);
         }
         i += BLOCK;
@@ -149,12 +171,12 @@ unsafe fn scan_avx512(logits: &[f32], start: usize, end: usize, heap: &mut [Toke
                 _mm512_loadu_ps(ptr.add(i + 48)),
             )
         };
-        let flag = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(a, thr)
-            | _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(b, thr)
-            | _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(c, thr)
-            | _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(d, thr);
-        if flag != 0 {
-            scan_scalar(logits, i, i + BLOCK, heap)?;
+        let mask = (_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(a, thr) as u64)
+            | (_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(b, thr) as u64) << 16
+            | (_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(c, thr) as u64) << 32
+            | (_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(d, thr) as u64) << 48;
+        if mask != 0 {
+            replay_flagged(logits, i, mask, heap)?;
             thr = _mm512_set1_ps(heap[0].logit);
         }
         i += BLOCK;

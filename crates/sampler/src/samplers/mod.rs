@@ -8,6 +8,7 @@ pub mod adaptive_p;
 pub mod dist;
 pub mod dry;
 pub mod greedy;
+pub mod gumbel;
 pub mod infill;
 pub mod logit_bias;
 pub mod min_p;
