@@ -2,6 +2,7 @@
 
 mod commands;
 mod logits_file;
+mod progress;
 mod sampling_args;
 
 use clap::{Parser, Subcommand};
@@ -18,12 +19,21 @@ struct Cli {
 enum Command {
     /// Sample tokens from a logits file with llama.cpp's sampler chain
     Sample(commands::sample::SampleArgs),
+    /// Generate text with a real model (llama.cpp forward pass, Nucleus sampling)
+    Generate(Box<commands::generate::GenerateArgs>),
+    /// Measure nucleus against llama.cpp on the same logits, side by side
+    Bench(commands::bench::BenchArgs),
+    /// Download, assemble and verify a known model into the models directory
+    Pull(commands::pull::PullArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Sample(a) => commands::sample::run(a),
+        Command::Generate(a) => commands::generate::run(a),
+        Command::Pull(a) => commands::pull::run(a),
+        Command::Bench(a) => commands::bench::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

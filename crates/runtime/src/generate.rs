@@ -1,0 +1,131 @@
+//! [`generate`]: the single-sequence loop — prefill the prompt, then sample, report and decode
+//! one token at a time until a stop condition — with the timings users ask for.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use nucleus_sampler::{SamplingParams, Token};
+
+use crate::error::{Result, RuntimeError};
+use crate::model::{Context, Model};
+use crate::sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
+
+/// What a finished generation reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerationStats {
+    /// Prompt length in tokens.
+    pub prompt_tokens: usize,
+    /// Tokens generated (a final end-of-generation token counts).
+    pub generated_tokens: usize,
+    /// Wall time of the prompt's forward passes.
+    pub prompt_time: Duration,
+    /// Wall time from the end of the prompt to the end (sampling, detokenizing, forward passes).
+    pub generation_time: Duration,
+    /// Time spent in the sampler chain.
+    pub sampling_time: Duration,
+    /// Why it ended.
+    pub stop: StopReason,
+    /// The generated token ids.
+    pub tokens: Vec<Token>,
+}
+
+impl GenerationStats {
+    /// Prompt tokens per second.
+    pub fn prompt_tokens_per_sec(&self) -> f64 {
+        per_sec(self.prompt_tokens, self.prompt_time)
+    }
+
+    /// Generated tokens per second.
+    pub fn generation_tokens_per_sec(&self) -> f64 {
+        per_sec(self.generated_tokens, self.generation_time)
+    }
+
+    /// Mean sampling time per generated token.
+    pub fn sampling_time_per_token(&self) -> Duration {
+        if self.generated_tokens == 0 {
+            Duration::ZERO
+        } else {
+            self.sampling_time / self.generated_tokens as u32
+        }
+    }
+}
+
+fn per_sec(n: usize, t: Duration) -> f64 {
+    let s = t.as_secs_f64();
+    if s > 0.0 {
+        n as f64 / s
+    } else {
+        0.0
+    }
+}
+
+/// Generates from `prompt` in sequence 0 of `ctx` (cleared first). `on_token` sees every token
+/// as it is made and may stop the generation; so may `cancel` (checked between forward passes).
+pub fn generate(
+    model: &dyn Model,
+    ctx: &mut dyn Context,
+    prompt: &[Token],
+    sampling: &SamplingParams,
+    opts: &SequenceOptions,
+    cancel: Option<&AtomicBool>,
+    on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
+) -> Result<GenerationStats> {
+    const SEQ: usize = 0;
+    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    if prompt.is_empty() {
+        return Err(RuntimeError::EmptyPrompt);
+    }
+    if prompt.len() >= ctx.n_ctx() {
+        return Err(RuntimeError::PromptTooLong { prompt: prompt.len(), n_ctx: ctx.n_ctx() });
+    }
+    let mut seq = Sequence::new(model, sampling, opts.clone())?;
+    seq.accept_prompt(prompt);
+    ctx.clear(SEQ);
+
+    let t0 = Instant::now();
+    let mut stop = None;
+    for chunk in prompt.chunks(ctx.n_batch().max(1)) {
+        if cancelled() {
+            stop = Some(StopReason::Cancelled);
+            break;
+        }
+        ctx.prefill(SEQ, chunk)?;
+    }
+    let prompt_time = t0.elapsed();
+
+    let t1 = Instant::now();
+    if stop.is_none() && opts.max_tokens == Some(0) {
+        stop = Some(StopReason::MaxTokens);
+    }
+    let stop = match stop {
+        Some(s) => s,
+        None => loop {
+            if cancelled() {
+                seq.cancel();
+                break StopReason::Cancelled;
+            }
+            let can_continue = ctx.seq_len(SEQ) < ctx.n_ctx();
+            let step = seq.step(ctx.logits(SEQ)?, can_continue)?;
+            let flow = on_token(&step.event);
+            if let Some(reason) = step.finished {
+                break reason;
+            }
+            let token = step.event.token;
+            if flow.is_break() {
+                seq.cancel();
+                break StopReason::Cancelled;
+            }
+            ctx.decode(&[(SEQ, token)])?;
+        },
+    };
+    Ok(GenerationStats {
+        prompt_tokens: prompt.len(),
+        generated_tokens: seq.generated().len(),
+        prompt_time,
+        generation_time: t1.elapsed(),
+        sampling_time: seq.sample_time(),
+        stop,
+        tokens: seq.generated().to_vec(),
+    })
+}

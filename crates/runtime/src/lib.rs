@@ -1,0 +1,51 @@
+//! # nucleus-runtime
+//!
+//! Runs real GGUF models on the CPU: llama.cpp (through `llama-cpp-2`) computes the logits,
+//! nucleus-sampler chooses every token.
+//!
+//! ```no_run
+//! use nucleus_runtime::{generate, prompt_tokens, LlamaCppModel, Model, Prompt, ContextOptions, SequenceOptions};
+//! use nucleus_sampler::SamplingParams;
+//!
+//! let model = LlamaCppModel::load("model.gguf".as_ref())?;
+//! let mut ctx = model.new_context(&ContextOptions { threads: Some(1), ..Default::default() })?;
+//! let prompt = prompt_tokens(&model, &Prompt::Text("The capital of France is".into()))?;
+//! let opts = SequenceOptions { max_tokens: Some(16), ..Default::default() };
+//! let stats = generate(&model, ctx.as_mut(), &prompt, &SamplingParams::default(), &opts, None, &mut |ev| {
+//!     print!("{}", ev.text);
+//!     std::ops::ControlFlow::Continue(())
+//! })?;
+//! eprintln!("{:.1} tokens/s", stats.generation_tokens_per_sec());
+//! # Ok::<(), nucleus_runtime::RuntimeError>(())
+//! ```
+//!
+//! * [`model`]: the backend traits ([`Model`], [`Context`], [`Tokenizer`]); [`llama`] implements them.
+//! * [`sequence`]: per-sequence state (sampler, UTF-8, stop strings, limits); [`generate()`] drives one.
+//! * [`chat`] renders chat templates; [`prompt`] turns prompts into tokens.
+//! * [`catalog`], [`pull`] and [`resolve`] find, download and verify models by name.
+
+pub mod catalog;
+pub mod chat;
+pub mod error;
+pub mod generate;
+pub mod llama;
+pub mod model;
+pub mod prompt;
+pub mod pull;
+pub mod resolve;
+pub mod sequence;
+pub mod stop;
+pub mod threads;
+pub mod utf8;
+
+pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
+pub use chat::{ChatMessage, ChatTemplate, TemplateSource};
+pub use error::RuntimeError;
+pub use generate::{generate, GenerationStats};
+pub use llama::{LlamaCppContext, LlamaCppModel};
+pub use model::{Context, ContextOptions, Model, SeqId, SpecialTokens, Tokenizer};
+pub use prompt::{prompt_tokens, Prompt};
+pub use pull::{models_dir, Pip, PullEvent};
+pub use resolve::{locate, ModelRef};
+pub use sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
+pub use threads::default_threads;

@@ -1,0 +1,89 @@
+//! The process-wide llama.cpp backend, initialised once, and its log: silent unless verbose,
+//! with the last warning and error lines of the current thread kept for error messages.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_sys_2::{ggml_log_level, GGML_LOG_LEVEL_CONT, GGML_LOG_LEVEL_WARN};
+
+use crate::error::{Result, RuntimeError};
+
+static BACKEND: OnceLock<Option<LlamaBackend>> = OnceLock::new();
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Lines kept per thread for error messages.
+const KEEP: usize = 6;
+
+thread_local! {
+    /// (level of the last line, recent warning/error lines) for this thread.
+    static RECENT: RefCell<(ggml_log_level, VecDeque<String>)> = const { RefCell::new((0, VecDeque::new())) };
+}
+
+/// Mirror llama.cpp's own log to stderr (off by default: it is chatty).
+pub fn set_verbose(on: bool) {
+    VERBOSE.store(on, Ordering::Relaxed);
+}
+
+/// The process's llama.cpp backend, initialised on first use. Exposed for code that drives
+/// llama-cpp-2 directly next to the runtime (reference implementations in tests).
+pub fn backend() -> Result<&'static LlamaBackend> {
+    BACKEND
+        .get_or_init(|| {
+            // SAFETY: installs a plain function with no user data; llama.cpp calls it from any
+            // thread, and it only touches a thread-local buffer and stderr.
+            unsafe { llama_cpp_sys_2::llama_log_set(Some(log_callback), std::ptr::null_mut()) };
+            LlamaBackend::init().ok()
+        })
+        .as_ref()
+        .ok_or_else(|| RuntimeError::LoadFailed {
+            path: Default::default(),
+            detail: "llama.cpp's backend was already initialised by other code in this process".into(),
+        })
+}
+
+/// Forgets this thread's recent log lines (call before an operation whose errors you want).
+pub(crate) fn clear_recent() {
+    let _ = RECENT.try_with(|r| r.borrow_mut().1.clear());
+}
+
+/// This thread's recent warning and error lines, joined with "; ".
+pub(crate) fn take_recent() -> String {
+    RECENT
+        .try_with(|r| {
+            let mut r = r.borrow_mut();
+            let v: Vec<String> = r.1.drain(..).collect();
+            v.join("; ")
+        })
+        .unwrap_or_default()
+}
+
+unsafe extern "C" fn log_callback(level: ggml_log_level, text: *const c_char, _user: *mut c_void) {
+    if text.is_null() {
+        return;
+    }
+    // SAFETY: llama.cpp passes a NUL-terminated string valid for the call.
+    let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+    if VERBOSE.load(Ordering::Relaxed) {
+        eprint!("{text}");
+    }
+    let _ = RECENT.try_with(|r| {
+        let Ok(mut r) = r.try_borrow_mut() else { return };
+        let level = if level == GGML_LOG_LEVEL_CONT { r.0 } else { level };
+        r.0 = level;
+        if level < GGML_LOG_LEVEL_WARN {
+            return;
+        }
+        let line = text.trim();
+        if line.is_empty() {
+            return;
+        }
+        if r.1.len() == KEEP {
+            r.1.pop_front();
+        }
+        r.1.push_back(line.to_string());
+    });
+}

@@ -1,0 +1,119 @@
+//! [`LlamaCppModel`]: a GGUF file loaded by llama.cpp, checked before llama.cpp sees it.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use nucleus_sampler::Vocab;
+
+use super::backend::{backend, clear_recent, take_recent};
+use super::context::LlamaCppContext;
+use super::tokenizer::LlamaTokenizer;
+use crate::error::{Result, RuntimeError};
+use crate::model::{Context, ContextOptions, Model, Tokenizer};
+
+/// A loaded GGUF model (weights memory-mapped, CPU only).
+pub struct LlamaCppModel {
+    model: Arc<LlamaModel>,
+    tokenizer: Arc<LlamaTokenizer>,
+    architecture: String,
+    chat_template: Option<String>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for LlamaCppModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlamaCppModel").field("path", &self.path).field("architecture", &self.architecture).finish()
+    }
+}
+
+impl LlamaCppModel {
+    /// Loads `path`. A missing file, a file that is not GGUF, and a file llama.cpp rejects
+    /// (truncated, corrupt, unsupported architecture) are errors that say which.
+    pub fn load(path: &Path) -> Result<Self> {
+        check_gguf(path)?;
+        let backend = backend()?;
+        clear_recent();
+        let params = LlamaModelParams::default();
+        let model = LlamaModel::load_from_file(backend, path, &params)
+            .map_err(|e| RuntimeError::LoadFailed { path: path.to_path_buf(), detail: detail_or(take_recent(), e) })?;
+        let model = Arc::new(model);
+        let tokenizer = Arc::new(LlamaTokenizer::new(model.clone()));
+        let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
+        let chat_template = model.chat_template(None).ok().and_then(|t| t.to_string().ok());
+        Ok(LlamaCppModel { model, tokenizer, architecture, chat_template, path: path.to_path_buf() })
+    }
+
+    /// The file this model was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// llama-cpp-2's model handle, for reference implementations in tests (llama.cpp's own
+    /// samplers as an oracle). Generation never samples through it.
+    pub fn raw(&self) -> &LlamaModel {
+        &self.model
+    }
+
+    /// A new llama.cpp context (the concrete type; [`Model::new_context`] boxes it).
+    pub fn new_llama_context(&self, opts: &ContextOptions) -> Result<LlamaCppContext> {
+        LlamaCppContext::new(self.model.clone(), self.n_ctx_train(), opts)
+    }
+}
+
+impl Model for LlamaCppModel {
+    fn tokenizer(&self) -> Arc<dyn Tokenizer> {
+        self.tokenizer.clone()
+    }
+
+    fn vocab(&self) -> Arc<dyn Vocab> {
+        self.tokenizer.clone()
+    }
+
+    fn n_vocab(&self) -> usize {
+        self.tokenizer.n_vocab()
+    }
+
+    fn n_ctx_train(&self) -> usize {
+        self.model.n_ctx_train() as usize
+    }
+
+    fn architecture(&self) -> &str {
+        &self.architecture
+    }
+
+    fn chat_template(&self) -> Option<&str> {
+        self.chat_template.as_deref()
+    }
+
+    fn new_context(&self, opts: &ContextOptions) -> Result<Box<dyn Context>> {
+        Ok(Box::new(self.new_llama_context(opts)?))
+    }
+}
+
+/// The file exists, is a regular file and starts with the GGUF magic.
+fn check_gguf(path: &Path) -> Result<()> {
+    let mut f = File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => RuntimeError::ModelNotFound { path: path.to_path_buf() },
+        _ => RuntimeError::io(format!("opening {}", path.display()), e),
+    })?;
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(RuntimeError::NotGguf { path: path.to_path_buf() });
+    }
+    let mut magic = [0u8; 4];
+    match f.read_exact(&mut magic) {
+        Ok(()) if &magic == b"GGUF" => Ok(()),
+        _ => Err(RuntimeError::NotGguf { path: path.to_path_buf() }),
+    }
+}
+
+fn detail_or(recent: String, e: impl std::fmt::Display) -> String {
+    if recent.is_empty() {
+        e.to_string()
+    } else {
+        recent
+    }
+}

@@ -1,0 +1,127 @@
+//! The backend boundary: what the generation loop needs from a model, and nothing more.
+//!
+//! [`Model`] is the loaded weights and vocabulary (shared, read-only); [`Context`] is the mutable
+//! inference state (KV cache) for one or more sequences. llama.cpp is the only backend today
+//! ([`crate::llama`]); another can be added by implementing these traits, without touching the
+//! sampler, the generation loop or the server.
+
+use std::sync::Arc;
+
+use nucleus_sampler::{Token, Vocab};
+
+use crate::error::Result;
+
+/// Index of a sequence inside a [`Context`] (`0..n_seq_max`).
+pub type SeqId = usize;
+
+/// The special tokens a generation loop cares about.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpecialTokens {
+    /// Beginning of sequence, if the model has one.
+    pub bos: Option<Token>,
+    /// End of sequence, if the model has one.
+    pub eos: Option<Token>,
+    /// End of turn, if the model has one.
+    pub eot: Option<Token>,
+    /// Whether tokenizing a prompt adds BOS in front.
+    pub add_bos: bool,
+    /// The text of BOS (for chat templates), empty if none.
+    pub bos_text: String,
+    /// The text of EOS (for chat templates), empty if none.
+    pub eos_text: String,
+}
+
+/// A model's tokenizer and detokenizer. Extends the sampler's [`Vocab`] (DRY breakers,
+/// ignore-eos) with what prompts and streaming output need.
+pub trait Tokenizer: Vocab {
+    /// Tokenizes `text`. With `add_special` the model's automatic tokens are added (BOS, for
+    /// models that want it); with `parse_special` special-token text (`<|im_start|>`) becomes
+    /// the special token instead of plain text.
+    fn encode(&self, text: &str, add_special: bool, parse_special: bool) -> Result<Vec<Token>>;
+
+    /// Appends the bytes of `token` to `out` (not cleared). Control tokens render as their text
+    /// only if `render_special`; otherwise as nothing. A token may be part of a UTF-8 character.
+    fn append_piece(&self, token: Token, render_special: bool, out: &mut Vec<u8>);
+
+    /// The special tokens.
+    fn special(&self) -> &SpecialTokens;
+}
+
+/// Options for a new [`Context`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContextOptions {
+    /// Context size in tokens, shared by all sequences; `None`: the smaller of 4096 and the
+    /// model's training context.
+    pub n_ctx: Option<usize>,
+    /// Most tokens decoded in one call (prompt chunk size).
+    pub n_batch: usize,
+    /// Number of sequences decoded side by side.
+    pub n_seq_max: usize,
+    /// CPU threads; `None`: [`crate::threads::default_threads`].
+    pub threads: Option<usize>,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions { n_ctx: None, n_batch: 512, n_seq_max: 1, threads: None }
+    }
+}
+
+/// Default context size when none is asked for (llama.cpp's default).
+pub const DEFAULT_N_CTX: usize = 4096;
+
+/// Loaded weights and vocabulary. Shared between contexts and threads.
+pub trait Model: Send + Sync {
+    /// The tokenizer.
+    fn tokenizer(&self) -> Arc<dyn Tokenizer>;
+
+    /// The same tokenizer as the sampler's [`Vocab`] (for `SamplingParams::build`).
+    fn vocab(&self) -> Arc<dyn Vocab>;
+
+    /// Vocabulary size (length of a logits row).
+    fn n_vocab(&self) -> usize;
+
+    /// The context length the model was trained with.
+    fn n_ctx_train(&self) -> usize;
+
+    /// Architecture name from the file (`llama`, `gemma3`, ...).
+    fn architecture(&self) -> &str;
+
+    /// The model's own Jinja chat template, if the file has one.
+    fn chat_template(&self) -> Option<&str>;
+
+    /// A new inference context.
+    fn new_context(&self, opts: &ContextOptions) -> Result<Box<dyn Context>>;
+}
+
+/// Mutable inference state: a KV cache holding up to [`Context::n_seq_max`] sequences.
+///
+/// Logits are those of the last [`Context::prefill`] or [`Context::decode`] call, one row per
+/// sequence that call advanced.
+pub trait Context: Send {
+    /// Context size in tokens (all sequences together).
+    fn n_ctx(&self) -> usize;
+
+    /// Number of sequences.
+    fn n_seq_max(&self) -> usize;
+
+    /// Most tokens one prefill call decodes at once; longer prompts are split.
+    fn n_batch(&self) -> usize;
+
+    /// Tokens held for `seq`.
+    fn seq_len(&self, seq: SeqId) -> usize;
+
+    /// Forgets `seq`'s tokens.
+    fn clear(&mut self, seq: SeqId);
+
+    /// Appends `tokens` to `seq` (in chunks of [`Context::n_batch`]) and computes the logits of
+    /// the last one.
+    fn prefill(&mut self, seq: SeqId, tokens: &[Token]) -> Result<()>;
+
+    /// Appends one token to each of several distinct sequences in a single forward pass and
+    /// computes each one's next-token logits.
+    fn decode(&mut self, steps: &[(SeqId, Token)]) -> Result<()>;
+
+    /// `seq`'s next-token logits from the last call, if that call advanced `seq`.
+    fn logits(&self, seq: SeqId) -> Result<&[f32]>;
+}

@@ -1,0 +1,214 @@
+//! [`Sequence`]: one generation's state between forward passes — sampler, detokenizer, stop
+//! strings, limits — fed one row of logits at a time. The single-sequence loop
+//! ([`crate::generate`]) and a batching server drive the same object.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nucleus_sampler::probs::{top_n_raw, RawDistribution, TokenProb};
+use nucleus_sampler::{Logits, SamplingParams, Token, TokenSampler};
+
+use crate::error::Result;
+use crate::model::{Model, Tokenizer};
+use crate::stop::StopMatcher;
+use crate::utf8::Utf8Stream;
+
+/// Per-sequence generation settings besides sampling.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SequenceOptions {
+    /// Most tokens to generate (`None`: until end of generation or a full context).
+    pub max_tokens: Option<usize>,
+    /// Stop strings: generation ends before the first one and its text is never emitted.
+    pub stop: Vec<String>,
+    /// Report each token's log-probability and this many top alternatives (under the model's
+    /// raw softmax). `None` skips that work.
+    pub n_probs: Option<usize>,
+    /// Render control tokens (`<|im_start|>`) as text instead of nothing.
+    pub render_special: bool,
+}
+
+/// Why a generation ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model produced an end-of-generation token (EOS, end of turn).
+    EndOfGeneration,
+    /// A stop string appeared (it is not part of the output).
+    StopString(String),
+    /// The token limit was reached.
+    MaxTokens,
+    /// The context has no room for another token.
+    ContextFull,
+    /// The caller stopped it.
+    Cancelled,
+}
+
+impl StopReason {
+    /// A short machine-friendly name (`eog`, `stop`, `limit`, `context`, `cancelled`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StopReason::EndOfGeneration => "eog",
+            StopReason::StopString(_) => "stop",
+            StopReason::MaxTokens => "limit",
+            StopReason::ContextFull => "context",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One generated token, as reported to the caller.
+#[derive(Clone, Copy, Debug)]
+pub struct TokenEvent<'a> {
+    /// 0-based position among generated tokens.
+    pub index: usize,
+    /// The token id.
+    pub token: Token,
+    /// Text released by this step: complete characters only, never stop-string text. It may be
+    /// empty (held back) or include text held back by earlier steps.
+    pub text: &'a str,
+    /// This token's own bytes (possibly part of a character).
+    pub piece: &'a [u8],
+    /// Natural-log probability of the token under the model's raw softmax (with `n_probs`).
+    pub logprob: Option<f32>,
+    /// Top alternatives under the raw softmax, best first (with `n_probs`).
+    pub top: &'a [TokenProb],
+}
+
+/// The result of [`Sequence::step`].
+#[derive(Clone, Debug)]
+pub struct Step<'a> {
+    /// The token and its text.
+    pub event: TokenEvent<'a>,
+    /// `Some` when this was the last token.
+    pub finished: Option<StopReason>,
+}
+
+/// One sequence's generation state.
+pub struct Sequence {
+    sampler: TokenSampler,
+    tokenizer: Arc<dyn Tokenizer>,
+    opts: SequenceOptions,
+    utf8: Utf8Stream,
+    stop: StopMatcher,
+    piece: Vec<u8>,
+    decoded: String,
+    released: String,
+    top: Vec<TokenProb>,
+    generated: Vec<Token>,
+    finished: Option<StopReason>,
+    sample_time: Duration,
+}
+
+impl Sequence {
+    /// A sequence sampling with `params` (validated and built against the model's vocabulary,
+    /// so DRY breakers are tokenized by the model and `ignore_eos` knows its EOG tokens).
+    pub fn new(model: &dyn Model, params: &SamplingParams, opts: SequenceOptions) -> Result<Self> {
+        let chain = params.build(model.n_vocab(), Some(model.vocab()))?;
+        Ok(Sequence {
+            sampler: TokenSampler::new(chain),
+            tokenizer: model.tokenizer(),
+            stop: StopMatcher::new(&opts.stop),
+            top: Vec::with_capacity(opts.n_probs.unwrap_or(0)),
+            opts,
+            utf8: Utf8Stream::new(),
+            piece: Vec::new(),
+            decoded: String::new(),
+            released: String::new(),
+            generated: Vec::new(),
+            finished: None,
+            sample_time: Duration::ZERO,
+        })
+    }
+
+    /// Feeds prompt tokens to the sampler's history (penalties and DRY see the prompt, as in
+    /// llama.cpp's server).
+    pub fn accept_prompt(&mut self, tokens: &[Token]) {
+        for &t in tokens {
+            self.sampler.accept(t);
+        }
+    }
+
+    /// Samples the next token from `logits` and works out its text. `can_continue` is false
+    /// when the context has no room to decode this token, making it the last one. Call it until
+    /// a step reports `finished`.
+    pub fn step(&mut self, logits: &[f32], can_continue: bool) -> Result<Step<'_>> {
+        let t0 = Instant::now();
+        let token = self.sampler.sample(logits)?;
+        self.sample_time += t0.elapsed();
+        let index = self.generated.len();
+        self.generated.push(token);
+
+        let mut logprob = None;
+        self.top.clear();
+        if let Some(k) = self.opts.n_probs {
+            let dist = RawDistribution::of(Logits::F32(logits));
+            logprob = Some(dist.logprob(logits[token as usize]));
+            top_n_raw(Logits::F32(logits), &dist, k, &mut self.top);
+        }
+
+        self.piece.clear();
+        self.decoded.clear();
+        self.released.clear();
+        let mut finished = None;
+        if self.tokenizer.is_eog(token) {
+            finished = Some(StopReason::EndOfGeneration);
+        } else {
+            self.tokenizer.append_piece(token, self.opts.render_special, &mut self.piece);
+            self.utf8.push(&self.piece, &mut self.decoded);
+            if let Some(i) = self.stop.push(&self.decoded, &mut self.released) {
+                finished = Some(StopReason::StopString(self.stop.stops()[i].clone()));
+            }
+        }
+        if finished.is_none() && self.opts.max_tokens.is_some_and(|m| self.generated.len() >= m) {
+            finished = Some(StopReason::MaxTokens);
+        }
+        if finished.is_none() && !can_continue {
+            finished = Some(StopReason::ContextFull);
+        }
+        if finished.is_some() {
+            let stopped_by_string = matches!(finished, Some(StopReason::StopString(_)));
+            self.finished = finished;
+            if !stopped_by_string {
+                self.flush(); // may still find a stop string in the released tail
+            }
+        }
+        let finished = self.finished.clone();
+        let event = TokenEvent { index, token, text: &self.released, piece: &self.piece, logprob, top: &self.top };
+        Ok(Step { event, finished })
+    }
+
+    /// Ends the sequence from outside (cancelled): text still held back is dropped.
+    pub fn cancel(&mut self) {
+        self.utf8.reset();
+        self.finished = Some(StopReason::Cancelled);
+    }
+
+    /// Releases held text at a natural end: an unfinished character becomes U+FFFD; a partial
+    /// stop-string match was not a stop after all.
+    fn flush(&mut self) {
+        let mut tail = String::new();
+        self.utf8.finish(&mut tail);
+        if !tail.is_empty() {
+            // Even a U+FFFD could complete a stop string.
+            if let Some(i) = self.stop.push(&tail, &mut self.released) {
+                self.finished = Some(StopReason::StopString(self.stop.stops()[i].clone()));
+                return;
+            }
+        }
+        self.stop.finish(&mut self.released);
+    }
+
+    /// Why the sequence ended, once it has.
+    pub fn finished(&self) -> Option<&StopReason> {
+        self.finished.as_ref()
+    }
+
+    /// Tokens generated so far (including a final end-of-generation token).
+    pub fn generated(&self) -> &[Token] {
+        &self.generated
+    }
+
+    /// Time spent in the sampler chain.
+    pub fn sample_time(&self) -> Duration {
+        self.sample_time
+    }
+}
