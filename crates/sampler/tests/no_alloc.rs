@@ -1,9 +1,9 @@
 //! After warm-up, sampling a token allocates nothing: a counting global allocator proves it
 //! for a chain with every allocation-free sampler active.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod common;
 
+use common::alloc_count::{allocs, CountingAlloc};
 use nucleus_sampler::samplers::{
     adaptive_p::AdaptiveP, dry::Dry, logit_bias::LogitBias, mirostat::Mirostat, mirostat_v2::MirostatV2,
     penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP,
@@ -12,32 +12,8 @@ use nucleus_sampler::samplers::{
 use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution};
 use nucleus_sampler::{Chain, Logits, SamplingParams, TokenSampler};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(|a| a.get())
-}
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 fn logits(n: usize, seed: u32) -> Vec<f32> {
     let mut x = seed;
