@@ -1,0 +1,134 @@
+//! From parsed rules to a runnable [`Grammar`]: checks the start rule, rejects left recursion
+//! (through nullable rules too), and flattens rules into one element array.
+
+use std::sync::Arc;
+
+use crate::error::{BuildError, ParseError};
+use crate::grammar::{Elem, Grammar};
+use crate::parse::{parse_gbnf, Item, ParsedGrammar, TokenLookup};
+
+impl Grammar {
+    /// Parses GBNF text and builds it with start rule `start` (llama.cpp uses `root`).
+    pub fn parse(text: &str, start: &str) -> Result<Arc<Grammar>, BuildError> {
+        Self::parse_with_tokens(text, start, None)
+    }
+
+    /// Like [`Grammar::parse`], resolving `<text>` token items through `tokens`.
+    pub fn parse_with_tokens(text: &str, start: &str, tokens: Option<&dyn TokenLookup>) -> Result<Arc<Grammar>, BuildError> {
+        let parsed = parse_gbnf(text, tokens)?;
+        Ok(Arc::new(build(parsed, start)?))
+    }
+}
+
+/// Validates and flattens parsed rules.
+pub fn build(parsed: ParsedGrammar, start: &str) -> Result<Grammar, BuildError> {
+    let ParsedGrammar { rules, classes, symbol_ids } = parsed;
+    let rules: Vec<Vec<Vec<Item>>> = rules
+        .into_iter()
+        .map(|r| r.ok_or_else(|| ParseError { line: 0, column: 0, reason: "undefined rule".into() }))
+        .collect::<Result<_, _>>()?;
+    let Some(&start_id) = symbol_ids.get(start) else {
+        return Err(BuildError::MissingStart(start.to_string()));
+    };
+    if start_id as usize >= rules.len() {
+        return Err(BuildError::MissingStart(start.to_string()));
+    }
+    let nullable = nullable_rules(&rules);
+    if let Some(r) = left_recursive_rule(&rules, &nullable) {
+        let name = symbol_ids.iter().find(|(_, &v)| v == r).map(|(k, _)| k.clone()).unwrap_or_default();
+        return Err(BuildError::LeftRecursion(name));
+    }
+    let mut elems = Vec::new();
+    let mut starts = Vec::with_capacity(rules.len());
+    for alts in &rules {
+        let mut s = Vec::with_capacity(alts.len());
+        for alt in alts {
+            s.push(elems.len() as u32);
+            for it in alt {
+                elems.push(match *it {
+                    Item::Char(c) => Elem::Char(c),
+                    Item::Ref(r) => Elem::Ref(r),
+                    Item::Token(t) => Elem::Token(t),
+                    Item::NotToken(t) => Elem::NotToken(t),
+                });
+            }
+            elems.push(Elem::End);
+        }
+        starts.push(s);
+    }
+    Ok(Grammar { elems, rules: starts, classes, symbol_ids, start: start_id })
+}
+
+/// Rules that can derive the empty string (fixed point).
+fn nullable_rules(rules: &[Vec<Vec<Item>>]) -> Vec<bool> {
+    let mut nullable = vec![false; rules.len()];
+    loop {
+        let mut changed = false;
+        for (i, alts) in rules.iter().enumerate() {
+            if nullable[i] {
+                continue;
+            }
+            let n = alts.iter().any(|alt| alt.iter().all(|it| matches!(it, Item::Ref(r) if nullable[*r as usize])));
+            if n {
+                nullable[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return nullable;
+        }
+    }
+}
+
+/// Finds a rule that reaches itself through leftmost positions (a leftmost reference may be
+/// preceded by nullable references).
+fn left_recursive_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u32> {
+    // Edges: rule -> rules that can appear leftmost.
+    let edges: Vec<Vec<u32>> = rules
+        .iter()
+        .map(|alts| {
+            let mut out = Vec::new();
+            for alt in alts {
+                for it in alt {
+                    match *it {
+                        Item::Ref(r) => {
+                            out.push(r);
+                            if !nullable[r as usize] {
+                                break;
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    // Iterative DFS cycle detection (0 = new, 1 = on stack, 2 = done).
+    let mut state = vec![0u8; rules.len()];
+    for root in 0..rules.len() {
+        if state[root] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        state[root] = 1;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if *next < edges[node].len() {
+                let child = edges[node][*next] as usize;
+                *next += 1;
+                match state[child] {
+                    0 => {
+                        state[child] = 1;
+                        stack.push((child, 0));
+                    }
+                    1 => return Some(child as u32),
+                    _ => {}
+                }
+            } else {
+                state[node] = 2;
+                stack.pop();
+            }
+        }
+    }
+    None
+}

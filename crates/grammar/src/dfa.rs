@@ -1,0 +1,368 @@
+//! A lazily built byte-level automaton over grammar states. A state is a set of parse stacks
+//! plus an unfinished UTF-8 sequence; its transition on each byte is computed on first use and
+//! cached, so walking the vocabulary trie costs one table lookup per node once warm.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::grammar::{Elem, Grammar};
+use crate::stacks::{StackArena, EMPTY};
+
+/// Transition target meaning "this byte is rejected".
+pub const DEAD: u32 = u32::MAX;
+const UNKNOWN: u32 = u32::MAX - 1;
+
+/// An unfinished UTF-8 sequence: bits read so far and continuation bytes still missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Partial {
+    /// Value accumulated from the lead and continuation bytes read.
+    pub value: u32,
+    /// Continuation bytes still expected (0 = none pending).
+    pub remain: u8,
+}
+
+impl Partial {
+    /// The range of code points this sequence can still complete to (llama.cpp's rule).
+    pub fn range(self) -> (u32, u32) {
+        let shift = 6 * self.remain as u32;
+        let mut lo = self.value << shift;
+        let hi = lo | ((1u32 << shift) - 1);
+        if lo == 0 {
+            if self.remain == 2 {
+                lo = 1 << 11;
+            } else if self.remain == 3 {
+                lo = 1 << 16;
+            }
+        }
+        (lo, hi)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    stacks: Box<[u32]>,
+    partial: Partial,
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    key: Key,
+    /// Some stack is empty and no sequence is pending: end of generation allowed.
+    complete: bool,
+    /// Some stack has a token item on top.
+    has_token_items: bool,
+}
+
+/// The automaton: interned stacks, interned states, cached byte transitions.
+#[derive(Debug, Clone)]
+pub struct Dfa {
+    arena: StackArena,
+    states: Vec<State>,
+    ids: HashMap<Key, u32>,
+    initial: u32,
+    scratch: Vec<u32>,
+    /// Transitions of all states, 256 per state (`state * 256 + byte`), filled on first use.
+    trans: Vec<u32>,
+    /// `end_ok` of each state, beside the table for the mask walk's inner loop.
+    end_ok: Vec<bool>,
+    /// Per state, the bytes that lead back to the same state (computed on first use).
+    self_loops: Vec<Option<[u64; 4]>>,
+    /// Per state: 1 if its self-loop set is known and usable by the walk (compact, so the
+    /// walk's check stays in cache).
+    loops_known: Vec<u8>,
+}
+
+impl Dfa {
+    /// The automaton of `grammar`, with its initial state built.
+    pub fn new(grammar: Arc<Grammar>) -> Self {
+        let mut arena = StackArena::new(grammar);
+        let mut init = Vec::new();
+        arena.initial(&mut init);
+        let mut dfa = Dfa { arena, states: Vec::new(), ids: HashMap::new(), initial: 0, scratch: Vec::new(), trans: Vec::new(), end_ok: Vec::new(), self_loops: Vec::new(), loops_known: Vec::new() };
+        dfa.initial = dfa.intern(init, Partial::default());
+        dfa
+    }
+
+    /// The grammar.
+    pub fn grammar(&self) -> &Arc<Grammar> {
+        &self.arena.grammar
+    }
+
+    /// The initial state.
+    pub fn initial(&self) -> u32 {
+        self.initial
+    }
+
+    /// Number of states built so far.
+    pub fn n_states(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Whether end of generation is allowed in state `s`.
+    pub fn is_complete(&self, s: u32) -> bool {
+        self.states[s as usize].complete
+    }
+
+    /// Whether a token whose bytes led to state `s` may end there.
+    #[inline]
+    pub fn end_ok(&self, s: u32) -> bool {
+        self.end_ok[s as usize]
+    }
+
+    /// Whether some stack of `s` has a token item on top.
+    pub fn has_token_items(&self, s: u32) -> bool {
+        self.states[s as usize].has_token_items
+    }
+
+    /// The pending partial UTF-8 sequence of `s`.
+    pub fn partial(&self, s: u32) -> Partial {
+        self.states[s as usize].key.partial
+    }
+
+    /// The token items on top of the stacks of `s`: `(id, negated)`.
+    pub fn token_items(&self, s: u32) -> Vec<(u32, bool)> {
+        let mut v = Vec::new();
+        for &st in self.states[s as usize].key.stacks.iter() {
+            if st == EMPTY {
+                continue;
+            }
+            match self.arena.top_elem(st) {
+                Elem::Token(t) => v.push((t, false)),
+                Elem::NotToken(t) => v.push((t, true)),
+                _ => {}
+            }
+        }
+        v
+    }
+
+    /// Number of parse stacks in state `s`.
+    pub fn n_stacks(&self, s: u32) -> usize {
+        self.states[s as usize].key.stacks.len()
+    }
+
+    fn intern(&mut self, stacks: Vec<u32>, partial: Partial) -> u32 {
+        let key = Key { stacks: stacks.into_boxed_slice(), partial };
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let g = &self.arena.grammar;
+        let mut complete = false;
+        let mut has_token_items = false;
+        let mut end_ok = partial.remain == 0 && !key.stacks.is_empty();
+        if partial.remain == 0 {
+            for &st in key.stacks.iter() {
+                if st == EMPTY {
+                    complete = true;
+                } else if matches!(self.arena.top_elem(st), Elem::Token(_) | Elem::NotToken(_)) {
+                    has_token_items = true;
+                }
+            }
+        } else {
+            // llama.cpp: a piece ending mid-character is allowed iff some stack's class could
+            // still match, judged conservatively for negated classes.
+            let (lo, hi) = partial.range();
+            let overlong = partial.remain == 1 && partial.value < 2;
+            end_ok = !overlong
+                && key.stacks.iter().any(|&st| match self.arena.top_elem(st) {
+                    Elem::Char(c) => g.classes[c as usize].partial_ok_llama(lo, hi),
+                    _ => false,
+                });
+        }
+        let id = self.states.len() as u32;
+        self.states.push(State { key: key.clone(), complete, has_token_items });
+        self.ids.insert(key, id);
+        self.trans.resize(self.trans.len() + 256, UNKNOWN);
+        self.end_ok.push(end_ok);
+        self.self_loops.push(None);
+        self.loops_known.push(0);
+        id
+    }
+
+    /// The state after byte `b` in state `s`, or [`DEAD`].
+    #[inline]
+    pub fn step(&mut self, s: u32, b: u8) -> u32 {
+        // SAFETY-free fast path: the table always has 256 entries per interned state.
+        let v = self.trans[(s as usize) << 8 | b as usize];
+        if v != UNKNOWN {
+            return v;
+        }
+        self.step_slow(s, b)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn step_slow(&mut self, s: u32, b: u8) -> u32 {
+        let next = self.compute(s, b);
+        self.trans[(s as usize) << 8 | b as usize] = next;
+        next
+    }
+
+    /// The bytes whose transition from `s` is `s` itself: a token made only of these bytes
+    /// leaves the state unchanged (e.g. ordinary characters inside a JSON string).
+    pub fn self_loops(&mut self, s: u32) -> [u64; 4] {
+        if let Some(v) = self.self_loops[s as usize] {
+            return v;
+        }
+        let mut v = [0u64; 4];
+        for b in 0..=255u8 {
+            if self.step(s, b) == s {
+                v[(b >> 6) as usize] |= 1u64 << (b & 63);
+            }
+        }
+        // Every non-ASCII character loops too (e.g. inside a JSON string): then valid UTF-8
+        // in a token keeps the state as well, and the walk may accept such subtrees in bulk.
+        if self.utf8_loops(s) {
+            v[2] = u64::MAX;
+            v[3] = u64::MAX;
+        }
+        self.self_loops[s as usize] = Some(v);
+        if self.end_ok(s) && v != [0; 4] {
+            self.loops_known[s as usize] = 1;
+        }
+        v
+    }
+
+    /// Whether every code point from U+0080 up leads from `s` back to `s`: each stack's class
+    /// holds all of them or none (so all advance alike), and U+0080 loops.
+    fn utf8_loops(&mut self, s: u32) -> bool {
+        let key = &self.states[s as usize].key;
+        if key.partial.remain != 0 {
+            return false;
+        }
+        let g = self.arena.grammar.clone();
+        for &st in key.stacks.iter() {
+            if st == EMPTY {
+                return false;
+            }
+            if let Elem::Char(c) = self.arena.top_elem(st) {
+                let cls = &g.classes[c as usize];
+                if !cls.covers(0x80, 0x10FFFF) && cls.intersects(0x80, 0x10FFFF) {
+                    return false;
+                }
+            } else {
+                return false;
+            }
+        }
+        self.run(s, "\u{80}".as_bytes()) == s
+    }
+
+    /// The self-loop set of `s` if it is known, non-empty and tokens may end in `s`.
+    #[inline]
+    pub fn known_loops(&self, s: u32) -> Option<&[u64; 4]> {
+        if self.loops_known[s as usize] != 0 {
+            self.self_loops[s as usize].as_ref()
+        } else {
+            None
+        }
+    }
+
+    /// Feeds `bytes` from state `s`; [`DEAD`] if some byte is rejected.
+    pub fn run(&mut self, mut s: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            s = self.step(s, b);
+            if s == DEAD {
+                return DEAD;
+            }
+        }
+        s
+    }
+
+    /// Like [`Dfa::run`] but reports the offset of the rejected byte.
+    pub fn run_until_dead(&mut self, mut s: u32, bytes: &[u8]) -> Result<u32, usize> {
+        for (i, &b) in bytes.iter().enumerate() {
+            s = self.step(s, b);
+            if s == DEAD {
+                return Err(i);
+            }
+        }
+        Ok(s)
+    }
+
+    fn compute(&mut self, s: u32, b: u8) -> u32 {
+        let Key { stacks, partial } = self.states[s as usize].key.clone();
+        if partial.remain > 0 {
+            if b & 0xC0 != 0x80 {
+                return DEAD;
+            }
+            let p = Partial { value: (partial.value << 6) | (b & 0x3F) as u32, remain: partial.remain - 1 };
+            if p.remain == 0 {
+                return self.advance(&stacks, p.value);
+            }
+            return self.enter_partial(&stacks, p);
+        }
+        match b {
+            0 => DEAD,
+            0x01..=0x7F => self.advance(&stacks, b as u32),
+            0x80..=0xBF => DEAD,
+            0xC0..=0xDF => {
+                let p = Partial { value: (b & 0x1F) as u32, remain: 1 };
+                if p.value < 2 {
+                    return DEAD; // overlong 2-byte sequence
+                }
+                self.enter_partial(&stacks, p)
+            }
+            0xE0..=0xEF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 2 }),
+            0xF0..=0xF7 => self.enter_partial(&stacks, Partial { value: (b & 0x07) as u32, remain: 3 }),
+            _ => DEAD,
+        }
+    }
+
+    /// Keeps the character stacks whose class can still match some completion of `p`.
+    fn enter_partial(&mut self, stacks: &[u32], p: Partial) -> u32 {
+        let (lo, hi) = p.range();
+        let g = self.arena.grammar.clone();
+        let kept: Vec<u32> = stacks
+            .iter()
+            .copied()
+            .filter(|&st| st != EMPTY && matches!(self.arena.top_elem(st), Elem::Char(c) if g.classes[c as usize].intersects(lo, hi)))
+            .collect();
+        if kept.is_empty() {
+            return DEAD;
+        }
+        self.intern(kept, p)
+    }
+
+    fn advance(&mut self, stacks: &[u32], c: u32) -> u32 {
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        for &st in stacks {
+            self.arena.advance_char(st, c, &mut out);
+        }
+        if out.is_empty() {
+            self.scratch = out;
+            return DEAD;
+        }
+        out.sort_unstable();
+        out.dedup();
+        let v = out.clone();
+        self.scratch = out;
+        self.intern(v, Partial::default())
+    }
+
+    /// The state after whole token `token` is consumed by the token items on top of `s`'s
+    /// stacks (character stacks are not considered), or [`DEAD`].
+    pub fn step_token(&mut self, s: u32, token: u32) -> Option<Vec<u32>> {
+        let stacks = self.states[s as usize].key.stacks.clone();
+        let mut out = Vec::new();
+        for &st in stacks.iter() {
+            self.arena.advance_token(st, token, &mut out);
+        }
+        if out.is_empty() {
+            None
+        } else {
+            Some(out)
+        }
+    }
+
+    /// The state with the union of `s`'s stacks and `extra` (token-item results), with the
+    /// partial sequence `partial`.
+    pub fn merge(&mut self, s: Option<u32>, extra: Vec<u32>, partial: Partial) -> u32 {
+        let mut v = extra;
+        if let Some(s) = s {
+            v.extend_from_slice(&self.states[s as usize].key.stacks);
+        }
+        v.sort_unstable();
+        v.dedup();
+        self.intern(v, partial)
+    }
+}

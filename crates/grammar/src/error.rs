@@ -1,0 +1,79 @@
+//! Error types: every failure on user input (grammar text, schema, descriptor, rejected token)
+//! is one of these, never a panic.
+
+use thiserror::Error;
+
+/// A GBNF text that does not parse, with the 1-based line and column (in characters) where
+/// the parser stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("grammar parse error at line {line}, column {column}: {reason}")]
+pub struct ParseError {
+    /// 1-based line number.
+    pub line: usize,
+    /// 1-based column, counted in characters.
+    pub column: usize,
+    /// What was expected or what is wrong.
+    pub reason: String,
+}
+
+/// A grammar that parses but cannot be instantiated.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BuildError {
+    /// The text did not parse.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// The start symbol (normally `root`) is not defined.
+    #[error("grammar does not define the start rule '{0}'")]
+    MissingStart(String),
+    /// A rule can reach itself in leftmost position; the stack runtime would loop forever.
+    #[error("grammar rule '{0}' is left recursive")]
+    LeftRecursion(String),
+    /// A `<text>` token item needs a vocabulary, or the text is not exactly one token.
+    #[error("token item {0}")]
+    Token(String),
+    /// A trigger pattern of a lazy grammar is not a valid regular expression.
+    #[error("invalid trigger pattern {pattern:?}: {reason}")]
+    Trigger {
+        /// The pattern as given.
+        pattern: String,
+        /// The regex engine's complaint.
+        reason: String,
+    },
+}
+
+/// A token or text the grammar cannot accept in its current state. The matcher keeps its
+/// state when this is returned.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum AcceptError {
+    /// The token's text (or id, for token items) matches no live parse stack.
+    #[error("token {token} ({text:?}) is not allowed by the grammar here")]
+    Rejected {
+        /// The token id.
+        token: i32,
+        /// Its text, lossily decoded.
+        text: String,
+    },
+    /// An end-of-generation token arrived before the grammar could end.
+    #[error("end of generation (token {0}) before the grammar is complete")]
+    Incomplete(i32),
+    /// Bytes fed as plain text were rejected at this byte offset.
+    #[error("input rejected at byte {0}")]
+    AtByte(usize),
+}
+
+/// A JSON Schema the converter refuses, naming the keyword and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{keyword} at {pointer}: {reason}")]
+pub struct SchemaError {
+    /// The offending keyword (`oneOf`, `pattern`, `$ref`, ...).
+    pub keyword: String,
+    /// JSON pointer to the schema object holding the keyword (`""` is the root, shown as `#`).
+    pub pointer: String,
+    /// Why it cannot be compiled.
+    pub reason: String,
+}
+
+/// A token-trie descriptor that is malformed or does not fit the loaded model.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("token-trie descriptor: {0}")]
+pub struct DescriptorError(pub String);

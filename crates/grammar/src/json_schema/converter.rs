@@ -1,0 +1,614 @@
+//! The schema visitor: one GBNF rule per schema node, named from its property path, in
+//! llama.cpp's construction order and naming; strict-mode checks refuse what a branch would
+//! silently drop.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::int_range::min_max_int;
+use super::keywords::{applies_to, ENFORCED_FORMATS, STANDARD_FORMATS, SUPPORTED, UNSUPPORTED};
+use super::pattern_llama::{pattern_to_rule, RuleSink};
+use super::pattern_strict::pattern_to_gbnf;
+use super::primitives::{is_reserved, primitive, SPACE_RULE};
+use super::shape::{check_one_of_disjoint, json_type_matches};
+use super::{repetition, SchemaOptions};
+use crate::error::SchemaError;
+
+/// Converter state: the rules emitted so far.
+pub struct Converter<'a> {
+    pub(super) root: &'a Value,
+    rules: BTreeMap<String, String>,
+    resolving: HashSet<String>,
+    pub(super) opts: SchemaOptions,
+    /// Keywords that were ignored (`keyword at pointer`).
+    pub ignored: Vec<String>,
+    draft7_or_older: bool,
+}
+
+pub(super) fn err(keyword: &str, ptr: &str, reason: impl Into<String>) -> SchemaError {
+    SchemaError { keyword: keyword.into(), pointer: if ptr.is_empty() { "#".into() } else { format!("#{ptr}") }, reason: reason.into() }
+}
+
+pub(super) fn esc_ptr(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+fn rule_name_chars(name: &str) -> String {
+    let mut out = String::new();
+    let mut in_bad = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '-' {
+            out.push(c);
+            in_bad = false;
+        } else if !in_bad {
+            out.push('-');
+            in_bad = true;
+        }
+    }
+    out
+}
+
+/// llama.cpp's literal formatting: the text in quotes, escaping CR, LF, quote and backslash.
+pub(super) fn format_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\r' => out.push_str("\\r"),
+            '\n' => out.push_str("\\n"),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+pub(super) fn constant(v: &Value) -> String {
+    format_literal(&serde_json::to_string(v).unwrap_or_default())
+}
+
+impl RuleSink for Converter<'_> {
+    fn add_rule(&mut self, name: &str, body: &str) -> String {
+        Converter::add_rule(self, name, body)
+    }
+}
+
+impl<'a> Converter<'a> {
+    /// A converter for the document `root` (targets of `$ref`s are looked up in it).
+    pub fn new(root: &'a Value, opts: SchemaOptions) -> Self {
+        let mut rules = BTreeMap::new();
+        rules.insert("space".to_string(), SPACE_RULE.to_string());
+        let draft7_or_older = root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .is_some_and(|s| ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)));
+        Converter { root, rules, resolving: HashSet::new(), opts, ignored: Vec::new(), draft7_or_older }
+    }
+
+    /// The grammar text: one rule per line, sorted by name.
+    pub fn format_grammar(&self) -> String {
+        let mut s = String::new();
+        for (k, v) in &self.rules {
+            s.push_str(k);
+            s.push_str(" ::= ");
+            s.push_str(v);
+            s.push('\n');
+        }
+        s
+    }
+
+    pub(super) fn add_rule(&mut self, name: &str, body: &str) -> String {
+        let esc = rule_name_chars(name);
+        let key = match self.rules.get(&esc) {
+            None => esc,
+            Some(b) if b == body => esc,
+            Some(_) => {
+                let mut i = 0;
+                while self.rules.get(&format!("{esc}{i}")).is_some_and(|b| b != body) {
+                    i += 1;
+                }
+                format!("{esc}{i}")
+            }
+        };
+        self.rules.insert(key.clone(), body.to_string());
+        key
+    }
+
+    pub(super) fn add_primitive(&mut self, name: &str, prim: &str) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        let b = primitive(prim, strict).ok_or_else(|| err("type", "", format!("unknown primitive {prim}")))?;
+        let n = self.add_rule(name, b.body);
+        for dep in b.deps {
+            if !self.rules.contains_key(*dep) {
+                self.add_primitive(dep, dep)?;
+            }
+        }
+        Ok(n)
+    }
+
+    fn ignore(&mut self, keyword: &str, ptr: &str) {
+        self.ignored.push(format!("{keyword} at #{ptr}"));
+    }
+
+    /// Strict mode: refuse (or, lenient, record) `keyword` at `ptr`.
+    pub(super) fn refuse(&mut self, keyword: &str, ptr: &str, reason: &str) -> Result<(), SchemaError> {
+        if self.opts.lenient {
+            self.ignore(keyword, ptr);
+            Ok(())
+        } else {
+            Err(err(keyword, ptr, reason))
+        }
+    }
+
+    pub(super) fn resolve_pointer(&self, reference: &str, ptr: &str) -> Result<&'a Value, SchemaError> {
+        let Some(frag) = reference.strip_prefix('#') else {
+            return Err(err("$ref", ptr, format!("unsupported reference {reference:?} (only local #/... references)")));
+        };
+        if frag.is_empty() {
+            return Ok(self.root);
+        }
+        let Some(path) = frag.strip_prefix('/') else {
+            return Err(err("$ref", ptr, format!("unsupported reference {reference:?}")));
+        };
+        let mut cur = self.root;
+        for tok in path.split('/') {
+            let tok = tok.replace("~1", "/").replace("~0", "~");
+            let tok = percent_decode(&tok);
+            cur = match cur {
+                Value::Object(m) => m.get(&tok),
+                Value::Array(a) => tok.parse::<usize>().ok().and_then(|i| a.get(i)),
+                _ => None,
+            }
+            .ok_or_else(|| err("$ref", ptr, format!("cannot resolve {reference:?}")))?;
+        }
+        Ok(cur)
+    }
+
+    fn resolve_ref(&mut self, reference: &str, ptr: &str) -> Result<String, SchemaError> {
+        let frag = reference.rsplit('#').next().unwrap_or(reference);
+        let mut ref_name = format!("ref{}", rule_name_chars(frag));
+        if !self.rules.contains_key(&ref_name) && !self.resolving.contains(reference) {
+            let target = self.resolve_pointer(reference, ptr)?;
+            self.resolving.insert(reference.to_string());
+            let target_ptr = reference.trim_start_matches('#').to_string();
+            ref_name = self.visit(target, &ref_name, &target_ptr)?;
+            self.resolving.remove(reference);
+        }
+        Ok(ref_name)
+    }
+
+    fn union(&mut self, name: &str, alts: &[Value], ptr: &str, kw: &str) -> Result<String, SchemaError> {
+        let mut rules = Vec::new();
+        for (i, a) in alts.iter().enumerate() {
+            let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+            rules.push(self.visit(a, &sub, &format!("{ptr}/{kw}/{i}"))?);
+        }
+        Ok(rules.join(" | "))
+    }
+
+    /// Strict mode: the keywords of `obj` that constrain instances of the type this branch
+    /// produces but are not in `honored`.
+    pub(super) fn check_honored(&mut self, obj: &Map<String, Value>, ptr: &str, produces: &[&str], honored: &[&str]) -> Result<(), SchemaError> {
+        if !self.opts.strict {
+            return Ok(());
+        }
+        for k in obj.keys() {
+            if !SUPPORTED.contains(&k.as_str()) || honored.contains(&k.as_str()) {
+                continue;
+            }
+            let relevant = match applies_to(k) {
+                None => true,
+                Some("number") => produces.contains(&"number") || produces.contains(&"integer"),
+                Some(t) => produces.contains(&t),
+            };
+            if k == "uniqueItems" && obj[k] != Value::Bool(true) {
+                continue;
+            }
+            if k == "additionalItems" {
+                continue; // tuples are fixed-length: never more items than listed
+            }
+            if k == "additionalProperties" && obj[k] == Value::Bool(true) {
+                continue; // allows what is allowed anyway
+            }
+            if relevant {
+                self.refuse(k, ptr, "cannot be enforced together with the other keywords of this schema")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Strict mode: keywords we never enforce, and formats we cannot check.
+    fn check_keywords(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<(), SchemaError> {
+        for k in obj.keys() {
+            if UNSUPPORTED.contains(&k.as_str()) {
+                self.refuse(k, ptr, "keyword not supported")?;
+            }
+            if k == "uniqueItems" && obj[k] == Value::Bool(true) {
+                self.refuse(k, ptr, "uniqueItems cannot be enforced by a grammar")?;
+            }
+        }
+        if let Some(f) = obj.get("format").and_then(Value::as_str) {
+            let strings_possible = match obj.get("type") {
+                None => true,
+                Some(Value::String(t)) => t == "string",
+                Some(Value::Array(a)) => a.iter().any(|t| t == "string"),
+                _ => true,
+            };
+            if strings_possible && STANDARD_FORMATS.contains(&f) && !ENFORCED_FORMATS.contains(&f) && !f.starts_with("uuid") {
+                self.refuse("format", ptr, &format!("format {f:?} cannot be enforced"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Converts `schema` (at JSON pointer `ptr`) into a rule; returns the rule name.
+    pub fn visit(&mut self, schema: &Value, name: &str, ptr: &str) -> Result<String, SchemaError> {
+        let rule_name = if is_reserved(name) {
+            format!("{name}-")
+        } else if name.is_empty() {
+            "root".to_string()
+        } else {
+            name.to_string()
+        };
+        let strict = self.opts.strict;
+        let obj = match schema {
+            Value::Object(m) => m,
+            Value::Bool(true) if strict => {
+                let v = self.add_primitive("value", "value")?;
+                return Ok(self.add_rule(&rule_name, &v));
+            }
+            _ => return Err(err("(schema)", ptr, "a schema must be an object")),
+        };
+        if strict {
+            self.check_keywords(obj, ptr)?;
+        }
+        let ty = obj.get("type");
+        let ty_str = ty.and_then(Value::as_str);
+        let fmt = obj.get("format").and_then(Value::as_str).unwrap_or("");
+
+        if let Some(r) = obj.get("$ref") {
+            let r = r.as_str().ok_or_else(|| err("$ref", ptr, "must be a string"))?;
+            if strict && !self.draft7_or_older {
+                self.check_honored(obj, ptr, &["object", "array", "string", "number", "boolean", "null"], &["$ref"])?;
+            }
+            let target = self.resolve_ref(r, ptr)?;
+            return Ok(self.add_rule(&rule_name, &target));
+        }
+        if obj.contains_key("oneOf") || obj.contains_key("anyOf") {
+            let kw = if obj.contains_key("oneOf") { "oneOf" } else { "anyOf" };
+            let alts = obj[kw].as_array().ok_or_else(|| err(kw, ptr, "must be an array"))?.clone();
+            if strict {
+                if obj.contains_key("oneOf") && obj.contains_key("anyOf") {
+                    self.refuse("anyOf", ptr, "anyOf together with oneOf is not supported")?;
+                }
+                // Sibling assertions apply to every alternative: merge them into each one.
+                let mut sib = Map::new();
+                for (k, v) in obj {
+                    if k != kw && (SUPPORTED.contains(&k.as_str())) {
+                        sib.insert(k.clone(), v.clone());
+                    }
+                }
+                let mut merged = Vec::with_capacity(alts.len());
+                for (i, a) in alts.iter().enumerate() {
+                    if sib.is_empty() {
+                        merged.push(a.clone());
+                        continue;
+                    }
+                    let mut a = a.clone();
+                    if let Some(r) = a.get("$ref").and_then(Value::as_str) {
+                        a = self.resolve_pointer(r, ptr)?.clone();
+                    }
+                    match super::shape::merge_schemas(&Value::Object(sib.clone()), &a) {
+                        Ok(m) => merged.push(m),
+                        Err(reason) => {
+                            self.refuse(kw, &format!("{ptr}/{kw}/{i}"), &format!("cannot combine with the sibling keywords: {reason}"))?;
+                            merged.push(a);
+                        }
+                    }
+                }
+                if kw == "oneOf" {
+                    if let Err(reason) = check_one_of_disjoint(self.root, &merged) {
+                        self.refuse("oneOf", &format!("{ptr}/oneOf"), &reason)?;
+                    }
+                }
+                let mut rules = Vec::new();
+                let mut last_err = None;
+                for (i, a) in merged.iter().enumerate() {
+                    let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+                    match self.visit(a, &sub, &format!("{ptr}/{kw}/{i}")) {
+                        Ok(r) => rules.push(r),
+                        Err(e) if is_unsatisfiable(&e) => last_err = Some(e),
+                        Err(e) => return Err(e),
+                    }
+                }
+                if rules.is_empty() {
+                    return Err(last_err.unwrap_or_else(|| err(kw, ptr, UNSAT)));
+                }
+                return Ok(self.add_rule(&rule_name, &rules.join(" | ")));
+            }
+            let body = self.union(name, &alts, ptr, kw)?;
+            return Ok(self.add_rule(&rule_name, &body));
+        }
+        if let Some(Value::Array(types)) = ty {
+            let alts: Vec<Value> = types
+                .iter()
+                .map(|t| {
+                    let mut m = obj.clone();
+                    m.insert("type".into(), t.clone());
+                    Value::Object(m)
+                })
+                .collect();
+            let mut rules = Vec::new();
+            let mut last_err = None;
+            for (i, a) in alts.iter().enumerate() {
+                let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+                match self.visit(a, &sub, ptr) {
+                    Ok(r) => rules.push(r),
+                    Err(e) if strict && is_unsatisfiable(&e) => last_err = Some(e),
+                    Err(e) => return Err(e),
+                }
+            }
+            if rules.is_empty() {
+                return Err(last_err.unwrap_or_else(|| err("type", ptr, UNSAT)));
+            }
+            return Ok(self.add_rule(&rule_name, &rules.join(" | ")));
+        }
+        if let Some(ty) = ty {
+            if !ty.is_string() {
+                return Err(err("type", ptr, format!("unrecognized type {ty}")));
+            }
+        }
+        if let Some(c) = obj.get("const") {
+            if strict {
+                self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
+            }
+            return Ok(self.add_rule(&rule_name, &format!("{} space", constant(c))));
+        }
+        if let Some(e) = obj.get("enum") {
+            let vals = e.as_array().ok_or_else(|| err("enum", ptr, "must be an array"))?;
+            let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
+            let body = format!("({}) space", vals.iter().map(constant).collect::<Vec<_>>().join(" | "));
+            return Ok(self.add_rule(&rule_name, &body));
+        }
+        let addl = obj.get("additionalProperties");
+        let is_objecty = matches!(ty_str, None | Some("object"));
+        if is_objecty
+            && (obj.contains_key("properties")
+                || (addl.is_some() && addl != Some(&Value::Bool(true)))
+                || (strict && ty_str == Some("object") && obj.contains_key("required")))
+        {
+            if strict {
+                let honored: &[&str] = &["type", "properties", "required", "additionalProperties"];
+                self.check_honored(obj, ptr, &["object"], honored)?;
+                if ty_str.is_none() && !obj.contains_key("allOf") {
+                    // Without `type` the schema also accepts non-objects; we only produce objects (fine).
+                }
+                if obj.contains_key("allOf") {
+                    self.refuse("allOf", ptr, "allOf next to properties is not supported")?;
+                }
+            }
+            let required: BTreeSet<String> = obj
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default();
+            let props: Vec<(String, Value)> = match obj.get("properties") {
+                Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                Some(_) => return Err(err("properties", ptr, "must be an object")),
+                None => vec![],
+            };
+            let addl = if strict {
+                match addl {
+                    None if self.opts.closed_objects => Some(Value::Bool(false)),
+                    None => Some(Value::Bool(true)),
+                    other => other.cloned(),
+                }
+            } else {
+                addl.cloned()
+            };
+            if strict {
+                for r in &required {
+                    if !props.iter().any(|(k, _)| k == r) {
+                        self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
+                    }
+                }
+            }
+            let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr)?;
+            return Ok(self.add_rule(&rule_name, &body));
+        }
+        if matches!(ty_str, None | Some("object") | Some("string")) && obj.contains_key("allOf") {
+            return self.all_of(obj, name, &rule_name, ptr);
+        }
+        if matches!(ty_str, None | Some("array")) && (obj.contains_key("items") || obj.contains_key("prefixItems")) {
+            if strict {
+                self.check_honored(obj, ptr, &["array"], &["type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "additionalItems"])?;
+                if obj.contains_key("items") && obj.contains_key("prefixItems") {
+                    self.refuse("prefixItems", ptr, "prefixItems together with items is not supported")?;
+                }
+            }
+            let (items, kw) = match obj.get("items").filter(|v| !v.is_null()) {
+                Some(i) => (i.clone(), "items"),
+                None => (obj.get("prefixItems").cloned().unwrap_or(Value::Null), "prefixItems"),
+            };
+            if let Value::Array(list) = &items {
+                if strict && (obj.contains_key("minItems") || obj.contains_key("maxItems")) {
+                    self.refuse("minItems", ptr, "minItems/maxItems with a tuple are not supported")?;
+                }
+                let mut parts = Vec::new();
+                for (i, it) in list.iter().enumerate() {
+                    let sub = format!("{name}{}tuple-{i}", if name.is_empty() { "" } else { "-" });
+                    parts.push(self.visit(it, &sub, &format!("{ptr}/{kw}/{i}"))?);
+                }
+                let body = format!("\"[\" space {} \"]\" space", parts.join(" \",\" space "));
+                return Ok(self.add_rule(&rule_name, &body));
+            }
+            let sub = format!("{name}{}item", if name.is_empty() { "" } else { "-" });
+            let item = self.visit(&items, &sub, &format!("{ptr}/{kw}"))?;
+            let min = as_count(obj.get("minItems"));
+            let max = obj.get("maxItems").map(|v| as_count(Some(v)));
+            if strict && (min > crate::parse::MAX_REPETITIONS as usize || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize)) {
+                self.refuse("maxItems", ptr, "item counts above 2000 are not supported")?;
+            }
+            if max.is_some_and(|m| m < min) {
+                return Err(err("maxItems", ptr, "maxItems is below minItems: no array is valid"));
+            }
+            let body = format!("\"[\" space {} \"]\" space", repetition(&item, min, max, Some("\",\" space")));
+            return Ok(self.add_rule(&rule_name, &body));
+        }
+        if matches!(ty_str, None | Some("string")) && obj.contains_key("pattern") {
+            let pat = obj["pattern"].as_str().ok_or_else(|| err("pattern", ptr, "must be a string"))?.to_string();
+            if !strict {
+                return match pattern_to_rule(&pat, &rule_name, self) {
+                    Ok(body) => Ok(self.add_rule(&rule_name, &body)),
+                    Err(e) => Err(err("pattern", ptr, e)),
+                };
+            }
+            self.check_honored(obj, ptr, &["string"], &["type", "pattern"])?;
+            let ch = self.add_primitive("char", "char")?;
+            let body = pattern_to_gbnf(&pat, &ch).map_err(|e| err("pattern", ptr, e))?;
+            return Ok(self.add_rule(&rule_name, &format!("\"\\\"\" {body} \"\\\"\" space")));
+        }
+        let uuid_fmt = fmt == "uuid" || (fmt.len() == 5 && fmt.starts_with("uuid") && matches!(fmt.as_bytes()[4], b'1'..=b'5'));
+        if matches!(ty_str, None | Some("string")) && uuid_fmt {
+            if strict {
+                self.check_honored(obj, ptr, &["string"], &["type", "format"])?;
+            }
+            let n = if rule_name == "root" { "root".to_string() } else { fmt.to_string() };
+            return self.add_primitive(&n, "uuid");
+        }
+        let fmt_rule = format!("{fmt}-string");
+        if matches!(ty_str, None | Some("string")) && primitive(&fmt_rule, strict).is_some() && !fmt.is_empty() {
+            if strict {
+                self.check_honored(obj, ptr, &["string"], &["type", "format"])?;
+            }
+            let p = self.add_primitive(&fmt_rule, &fmt_rule)?;
+            return Ok(self.add_rule(&rule_name, &p));
+        }
+        if ty_str == Some("string") && (obj.contains_key("minLength") || obj.contains_key("maxLength")) {
+            if strict {
+                self.check_honored(obj, ptr, &["string"], &["type", "minLength", "maxLength", "format"])?;
+            }
+            let ch = self.add_primitive("char", "char")?;
+            let min = as_count(obj.get("minLength"));
+            let max = obj.get("maxLength").map(|v| as_count(Some(v)));
+            if max.is_some_and(|m| m < min) {
+                return Err(err("maxLength", ptr, "maxLength is below minLength: no string is valid"));
+            }
+            if strict && (min > crate::parse::MAX_REPETITIONS as usize || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize)) {
+                if min > 2_000_000 || max.is_some_and(|m| m > 2_000_000) {
+                    self.refuse("maxLength", ptr, "lengths above 2,000,000 are not supported")?;
+                }
+                let rep = self.big_repetition(&ch, min, max, &rule_name);
+                return Ok(self.add_rule(&rule_name, &format!("\"\\\"\" {rep} \"\\\"\" space")));
+            }
+            let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
+            return Ok(self.add_rule(&rule_name, &body));
+        }
+        let has_bounds = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"].iter().any(|k| obj.contains_key(*k));
+        if matches!(ty_str, None | Some("integer")) && has_bounds && (ty_str.is_some() || !strict) {
+            let (lo, hi) = self.int_bounds(obj, ptr)?;
+            if let (Some(l), Some(h)) = (lo, hi) {
+                if l > h {
+                    return Err(err("minimum", ptr, "minimum is above maximum: no integer is valid"));
+                }
+            }
+            let mut body = String::from("(");
+            min_max_int(&mut body, lo, hi);
+            body.push_str(") space");
+            return Ok(self.add_rule(&rule_name, &body));
+        }
+        if strict && ty_str == Some("number") && has_bounds {
+            self.check_honored(obj, ptr, &["number"], &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])?;
+            let body = self.number_bounds(obj, ptr)?;
+            return Ok(self.add_rule(&rule_name, &body));
+        }
+        if strict && ty_str.is_none() {
+            // No type: any value, minus what the assertions exclude; we only allow it when no
+            // assertion keyword is present.
+            self.check_honored(obj, ptr, &["object", "array", "string", "number", "boolean", "null"], &[])?;
+            let v = self.add_primitive("value", "value")?;
+            return Ok(self.add_rule(&rule_name, &v));
+        }
+        if ty_str == Some("object") || obj.is_empty() {
+            if strict {
+                self.check_honored(obj, ptr, &["object"], &["type", "additionalProperties"])?;
+            }
+            let o = self.add_primitive("object", "object")?;
+            return Ok(self.add_rule(&rule_name, &o));
+        }
+        let t = ty_str.unwrap_or("");
+        if !matches!(t, "boolean" | "number" | "integer" | "string" | "null" | "array") {
+            return Err(err("type", ptr, format!("unrecognized schema type {t:?}")));
+        }
+        if strict {
+            let honored: &[&str] = &["type", "format"];
+            self.check_honored(obj, ptr, &[t], honored)?;
+        }
+        let n = if rule_name == "root" { "root".to_string() } else { t.to_string() };
+        self.add_primitive(&n, t)
+    }
+
+
+    /// Strict mode: keeps the enum values that satisfy the sibling assertions we can check.
+    fn check_enum_siblings(&mut self, obj: &Map<String, Value>, vals: &[Value], ptr: &str, kw: &str) -> Result<Vec<Value>, SchemaError> {
+        for k in obj.keys() {
+            if SUPPORTED.contains(&k.as_str()) && !matches!(k.as_str(), "type" | "enum" | "const") {
+                if applies_to(k).is_some() && !vals.iter().any(|v| json_type_matches(v, applies_to(k).unwrap())) {
+                    continue; // keyword for a type none of the values has
+                }
+                if k == "format" || k == "uniqueItems" {
+                    continue;
+                }
+                self.refuse(k, ptr, &format!("cannot be enforced next to {kw}"))?;
+            }
+        }
+        let kept: Vec<Value> = match obj.get("type") {
+            Some(Value::String(t)) => vals.iter().filter(|v| json_type_matches(v, t)).cloned().collect(),
+            _ => vals.to_vec(),
+        };
+        if kept.is_empty() {
+            return Err(err(kw, ptr, UNSAT));
+        }
+        Ok(kept)
+    }
+
+
+
+
+
+
+}
+
+/// The reason given when a schema admits no instance.
+pub(super) const UNSAT: &str = "no value satisfies the schema";
+
+pub(super) fn is_unsatisfiable(e: &SchemaError) -> bool {
+    e.reason.starts_with(UNSAT) || e.reason.contains("no number satisfies") || e.reason.contains("is below") || e.reason.contains("is above")
+}
+
+pub(super) fn as_count(v: Option<&Value>) -> usize {
+    v.and_then(Value::as_f64).map(|f| f.max(0.0) as usize).unwrap_or(0)
+}
+
+fn percent_decode(s: &str) -> String {
+    if !s.contains('%') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -1,0 +1,152 @@
+//! JSON Schema to GBNF.
+//!
+//! * Compat mode ([`SchemaOptions::llama_cpp`]) reproduces llama.cpp's converter output text
+//!   exactly, including what it silently ignores.
+//! * Strict mode (the default) uses the same construction but refuses any keyword it cannot
+//!   enforce (naming the keyword and its JSON pointer), follows JSON Schema where llama.cpp
+//!   deviates (`additionalProperties` defaults to allowed, `{}` is any value), and compiles
+//!   `pattern`, dates and string escapes exactly, so every output validates.
+
+mod bounds;
+mod converter;
+mod int_range;
+mod keywords;
+mod objects;
+mod pattern_llama;
+mod pattern_strict;
+mod primitives;
+pub mod relayout;
+mod shape;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub use converter::Converter;
+
+use crate::error::SchemaError;
+use crate::grammar::Grammar;
+
+/// How to convert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaOptions {
+    /// Refuse what cannot be enforced and follow JSON Schema semantics (true), or reproduce
+    /// llama.cpp's converter byte for byte (false).
+    pub strict: bool,
+    /// In strict mode, whether objects without `additionalProperties` are closed
+    /// (llama.cpp's behaviour, and OpenAI's structured outputs) instead of open (JSON Schema).
+    pub closed_objects: bool,
+    /// In strict mode, ignore unsupported keywords instead of failing; each is reported in
+    /// [`CompiledSchema::ignored`].
+    pub lenient: bool,
+}
+
+impl Default for SchemaOptions {
+    fn default() -> Self {
+        SchemaOptions { strict: true, closed_objects: false, lenient: false }
+    }
+}
+
+impl SchemaOptions {
+    /// llama.cpp's converter, output for output.
+    pub fn llama_cpp() -> Self {
+        SchemaOptions { strict: false, closed_objects: true, lenient: false }
+    }
+}
+
+/// A converted schema.
+#[derive(Debug, Clone)]
+pub struct CompiledSchema {
+    /// The GBNF text (rules sorted by name, start rule `root`).
+    pub gbnf: String,
+    /// Keywords ignored (compat mode, or strict lenient mode), as `keyword at pointer`.
+    pub ignored: Vec<String>,
+}
+
+impl CompiledSchema {
+    /// Builds the grammar.
+    pub fn grammar(&self) -> Result<Arc<Grammar>, SchemaError> {
+        Grammar::parse(&self.gbnf, "root").map_err(|e| SchemaError {
+            keyword: "(grammar)".into(),
+            pointer: "#".into(),
+            reason: format!("generated grammar does not build: {e}"),
+        })
+    }
+}
+
+/// Converts `schema` to GBNF.
+pub fn schema_to_gbnf(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
+    let mut c = Converter::new(schema, opts.clone());
+    c.visit(schema, "", "")?;
+    Ok(CompiledSchema { gbnf: c.format_grammar(), ignored: c.ignored })
+}
+
+/// Converts and builds in one step.
+pub fn schema_to_grammar(schema: &Value, opts: &SchemaOptions) -> Result<Arc<Grammar>, SchemaError> {
+    schema_to_gbnf(schema, opts)?.grammar()
+}
+
+/// `item{min,max}` with an optional separator between items, written as llama.cpp writes it.
+pub(crate) fn repetition(item: &str, min: usize, max: Option<usize>, sep: Option<&str>) -> String {
+    if max == Some(0) {
+        return String::new();
+    }
+    if min == 0 && max == Some(1) {
+        return format!("{item}?");
+    }
+    let Some(sep) = sep else {
+        return match (min, max) {
+            (1, None) => format!("{item}+"),
+            (0, None) => format!("{item}*"),
+            (m, None) => format!("{item}{{{m},}}"),
+            (m, Some(n)) => format!("{item}{{{m},{n}}}"),
+        };
+    };
+    let result = format!(
+        "{item} {}",
+        repetition(&format!("({sep} {item})"), min.saturating_sub(1), max.map(|m| m - 1), None)
+    );
+    if min == 0 {
+        format!("({result})?")
+    } else {
+        result
+    }
+}
+
+/// Whether `schema` can produce a JSON string (llama.cpp's helper for tool-call arguments):
+/// some `anyOf`/`oneOf` branch can, every `allOf` part can, `$ref`s are followed.
+pub fn resolves_to_string(schema: &Value) -> bool {
+    fn go(root: &Value, s: &Value, depth: usize) -> bool {
+        if depth > 32 {
+            return false;
+        }
+        if let Some(r) = s.get("$ref").and_then(Value::as_str) {
+            let mut cur = root;
+            for tok in r.trim_start_matches('#').split('/').skip(1) {
+                match cur.get(tok.replace("~1", "/").replace("~0", "~")) {
+                    Some(n) => cur = n,
+                    None => return false,
+                }
+            }
+            return go(root, cur, depth + 1);
+        }
+        if let Some(Value::Array(a)) = s.get("anyOf").or_else(|| s.get("oneOf")) {
+            return a.iter().any(|x| go(root, x, depth + 1));
+        }
+        if let Some(Value::Array(a)) = s.get("allOf") {
+            return a.iter().all(|x| go(root, x, depth + 1));
+        }
+        if let Some(c) = s.get("const") {
+            return c.is_string();
+        }
+        if let Some(Value::Array(e)) = s.get("enum") {
+            return e.iter().any(Value::is_string);
+        }
+        match s.get("type") {
+            Some(Value::String(t)) => t == "string",
+            Some(Value::Array(a)) => a.iter().any(|t| t == "string"),
+            _ => ["minLength", "maxLength", "pattern", "format"].iter().any(|k| s.get(*k).is_some()),
+        }
+    }
+    go(schema, schema, 0)
+}

@@ -1,0 +1,302 @@
+//! Objects: `properties`/`required`/`additionalProperties` rules in llama.cpp's shape
+//! (required first, then optional chains, then extra keys), the "none of these names" key
+//! rule, and `allOf` merging.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use super::converter::{constant, err, esc_ptr, format_literal, is_unsatisfiable, Converter};
+use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
+use crate::error::SchemaError;
+
+impl Converter<'_> {
+    pub(super) fn all_of(&mut self, obj: &Map<String, Value>, name: &str, rule_name: &str, ptr: &str) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        let comps = obj["allOf"].as_array().ok_or_else(|| err("allOf", ptr, "must be an array"))?.clone();
+        if strict {
+            // A single component plus a compatible `type`: the component itself.
+            let others: Vec<&String> = obj.keys().filter(|k| SUPPORTED.contains(&k.as_str()) && *k != "allOf" && *k != "type").collect();
+            if let Some(k) = others.first() {
+                let k = (*k).clone();
+                self.refuse(&k, ptr, "cannot be enforced next to allOf")?;
+            }
+            if comps.len() == 1 {
+                let c = &comps[0];
+                let ty_ok = match (obj.get("type"), super::shape::declared_types(self.root, c)) {
+                    (None, _) => true,
+                    (Some(Value::String(t)), Some(ts)) => ts.iter().all(|x| x == t || (t == "number" && x == "integer")),
+                    (Some(t @ Value::String(_)), None) => {
+                        // Give the component the sibling type and compile that.
+                        let mut c = c.clone();
+                        if let Some(r) = c.get("$ref").and_then(Value::as_str) {
+                            c = self.resolve_pointer(r, ptr)?.clone();
+                        }
+                        if let Value::Object(m) = &mut c {
+                            if !m.contains_key("type") && !m.contains_key("$ref") {
+                                m.insert("type".into(), t.clone());
+                                let r = self.visit(&c, name, &format!("{ptr}/allOf/0"))?;
+                                return Ok(if r == rule_name { r } else { self.add_rule(rule_name, &r) });
+                            }
+                        }
+                        false
+                    }
+                    _ => false,
+                };
+                if ty_ok {
+                    let r = self.visit(c, &if name.is_empty() { String::new() } else { name.to_string() }, &format!("{ptr}/allOf/0"))?;
+                    if r == rule_name {
+                        return Ok(r);
+                    }
+                    return Ok(self.add_rule(rule_name, &r));
+                }
+                self.refuse("allOf", ptr, "allOf component's type differs from the sibling type")?;
+            }
+        }
+        let mut required = BTreeSet::new();
+        let mut props: Vec<(String, Value)> = Vec::new();
+        let mut enum_sets: Vec<Vec<Value>> = Vec::new();
+        let mut open = true;
+        for (i, t) in comps.iter().enumerate() {
+            let cptr = format!("{ptr}/allOf/{i}");
+            let alts: Vec<(Value, bool)> = match t.get("anyOf").and_then(Value::as_array) {
+                Some(a) => {
+                    if strict {
+                        self.refuse("anyOf", &cptr, "anyOf inside allOf is not supported")?;
+                    }
+                    a.iter().map(|x| (x.clone(), false)).collect()
+                }
+                None => vec![(t.clone(), true)],
+            };
+            for (mut comp, is_req) in alts {
+                if let Some(r) = comp.get("$ref").and_then(Value::as_str) {
+                    comp = self.resolve_pointer(r, &cptr)?.clone();
+                }
+                if strict {
+                    let Some(m) = comp.as_object() else {
+                        return Err(err("allOf", &cptr, "component must be an object"));
+                    };
+                    for k in m.keys() {
+                        let ok = ANNOTATIONS.contains(&k.as_str())
+                            || !SUPPORTED.contains(&k.as_str()) && !UNSUPPORTED.contains(&k.as_str())
+                            || matches!(k.as_str(), "properties" | "required" | "enum")
+                            || (k == "type" && m[k] == "object")
+                            || (k == "additionalProperties" && m[k] == Value::Bool(true));
+                        if !ok {
+                            self.refuse(k, &cptr, "only plain object components (properties/required) can be merged in allOf")?;
+                        }
+                    }
+                    if m.contains_key("enum") && m.contains_key("properties") {
+                        self.refuse("enum", &cptr, "enum and properties in one allOf component")?;
+                    }
+                    if let Some(Value::Array(r)) = m.get("required") {
+                        required.extend(r.iter().filter_map(|v| v.as_str().map(String::from)));
+                    }
+                    if m.contains_key("additionalProperties") && m["additionalProperties"] != Value::Bool(true) {
+                        open = false;
+                    }
+                }
+                if let Some(Value::Object(p)) = comp.get("properties") {
+                    for (k, v) in p {
+                        if strict {
+                            if let Some((_, prev)) = props.iter().find(|(pk, _)| pk == k) {
+                                if prev != v {
+                                    self.refuse("allOf", &cptr, &format!("property {k:?} is defined differently in two components"))?;
+                                }
+                                continue;
+                            }
+                        }
+                        props.push((k.clone(), v.clone()));
+                        if is_req && !strict {
+                            required.insert(k.clone());
+                        }
+                    }
+                }
+                if let Some(Value::Array(e)) = comp.get("enum") {
+                    enum_sets.push(e.clone());
+                }
+            }
+        }
+        if !enum_sets.is_empty() {
+            let mut inter: Vec<Value> = enum_sets[0].clone();
+            for s in &enum_sets[1..] {
+                inter.retain(|v| s.contains(v));
+            }
+            if strict && enum_sets.len() != comps.len() {
+                self.refuse("allOf", ptr, "enum intersected with non-enum components")?;
+            }
+            if !inter.is_empty() {
+                let mut lits: Vec<String> = inter.iter().map(constant).collect();
+                lits.sort();
+                lits.dedup();
+                return Ok(self.add_rule(rule_name, &format!("({}) space", lits.join(" | "))));
+            }
+            if strict {
+                return Err(err("allOf", ptr, "the enums have no value in common"));
+            }
+        }
+        let addl = if strict && open && !self.opts.closed_objects { Some(Value::Bool(true)) } else { None };
+        if strict {
+            for r in &required {
+                if !props.iter().any(|(k, _)| k == r) {
+                    self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
+                }
+            }
+        }
+        let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr)?;
+        Ok(self.add_rule(rule_name, &body))
+    }
+
+    pub(super) fn object_rule(
+        &mut self,
+        props: &[(String, Value)],
+        required: &BTreeSet<String>,
+        name: &str,
+        addl: Option<&Value>,
+        ptr: &str,
+    ) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        let dash = if name.is_empty() { "" } else { "-" };
+        let mut kv: BTreeMap<String, String> = BTreeMap::new();
+        let mut present: Vec<&String> = Vec::new();
+        for (pn, ps) in props {
+            let r = match self.visit(ps, &format!("{name}{dash}{pn}"), &format!("{ptr}/properties/{}", esc_ptr(pn))) {
+                Ok(r) => r,
+                // An optional property no value satisfies can simply never appear.
+                Err(e) if strict && is_unsatisfiable(&e) && !required.contains(pn) => continue,
+                Err(e) => return Err(e),
+            };
+            present.push(pn);
+            let lit = format_literal(&serde_json::to_string(&Value::String(pn.clone())).unwrap_or_default());
+            let k = self.add_rule(&format!("{name}{dash}{pn}-kv"), &format!("{lit} space \":\" space {r}"));
+            kv.insert(pn.clone(), k);
+        }
+        let names: Vec<&String> = props.iter().map(|(k, _)| k).collect();
+        let req: Vec<String> = present.iter().filter(|k| required.contains(**k)).map(|k| (*k).clone()).collect();
+        let mut opt: Vec<String> = present.iter().filter(|k| !required.contains(**k)).map(|k| (*k).clone()).collect();
+        if let Some(a) = addl.filter(|a| **a != Value::Bool(false)) {
+            let sub = format!("{name}{dash}additional");
+            let value_rule = match a {
+                Value::Object(m) if !(strict && m.keys().all(|k| ANNOTATIONS.contains(&k.as_str()) || !SUPPORTED.contains(&k.as_str()))) => {
+                    self.visit(a, &format!("{sub}-value"), &format!("{ptr}/additionalProperties"))?
+                }
+                Value::Object(_) | Value::Bool(true) => self.add_primitive("value", "value")?,
+                _ => return Err(err("additionalProperties", ptr, "must be a boolean or a schema")),
+            };
+            let key_rule = if names.is_empty() {
+                self.add_primitive("string", "string")?
+            } else {
+                let body = self.not_strings(&names.iter().map(|s| s.as_str()).collect::<Vec<_>>())?;
+                self.add_rule(&format!("{sub}-k"), &body)
+            };
+            let k = self.add_rule(&format!("{sub}-kv"), &format!("{key_rule} \":\" space {value_rule}"));
+            kv.insert("*".into(), k);
+            opt.push("*".into());
+        }
+        let mut rule = String::from("\"{\" space ");
+        rule.push_str(&req.iter().map(|k| kv[k].clone()).collect::<Vec<_>>().join(" \",\" space "));
+        if !opt.is_empty() {
+            rule.push_str(" (");
+            if !req.is_empty() {
+                rule.push_str(" \",\" space ( ");
+            }
+            let mut alts = Vec::new();
+            for i in 0..opt.len() {
+                alts.push(self.recursive_refs(&opt[i..], false, name, &kv));
+            }
+            rule.push_str(&alts.join(" | "));
+            if !req.is_empty() {
+                rule.push_str(" )");
+            }
+            rule.push_str(" )?");
+        }
+        rule.push_str(" \"}\" space");
+        Ok(rule)
+    }
+
+    pub(super) fn recursive_refs(&mut self, ks: &[String], first_optional: bool, name: &str, kv: &BTreeMap<String, String>) -> String {
+        let k = &ks[0];
+        let kvr = &kv[k];
+        let comma = format!("( \",\" space {kvr} )");
+        let mut res = if first_optional {
+            format!("{comma}{}", if k == "*" { "*" } else { "?" })
+        } else if k == "*" {
+            format!("{kvr} {comma}*")
+        } else {
+            kvr.clone()
+        };
+        if ks.len() > 1 {
+            let body = self.recursive_refs(&ks[1..], true, name, kv);
+            let dash = if name.is_empty() { "" } else { "-" };
+            let r = self.add_rule(&format!("{name}{dash}{k}-rest"), &body);
+            res.push(' ');
+            res.push_str(&r);
+        }
+        res
+    }
+
+    /// A JSON string that is none of `strings` (llama.cpp's trie construction; strict mode
+    /// fixes its holes: no escapes, proper handling of prefixes of excluded names).
+    pub(super) fn not_strings(&mut self, strings: &[&str]) -> Result<String, SchemaError> {
+        #[derive(Default)]
+        struct Node {
+            children: BTreeMap<char, Node>,
+            end: bool,
+        }
+        let mut trie = Node::default();
+        for s in strings {
+            let mut n = &mut trie;
+            for c in s.chars() {
+                n = n.children.entry(c).or_default();
+            }
+            n.end = true;
+        }
+        let strict = self.opts.strict;
+        let ch = if strict {
+            self.add_rule("key-char", "[^\"\\\\\\x7F\\x00-\\x1F]")
+        } else {
+            self.add_primitive("char", "char")?
+        };
+        fn esc_class(c: char) -> String {
+            match c {
+                ']' | '\\' | '-' | '^' => format!("\\{c}"),
+                '"' => "\\\"".into(),
+                c => c.to_string(),
+            }
+        }
+        fn visit(n: &Node, ch: &str, strict: bool, out: &mut String) {
+            let mut rejects = String::new();
+            let mut first = true;
+            for (c, child) in &n.children {
+                if !first {
+                    out.push_str(" | ");
+                }
+                first = false;
+                rejects.push_str(&if strict { esc_class(*c) } else { c.to_string() });
+                out.push_str(&format!("[{}]", if strict { esc_class(*c) } else { c.to_string() }));
+                if !child.children.is_empty() {
+                    out.push_str(" (");
+                    visit(child, ch, strict, out);
+                    out.push(')');
+                    if strict && !child.end {
+                        // Ending right after this prefix is fine: it is not an excluded name.
+                        out.push('?');
+                    }
+                } else if child.end {
+                    out.push_str(&format!(" {ch}+"));
+                }
+            }
+            if !n.children.is_empty() {
+                if strict {
+                    out.push_str(&format!(" | [^\"\\\\\\x7F\\x00-\\x1F{rejects}] {ch}*"));
+                } else {
+                    out.push_str(&format!(" | [^\"{rejects}] {ch}*"));
+                }
+            }
+        }
+        let mut out = String::from("[\"] ( ");
+        visit(&trie, &ch, strict, &mut out);
+        out.push_str(&format!(" ){} [\"] space", if trie.end { "" } else { "?" }));
+        Ok(out)
+    }
+}

@@ -1,0 +1,267 @@
+//! Strict `pattern` translation: an ECMAScript regex (the subset without lookaround,
+//! backreferences or inner anchors) becomes GBNF over the *JSON text* of the string, so every
+//! output decodes to a string the regex matches. Characters that JSON must escape are emitted
+//! in their canonical escaped form; unanchored ends become "any characters".
+
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+use crate::parse::MAX_REPETITIONS;
+
+/// ECMAScript's `\s` set.
+const ECMA_SPACE: &str = "\\t\\n\\x0B\\x0C\\r \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF";
+
+/// Rewrites ECMAScript-only syntax into the Rust regex dialect with ECMAScript meaning
+/// (`\d`/`\w` ASCII, ECMAScript `\s`, `.` excluding line terminators).
+fn to_rust_syntax(p: &str) -> String {
+    let mut out = String::new();
+    let mut in_class = 0usize;
+    let mut it = p.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            let Some(n) = it.next() else {
+                out.push('\\');
+                break;
+            };
+            let (pos, neg) = match n {
+                'd' => ("0-9", false),
+                'D' => ("0-9", true),
+                'w' => ("A-Za-z0-9_", false),
+                'W' => ("A-Za-z0-9_", true),
+                's' => (ECMA_SPACE, false),
+                'S' => (ECMA_SPACE, true),
+                '/' => {
+                    out.push('/');
+                    continue;
+                }
+                _ => {
+                    out.push('\\');
+                    out.push(n);
+                    continue;
+                }
+            };
+            match (in_class > 0, neg) {
+                (true, false) => out.push_str(pos),
+                _ => {
+                    out.push('[');
+                    if neg {
+                        out.push('^');
+                    }
+                    out.push_str(pos);
+                    out.push(']');
+                }
+            }
+            continue;
+        }
+        if in_class > 0 {
+            if c == ']' {
+                in_class -= 1;
+            } else if c == '[' {
+                // A literal '[' inside an ECMAScript class.
+                out.push_str("\\[");
+                continue;
+            }
+            out.push(c);
+            continue;
+        }
+        match c {
+            '[' => {
+                in_class += 1;
+                out.push('[');
+                if it.peek() == Some(&'^') {
+                    out.push(it.next().unwrap());
+                }
+                if it.peek() == Some(&']') {
+                    // ECMAScript: `[]` matches nothing, `[^]` anything; Rust needs escaping.
+                    it.next();
+                    out.push_str("\\]");
+                }
+            }
+            '.' => out.push_str("[^\\n\\r\\u2028\\u2029]"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The GBNF for `pattern`: a sequence to put between the string's quotes. `any_char` is the
+/// rule name of one JSON string character (used for unanchored ends).
+pub fn pattern_to_gbnf(pattern: &str, any_char: &str) -> Result<String, String> {
+    let rust = to_rust_syntax(pattern);
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&rust)
+        .map_err(|e| format!("unsupported regular expression: {}", e.to_string().lines().last().unwrap_or("")))?;
+    let branches: Vec<&Hir> = match hir.kind() {
+        HirKind::Alternation(v) => v.iter().collect(),
+        _ => vec![&hir],
+    };
+    let mut alts = Vec::new();
+    for b in branches {
+        let mut items: Vec<&Hir> = match b.kind() {
+            HirKind::Concat(v) => v.iter().collect(),
+            _ => vec![b],
+        };
+        let start = matches!(items.first().map(|h| h.kind()), Some(HirKind::Look(Look::Start)));
+        if start {
+            items.remove(0);
+        }
+        let end = matches!(items.last().map(|h| h.kind()), Some(HirKind::Look(Look::End)));
+        if end {
+            items.pop();
+        }
+        let mut parts = Vec::new();
+        if !start {
+            parts.push(format!("{any_char}*"));
+        }
+        for it in items {
+            parts.push(emit(it)?);
+        }
+        if !end {
+            parts.push(format!("{any_char}*"));
+        }
+        parts.retain(|p| !p.is_empty());
+        alts.push(if parts.is_empty() { "\"\"".to_string() } else { parts.join(" ") });
+    }
+    Ok(if alts.len() == 1 { alts.pop().unwrap() } else { format!("({})", alts.join(" | ")) })
+}
+
+/// One code point as it appears in the JSON text (escaped if JSON requires it).
+pub fn json_char_literal(c: char) -> String {
+    let enc = match c {
+        '"' => "\\\"".to_string(),
+        '\\' => "\\\\".to_string(),
+        '\n' => "\\n".to_string(),
+        '\r' => "\\r".to_string(),
+        '\t' => "\\t".to_string(),
+        '\u{8}' => "\\b".to_string(),
+        '\u{c}' => "\\f".to_string(),
+        c if (c as u32) < 0x20 || c as u32 == 0x7F => format!("\\u{:04x}", c as u32),
+        c => c.to_string(),
+    };
+    gbnf_literal(&enc)
+}
+
+/// A GBNF string literal for `s`.
+pub fn gbnf_literal(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7F => out.push_str(&format!("\\x{:02X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn needs_escape(c: u32) -> bool {
+    c < 0x20 || c == 0x22 || c == 0x5C || c == 0x7F
+}
+
+fn class_char(c: u32) -> String {
+    if c <= 0xFFFF {
+        format!("\\u{c:04X}")
+    } else {
+        format!("\\U{c:08X}")
+    }
+}
+
+/// A character set as JSON text: raw characters in one class, escaped ones as literals.
+pub fn class_to_gbnf(ranges: &[(u32, u32)]) -> String {
+    let mut raw = String::new();
+    let mut escaped = Vec::new();
+    for &(lo, hi) in ranges {
+        // Split out the characters JSON escapes.
+        let mut a = lo;
+        while a <= hi {
+            if needs_escape(a) {
+                if let Some(ch) = char::from_u32(a) {
+                    escaped.push(json_char_literal(ch));
+                }
+                a += 1;
+                continue;
+            }
+            let mut b = a;
+            while b < hi && !needs_escape(b + 1) {
+                b += 1;
+            }
+            raw.push_str(&class_char(a));
+            if b > a {
+                raw.push('-');
+                raw.push_str(&class_char(b));
+            }
+            if b == u32::MAX {
+                break;
+            }
+            a = b + 1;
+        }
+    }
+    let mut alts = Vec::new();
+    if !raw.is_empty() {
+        alts.push(format!("[{raw}]"));
+    }
+    alts.extend(escaped);
+    match alts.len() {
+        0 => "[^\\U00000000-\\U0010FFFF]".to_string(), // matches nothing
+        1 => alts.pop().unwrap(),
+        _ => format!("({})", alts.join(" | ")),
+    }
+}
+
+fn emit(h: &Hir) -> Result<String, String> {
+    Ok(match h.kind() {
+        HirKind::Empty => String::new(),
+        HirKind::Literal(lit) => {
+            let s = std::str::from_utf8(&lit.0).map_err(|_| "non-UTF-8 literal in pattern".to_string())?;
+            s.chars().map(json_char_literal).collect::<Vec<_>>().join(" ")
+        }
+        HirKind::Class(Class::Unicode(u)) => {
+            let ranges: Vec<(u32, u32)> = u.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).collect();
+            class_to_gbnf(&ranges)
+        }
+        HirKind::Class(Class::Bytes(_)) => return Err("byte classes are not supported in patterns".into()),
+        HirKind::Look(_) => return Err("anchors or word boundaries inside a pattern are not supported".into()),
+        HirKind::Repetition(r) => {
+            let inner = emit(&r.sub)?;
+            if inner.is_empty() {
+                return Ok(String::new());
+            }
+            if r.min as u64 > MAX_REPETITIONS || r.max.is_some_and(|m| m as u64 > MAX_REPETITIONS) {
+                return Err(format!("repetition count above {MAX_REPETITIONS}"));
+            }
+            let q = match (r.min, r.max) {
+                (0, None) => "*".to_string(),
+                (1, None) => "+".to_string(),
+                (0, Some(1)) => "?".to_string(),
+                (m, None) => format!("{{{m},}}"),
+                (m, Some(n)) if m == n => format!("{{{m}}}"),
+                (m, Some(n)) => format!("{{{m},{n}}}"),
+            };
+            if r.max == Some(0) {
+                return Ok(String::new());
+            }
+            format!("({inner}){q}")
+        }
+        HirKind::Capture(c) => {
+            let inner = emit(&c.sub)?;
+            if inner.is_empty() {
+                String::new()
+            } else {
+                format!("({inner})")
+            }
+        }
+        HirKind::Concat(v) => {
+            let parts: Vec<String> = v.iter().map(emit).collect::<Result<_, _>>()?;
+            parts.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ")
+        }
+        HirKind::Alternation(v) => {
+            let parts: Vec<String> = v.iter().map(emit).collect::<Result<_, _>>()?;
+            format!("({})", parts.iter().map(|p| if p.is_empty() { "\"\"" } else { p.as_str() }).collect::<Vec<_>>().join(" | "))
+        }
+    })
+}

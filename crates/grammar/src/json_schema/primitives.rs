@@ -1,0 +1,61 @@
+//! The converter's built-in rules: llama.cpp's primitives (compat) and their exact variants
+//! (strict: no lone-surrogate escapes, calendar-aware dates, IPv4).
+
+/// The whitespace rule that follows every value and punctuation.
+pub const SPACE_RULE: &str = "| \" \" | \"\\n\"{1,2} [ \\t]{0,20}";
+
+/// A built-in rule body and the built-ins it refers to.
+pub struct Builtin {
+    /// Rule body.
+    pub body: &'static str,
+    /// Other built-ins it references.
+    pub deps: &'static [&'static str],
+}
+
+/// Looks up a primitive by name in compat or strict flavour.
+pub fn primitive(name: &str, strict: bool) -> Option<Builtin> {
+    let b = |body, deps| Some(Builtin { body, deps });
+    match (name, strict) {
+        ("boolean", _) => b("(\"true\" | \"false\") space", &[]),
+        ("decimal-part", _) => b("[0-9]{1,16}", &[]),
+        ("integral-part", _) => b("[0] | [1-9] [0-9]{0,15}", &[]),
+        ("number", _) => b("(\"-\"? integral-part) (\".\" decimal-part)? ([eE] [-+]? integral-part)? space", &["integral-part", "decimal-part"]),
+        ("integer", _) => b("(\"-\"? integral-part) space", &["integral-part"]),
+        ("value", _) => b("object | array | string | number | boolean | null", &["object", "array", "string", "number", "boolean", "null"]),
+        ("object", _) => b("\"{\" space ( string \":\" space value (\",\" space string \":\" space value)* )? \"}\" space", &["string", "value"]),
+        ("array", _) => b("\"[\" space ( value (\",\" space value)* )? \"]\" space", &["value"]),
+        ("uuid", _) => b("\"\\\"\" [0-9a-fA-F]{8} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{4} \"-\" [0-9a-fA-F]{12} \"\\\"\" space", &[]),
+        ("char", false) => b("[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4})", &[]),
+        // Strict: `\/` allowed; `\u` escapes of surrogates excluded (a lone surrogate is not a
+        // character, and a pair would count twice against minLength/maxLength).
+        ("char", true) => b("[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-C] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [e-fE-F] [0-9a-fA-F]{3}))", &[]),
+        ("string", _) => b("\"\\\"\" char* \"\\\"\" space", &["char"]),
+        ("null", _) => b("\"null\" space", &[]),
+        ("date", false) => b("[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [1-2] [0-9] | \"3\" [0-1] )", &[]),
+        ("date", true) => b("[0-9]{4} \"-\" ( ( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" [1-9] | [1-2] [0-9] | \"3\" [0-1] ) | ( \"0\" [469] | \"11\" ) \"-\" ( \"0\" [1-9] | [1-2] [0-9] | \"30\" ) | \"02-\" ( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] ) )", &[]),
+        ("time", _) => b("([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{3} )? ( \"Z\" | ( \"+\" | \"-\" ) ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )", &[]),
+        ("date-time", _) => b("date \"T\" time", &["date", "time"]),
+        ("date-string", _) => b("\"\\\"\" date \"\\\"\" space", &["date"]),
+        ("time-string", _) => b("\"\\\"\" time \"\\\"\" space", &["time"]),
+        ("date-time-string", _) => b("\"\\\"\" date-time \"\\\"\" space", &["date-time"]),
+        ("ipv4-string", true) => b("\"\\\"\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \"\\\"\" space", &["ipv4-octet"]),
+        ("ipv4-octet", true) => b("\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9]", &[]),
+        // Conservative subsets: every output is a valid address/URI for any validator.
+        ("email-string", true) => b("\"\\\"\" email-atom (\".\" email-atom)* \"@\" host-label (\".\" host-label)+ \"\\\"\" space", &["email-atom", "host-label"]),
+        ("email-atom", true) => b("[A-Za-z0-9_%+-]+", &[]),
+        ("host-label", true) => b("[A-Za-z0-9] ([A-Za-z0-9-]{0,61} [A-Za-z0-9])?", &[]),
+        ("uri-string", true) => b("\"\\\"\" [a-zA-Z] [a-zA-Z0-9+.-]* \"://\" host-label (\".\" host-label)* (\":\" [0-9]{1,5})? (\"/\" uri-pchar*)* (\"?\" (uri-pchar | [/?])*)? (\"#\" (uri-pchar | [/?])*)? \"\\\"\" space", &["host-label", "uri-pchar"]),
+        ("uri-pchar", true) => b("[A-Za-z0-9._~!$&'()*+,;=:@-] | \"%\" [0-9A-Fa-f]{2}", &[]),
+        _ => None,
+    }
+}
+
+/// Names a schema-derived rule may not take (a `-` is appended).
+pub fn is_reserved(name: &str) -> bool {
+    matches!(
+        name,
+        "root" | "boolean" | "decimal-part" | "integral-part" | "number" | "integer" | "value" | "object" | "array"
+            | "uuid" | "char" | "string" | "null" | "date" | "time" | "date-time" | "date-string" | "time-string"
+            | "date-time-string"
+    )
+}

@@ -1,0 +1,37 @@
+//! # nucleus-grammar
+//!
+//! Constrained decoding compatible with llama.cpp: GBNF grammars (parser, stack runtime,
+//! partial UTF-8, lazy triggers), JSON Schema to GBNF, and token-trie constraints, with token
+//! masks computed by walking a vocabulary trie against a lazily built automaton.
+//!
+//! ```
+//! use nucleus_grammar::Matcher;
+//! let mut m = Matcher::from_gbnf(r#"root ::= "a" [0-9]+"#).unwrap();
+//! m.accept_bytes(b"a12").unwrap();
+//! assert!(m.can_end());
+//! assert!(m.accept_bytes(b"x").is_err());
+//! ```
+
+pub mod builtin;
+pub mod compile;
+pub mod constrained;
+pub mod continuations;
+pub mod dfa;
+pub mod error;
+pub mod grammar;
+pub mod json_schema;
+pub mod lazy;
+pub mod mask;
+pub mod matcher;
+pub mod parse;
+pub mod sampler;
+pub mod stacks;
+pub mod vocab_index;
+
+pub use error::{AcceptError, BuildError, DescriptorError, ParseError, SchemaError};
+pub use grammar::Grammar;
+pub use lazy::Triggers;
+pub use mask::TokenMask;
+pub use matcher::Matcher;
+pub use sampler::GrammarSampler;
+pub use vocab_index::VocabIndex;

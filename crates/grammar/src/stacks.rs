@@ -1,0 +1,151 @@
+//! Parse stacks as interned persistent lists: a stack id names (top position, rest). Pushing
+//! and popping are O(1) and equal stacks share one id, so stack sets are sorted `u32` lists.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::grammar::{Elem, Grammar};
+
+/// The id of the empty stack: the input so far is a complete sentence.
+pub const EMPTY: u32 = 0;
+
+/// Interned stacks plus the memoized normalization of stacks whose top is a rule reference.
+#[derive(Debug, Clone)]
+pub struct StackArena {
+    /// The grammar the positions index into.
+    pub grammar: Arc<Grammar>,
+    nodes: Vec<(u32, u32)>,
+    ids: HashMap<(u32, u32), u32>,
+    normalized: HashMap<u32, Box<[u32]>>,
+}
+
+impl StackArena {
+    /// An arena holding only the empty stack.
+    pub fn new(grammar: Arc<Grammar>) -> Self {
+        StackArena { grammar, nodes: vec![(u32::MAX, u32::MAX)], ids: HashMap::new(), normalized: HashMap::new() }
+    }
+
+    /// Number of distinct stacks seen.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether only the empty stack exists.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() == 1
+    }
+
+    /// The stack with `pos` on top of `parent`.
+    pub fn push(&mut self, pos: u32, parent: u32) -> u32 {
+        if let Some(&id) = self.ids.get(&(pos, parent)) {
+            return id;
+        }
+        let id = self.nodes.len() as u32;
+        self.nodes.push((pos, parent));
+        self.ids.insert((pos, parent), id);
+        id
+    }
+
+    /// Top position and the rest of a non-empty stack.
+    #[inline]
+    pub fn top(&self, id: u32) -> (u32, u32) {
+        self.nodes[id as usize]
+    }
+
+    /// The element on top of a non-empty stack.
+    #[inline]
+    pub fn top_elem(&self, id: u32) -> Elem {
+        self.grammar.elems[self.nodes[id as usize].0 as usize]
+    }
+
+    /// The stack after the element at `pos` (on top of `parent`) has been matched: the next
+    /// position of the same alternative, or the parent if the alternative is finished.
+    pub fn after(&mut self, pos: u32, parent: u32) -> u32 {
+        if self.grammar.elems[pos as usize + 1] == Elem::End {
+            parent
+        } else {
+            self.push(pos + 1, parent)
+        }
+    }
+
+    /// The initial stacks: one normalized stack per alternative of the start rule.
+    pub fn initial(&mut self, out: &mut Vec<u32>) {
+        let g = self.grammar.clone();
+        for &a in &g.rules[g.start as usize] {
+            if g.elems[a as usize] == Elem::End {
+                self.normalize(EMPTY, out);
+            } else {
+                let s = self.push(a, EMPTY);
+                self.normalize(s, out);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Expands rule references on top of `id` until every resulting stack has a terminal
+    /// (character class or token item) on top or is empty; appends them to `out` (unsorted,
+    /// may contain duplicates).
+    pub fn normalize(&mut self, id: u32, out: &mut Vec<u32>) {
+        if id == EMPTY {
+            out.push(EMPTY);
+            return;
+        }
+        let (pos, parent) = self.top(id);
+        let Elem::Ref(rule) = self.grammar.elems[pos as usize] else {
+            out.push(id);
+            return;
+        };
+        if let Some(done) = self.normalized.get(&id) {
+            out.extend_from_slice(done);
+            return;
+        }
+        let rest = self.after(pos, parent);
+        let mut res = Vec::new();
+        let g = self.grammar.clone();
+        for &a in &g.rules[rule as usize] {
+            if g.elems[a as usize] == Elem::End {
+                self.normalize(rest, &mut res);
+            } else {
+                let s = self.push(a, rest);
+                self.normalize(s, &mut res);
+            }
+        }
+        res.sort_unstable();
+        res.dedup();
+        out.extend_from_slice(&res);
+        self.normalized.insert(id, res.into_boxed_slice());
+    }
+
+    /// The stacks after code point `c` is matched by the character item on top of `id` (none
+    /// if it does not match or the top is not a character item).
+    pub fn advance_char(&mut self, id: u32, c: u32, out: &mut Vec<u32>) {
+        if id == EMPTY {
+            return;
+        }
+        let (pos, parent) = self.top(id);
+        if let Elem::Char(cls) = self.grammar.elems[pos as usize] {
+            if self.grammar.classes[cls as usize].matches(c) {
+                let next = self.after(pos, parent);
+                self.normalize(next, out);
+            }
+        }
+    }
+
+    /// The stacks after whole token `token` is matched by a token item on top of `id`.
+    pub fn advance_token(&mut self, id: u32, token: u32, out: &mut Vec<u32>) {
+        if id == EMPTY {
+            return;
+        }
+        let (pos, parent) = self.top(id);
+        let ok = match self.grammar.elems[pos as usize] {
+            Elem::Token(t) => t == token,
+            Elem::NotToken(t) => t != token,
+            _ => false,
+        };
+        if ok {
+            let next = self.after(pos, parent);
+            self.normalize(next, out);
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! [`VocabIndex`]: the vocabulary's token byte strings, read once through
+//! `nucleus_sampler::Vocab`, laid out as a prefix trie in depth-first order so a mask walk
+//! checks shared prefixes once and skips whole subtrees on the first rejected byte.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::mask::TokenMask;
+
+use nucleus_sampler::{Token, Vocab};
+
+use crate::parse::TokenLookup;
+
+/// One trie node: the byte on the edge from its parent, its depth, where its subtree ends,
+/// and the tokens whose text ends exactly here.
+#[derive(Debug, Clone, Copy)]
+pub struct TrieNode {
+    /// Byte on the incoming edge.
+    pub byte: u8,
+    /// Depth (root = 0).
+    pub depth: u32,
+    /// Index one past the last node of this subtree.
+    pub subtree_end: u32,
+    /// Range into [`VocabIndex::node_tokens`].
+    pub tok_start: u32,
+    /// End of that range.
+    pub tok_end: u32,
+    /// End of the tokens of the whole subtree (they are contiguous from `tok_start`).
+    pub subtree_tok_end: u32,
+    /// Index into [`VocabIndex::byte_sets`]: every byte on an edge inside this subtree.
+    pub bytes: u32,
+}
+
+/// Token texts, EOG flags and the token trie of one model vocabulary.
+#[derive(Debug, Clone)]
+pub struct VocabIndex {
+    n_vocab: usize,
+    pieces: Vec<Box<[u8]>>,
+    eog: Vec<bool>,
+    /// Trie nodes in depth-first order; node 0 is the root.
+    pub nodes: Vec<TrieNode>,
+    /// Token ids grouped by node.
+    pub node_tokens: Vec<u32>,
+    /// Distinct byte sets (256-bit) referenced by [`TrieNode::bytes`].
+    pub byte_sets: Vec<[u64; 4]>,
+    /// For subtrees with many tokens, the index of a precomputed token bit set in
+    /// `subtree_masks` (`u32::MAX` = none): bulk acceptance ORs words instead of setting bits.
+    pub node_mask: Vec<u32>,
+    /// Token bit sets of large subtrees (one bit per token id).
+    pub subtree_masks: Vec<Box<[u64]>>,
+    /// Per node: its byte starts a character and every token of the subtree is well-formed
+    /// UTF-8 from there on (a cut final character allowed), as the grammar automaton decodes.
+    pub utf8_ok: Vec<bool>,
+    max_depth: usize,
+    by_text: HashMap<Box<[u8]>, u32>,
+    /// Cache of [`VocabIndex::tokens_within`] by byte set, shared by every grammar using this
+    /// vocabulary (JSON grammars share a handful of sets: string characters, key characters).
+    within: Arc<Mutex<WithinCache>>,
+}
+
+/// Byte set -> tokens made of those bytes.
+type WithinCache = Vec<([u64; 4], Arc<TokenMask>)>;
+
+/// How many byte sets keep their token set in [`VocabIndex::tokens_within_cached`].
+const WITHIN_SETS: usize = 16;
+
+impl VocabIndex {
+    /// Reads every token's text from `vocab` and builds the trie.
+    pub fn new(vocab: &dyn Vocab) -> Self {
+        let n = vocab.n_vocab();
+        let mut pieces = Vec::with_capacity(n);
+        let mut eog = Vec::with_capacity(n);
+        let mut buf = Vec::new();
+        for id in 0..n {
+            vocab.token_piece(id as Token, &mut buf);
+            pieces.push(buf.clone().into_boxed_slice());
+            eog.push(vocab.is_eog(id as Token));
+        }
+        Self::from_pieces(pieces, eog)
+    }
+
+    /// Builds the index from explicit token texts and EOG flags (tests, benchmarks).
+    pub fn from_pieces(pieces: Vec<Box<[u8]>>, eog: Vec<bool>) -> Self {
+        let n_vocab = pieces.len();
+        // Text as llama.cpp sees it: cut at the first NUL; empty text is never allowed.
+        let mut order: Vec<u32> = (0..n_vocab as u32)
+            .filter(|&i| !eog[i as usize] && !Self::effective(&pieces[i as usize]).is_empty())
+            .collect();
+        order.sort_by(|&a, &b| Self::effective(&pieces[a as usize]).cmp(Self::effective(&pieces[b as usize])));
+        let mut nodes = vec![TrieNode { byte: 0, depth: 0, subtree_end: 0, tok_start: 0, tok_end: 0, subtree_tok_end: 0, bytes: 0 }];
+        let mut node_tokens = Vec::with_capacity(order.len());
+        // path[d] = node index at depth d of the current branch.
+        let mut path: Vec<usize> = vec![0];
+        let mut prev: &[u8] = &[];
+        let mut max_depth = 0;
+        let mut utf8_ok: Vec<bool> = vec![true];
+        for &id in &order {
+            let text = Self::effective(&pieces[id as usize]);
+            let common = prev.iter().zip(text).take_while(|(a, b)| a == b).count();
+            // Close nodes deeper than the common prefix.
+            while path.len() > common + 1 {
+                let done = path.pop().unwrap();
+                nodes[done].subtree_end = nodes.len() as u32;
+            }
+            for (d, &b) in text.iter().enumerate().skip(common) {
+                let t = node_tokens.len() as u32;
+                nodes.push(TrieNode { byte: b, depth: d as u32 + 1, subtree_end: 0, tok_start: t, tok_end: t, subtree_tok_end: 0, bytes: 0 });
+                utf8_ok.push(true);
+                path.push(nodes.len() - 1);
+            }
+            for (p, &node) in path.iter().enumerate().skip(1) {
+                if !valid_utf8_from(text, p - 1) {
+                    utf8_ok[node] = false;
+                }
+            }
+            let last = *path.last().unwrap();
+            if nodes[last].tok_end != node_tokens.len() as u32 {
+                // Tokens attach to a node right after its creation or right after a duplicate.
+                nodes[last].tok_start = node_tokens.len() as u32;
+            }
+            node_tokens.push(id);
+            nodes[last].tok_end = node_tokens.len() as u32;
+            max_depth = max_depth.max(text.len());
+            prev = text;
+        }
+        while let Some(done) = path.pop() {
+            nodes[done].subtree_end = nodes.len() as u32;
+        }
+        // Subtree token ends and byte sets, children before parents (reverse DFS order).
+        let mut sets: Vec<[u64; 4]> = vec![[0; 4]; nodes.len()];
+        let mut tok_end_sub: Vec<u32> = nodes.iter().map(|n| n.tok_end).collect();
+        for i in (1..nodes.len()).rev() {
+            let b = nodes[i].byte;
+            sets[i][(b >> 6) as usize] |= 1u64 << (b & 63);
+            // Fold into the parent: the nearest earlier node one level up.
+            let d = nodes[i].depth;
+            let mut p = i - 1;
+            while nodes[p].depth >= d {
+                p -= 1;
+            }
+            let si = sets[i];
+            for k in 0..4 {
+                sets[p][k] |= si[k];
+            }
+            tok_end_sub[p] = tok_end_sub[p].max(tok_end_sub[i]);
+        }
+        let mut byte_sets: Vec<[u64; 4]> = Vec::new();
+        let mut set_ids: HashMap<[u64; 4], u32> = HashMap::new();
+        for (i, n) in nodes.iter_mut().enumerate() {
+            n.subtree_tok_end = tok_end_sub[i];
+            n.bytes = *set_ids.entry(sets[i]).or_insert_with(|| {
+                byte_sets.push(sets[i]);
+                byte_sets.len() as u32 - 1
+            });
+        }
+        // Precomputed token sets for large subtrees (bounded: at most n/BIG per depth level).
+        const BIG: u32 = 4096;
+        let mut node_mask = vec![u32::MAX; nodes.len()];
+        let mut subtree_masks: Vec<Box<[u64]>> = Vec::new();
+        for (i, n) in nodes.iter().enumerate().skip(1) {
+            if n.subtree_tok_end - n.tok_start >= BIG && n.depth <= 3 {
+                let mut words = vec![0u64; n_vocab.div_ceil(64)];
+                for &t in &node_tokens[n.tok_start as usize..n.subtree_tok_end as usize] {
+                    words[(t >> 6) as usize] |= 1u64 << (t & 63);
+                }
+                node_mask[i] = subtree_masks.len() as u32;
+                subtree_masks.push(words.into_boxed_slice());
+            }
+        }
+        let mut by_text = HashMap::new();
+        for (i, p) in pieces.iter().enumerate() {
+            if p.first() == Some(&b'<') && p.last() == Some(&b'>') {
+                by_text.entry(p.clone()).or_insert(i as u32);
+            }
+        }
+        VocabIndex {
+            n_vocab,
+            pieces,
+            eog,
+            nodes,
+            node_tokens,
+            byte_sets,
+            node_mask,
+            subtree_masks,
+            utf8_ok,
+            max_depth,
+            by_text,
+            within: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn effective(p: &[u8]) -> &[u8] {
+        match p.iter().position(|&b| b == 0) {
+            Some(i) => &p[..i],
+            None => p,
+        }
+    }
+
+    /// Number of token ids.
+    pub fn n_vocab(&self) -> usize {
+        self.n_vocab
+    }
+
+    /// Longest token text in bytes.
+    pub fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+
+    /// The text of `token` (empty for ids outside the vocabulary).
+    pub fn piece(&self, token: Token) -> &[u8] {
+        if token < 0 || token as usize >= self.n_vocab {
+            return &[];
+        }
+        &self.pieces[token as usize]
+    }
+
+    /// The text of `token` as the grammar consumes it (cut at NUL).
+    pub fn grammar_piece(&self, token: Token) -> &[u8] {
+        Self::effective(self.piece(token))
+    }
+
+    /// Whether `token` ends generation.
+    pub fn is_eog(&self, token: Token) -> bool {
+        token >= 0 && (token as usize) < self.n_vocab && self.eog[token as usize]
+    }
+
+    /// Whether `token` can ever be allowed by text rules (non-EOG, non-empty text).
+    pub fn has_text(&self, token: Token) -> bool {
+        !self.is_eog(token) && !self.grammar_piece(token).is_empty()
+    }
+}
+
+/// Whether `text[from..]` starts a character and is well-formed UTF-8 whose characters are
+/// all U+0080..=U+10FFFF or ASCII (no stray continuation bytes, overlong forms, or leads
+/// beyond U+10FFFF); a cut last character is allowed if its prefix is well-formed.
+pub(crate) fn valid_utf8_from(text: &[u8], from: usize) -> bool {
+    let mut i = from;
+    while i < text.len() {
+        let b = text[i];
+        let (n, lo2, hi2) = match b {
+            0x01..=0x7F => (0, 0x80, 0xBF),
+            0xC2..=0xDF => (1, 0x80, 0xBF),
+            0xE0 => (2, 0xA0, 0xBF),
+            0xE1..=0xEF => (2, 0x80, 0xBF),
+            0xF0 => (3, 0x90, 0xBF),
+            0xF1..=0xF3 => (3, 0x80, 0xBF),
+            0xF4 => (3, 0x80, 0x8F),
+            _ => return false,
+        };
+        for k in 1..=n {
+            let (lo, hi) = if k == 1 { (lo2, hi2) } else { (0x80, 0xBF) };
+            match text.get(i + k) {
+                None => return true,
+                Some(&c) if (lo..=hi).contains(&c) => {}
+                Some(_) => return false,
+            }
+        }
+        i += n + 1;
+    }
+    true
+}
+
+impl VocabIndex {
+    /// The tokens made only of bytes in `bytes` (a 256-bit set), well-formed UTF-8 when they
+    /// use bytes from 0x80 up: exactly the tokens that keep a state whose self-loop set is
+    /// `bytes`.
+    pub fn tokens_within(&self, bytes: &[u64; 4]) -> TokenMask {
+        let mut m = TokenMask::new(self.n_vocab);
+        for id in 0..self.n_vocab as i32 {
+            if !self.has_text(id) {
+                continue;
+            }
+            let t = self.grammar_piece(id);
+            let mut high = false;
+            let inside = t.iter().all(|&b| {
+                high |= b >= 0x80;
+                bytes[(b >> 6) as usize] & (1u64 << (b & 63)) != 0
+            });
+            if inside && (!high || valid_utf8_from(t, 0)) {
+                m.set(id as u32);
+            }
+        }
+        m
+    }
+}
+
+impl VocabIndex {
+    /// [`VocabIndex::tokens_within`], cached.
+    pub fn tokens_within_cached(&self, bytes: &[u64; 4]) -> Arc<TokenMask> {
+        let mut c = self.within.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, m)) = c.iter().find(|(k, _)| k == bytes) {
+            return m.clone();
+        }
+        let m = Arc::new(self.tokens_within(bytes));
+        if c.len() >= WITHIN_SETS {
+            c.remove(0);
+        }
+        c.push((*bytes, m.clone()));
+        m
+    }
+}
+
+impl TokenLookup for VocabIndex {
+    fn token_for_text(&self, text: &[u8]) -> Option<u32> {
+        self.by_text.get(text).copied()
+    }
+}

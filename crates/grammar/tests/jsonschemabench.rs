@@ -1,0 +1,50 @@
+//! The 100 JSONSchemaBench dev schemas: each compiles (or is refused with a reason); every
+//! valid instance is accepted and every invalid one rejected, judged by feeding the instance's
+//! text through the grammar byte by byte (keys laid out in the order the grammar accepts).
+
+use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
+use nucleus_grammar::Matcher;
+
+#[test]
+fn jsonschemabench_dev() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    files.sort();
+    let (mut compiled, mut refused, mut ok, mut wrong) = (0, 0, 0, 0);
+    let mut wrong_list = Vec::new();
+    for f in &files {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let g = match schema_to_gbnf(&v["schema"], &SchemaOptions::default()) {
+            Ok(g) => g,
+            Err(e) => {
+                refused += 1;
+                eprintln!("REFUSED {name}: {e}");
+                continue;
+            }
+        };
+        let m = match Matcher::from_gbnf(&g.gbnf) {
+            Ok(m) => m,
+            Err(e) => panic!("{name}: generated grammar does not build: {e}"),
+        };
+        compiled += 1;
+        for t in v["tests"].as_array().unwrap() {
+            let valid = t["valid"].as_bool().unwrap();
+            let doc = parse_json(&serde_json::to_string(&t["data"]).unwrap()).unwrap();
+            let verdict = feed_json(&m, &doc);
+            if verdict.accepted == valid {
+                ok += 1;
+            } else {
+                wrong += 1;
+                wrong_list.push(format!("{name}: valid={valid} accepted={} at {:?}", verdict.accepted, &verdict.text[verdict.text.len().saturating_sub(80)..]));
+            }
+        }
+    }
+    for w in &wrong_list {
+        eprintln!("WRONG {w}");
+    }
+    eprintln!("jsonschemabench-dev: {compiled} compiled, {refused} refused, {ok} instances right, {wrong} wrong");
+    assert_eq!(compiled + refused, 100);
+    assert_eq!(wrong, 0, "{wrong_list:#?}");
+}

@@ -1,0 +1,76 @@
+//! Malformed input never panics: mutated grammars, schemas and descriptors give errors.
+
+mod common;
+
+use nucleus_grammar::continuations::ContinuationSet;
+use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
+use nucleus_grammar::{Grammar, Matcher};
+
+#[test]
+fn mutated_grammars_do_not_panic() {
+    let v = common::vectors();
+    let mut texts: Vec<String> = v["grammar_integration"].as_array().unwrap().iter().map(|c| c["grammar"].as_str().unwrap().to_string()).collect();
+    texts.extend(nucleus_grammar::builtin::BUILTINS.iter().map(|(_, t)| t.to_string()));
+    let inserts = ["\"", "[", "]", "(", ")", "{", "}", "\\", "|", "*", "{2001}", "<", "!", "::=", "\n", "é", "\\x", "{3,1}", "#"];
+    let mut n = 0;
+    for t in &texts {
+        let chars: Vec<char> = t.chars().collect();
+        for i in (0..chars.len()).step_by(3) {
+            let mut del = chars.clone();
+            del.remove(i);
+            let del: String = del.into_iter().collect();
+            if let Ok(g) = Grammar::parse(&del, "root") {
+                let mut m = Matcher::new(g);
+                let _ = m.accept_bytes(b"{\"a\": [1, 2]} x + 3");
+            }
+            let ins = inserts[i % inserts.len()];
+            let mut s: String = chars[..i].iter().collect();
+            s.push_str(ins);
+            s.extend(chars[i..].iter());
+            let _ = Grammar::parse(&s, "root");
+            n += 2;
+        }
+    }
+    assert!(n > 1000);
+}
+
+#[test]
+fn odd_schemas_do_not_panic() {
+    let schemas = [
+        serde_json::json!({"type": "array", "items": null}),
+        serde_json::json!({"type": "integer", "minimum": -1e300, "maximum": 1e300}),
+        serde_json::json!({"type": "integer", "minimum": 10, "maximum": 1}),
+        serde_json::json!({"$ref": "#/nope"}),
+        serde_json::json!({"$ref": "http://example.com/x"}),
+        serde_json::json!({"$ref": "#"}),
+        serde_json::json!({"properties": {"a": {"$ref": "#"}}}),
+        serde_json::json!({"anyOf": [{"$ref": "#"}, {"type": "null"}]}),
+        serde_json::json!({"oneOf": [{"$ref": "#"}, {"allOf": [{"$ref": "#"}]}]}),
+        serde_json::json!({"allOf": [{"$ref": "#"}]}),
+        serde_json::json!({"pattern": "^(a$"}),
+        serde_json::json!({"type": "string", "pattern": "(?=a)b"}),
+        serde_json::json!({"type": "string", "pattern": "^a{3,1}$"}),
+        serde_json::json!({"oneOf": "x"}),
+        serde_json::json!({"enum": []}),
+        serde_json::json!({"type": ["string", 3]}),
+        serde_json::json!({"type": "string", "minLength": 5, "maxLength": 2}),
+        serde_json::json!({"allOf": [true, {"enum": [1]}]}),
+        serde_json::json!(true),
+        serde_json::json!(false),
+        serde_json::json!([1, 2]),
+    ];
+    for s in &schemas {
+        for opts in [SchemaOptions::default(), SchemaOptions::llama_cpp(), SchemaOptions { lenient: true, ..Default::default() }] {
+            if let Ok(g) = schema_to_gbnf(s, &opts) {
+                let _ = g.grammar();
+            }
+        }
+    }
+}
+
+#[test]
+fn odd_descriptors_do_not_panic() {
+    for d in [serde_json::json!(null), serde_json::json!({"modelId": 3}), serde_json::json!({"modelId": "m", "descriptors": [1, {"path": 2}]})] {
+        assert!(ContinuationSet::from_descriptor(&d, "m", 10).is_err());
+    }
+}
