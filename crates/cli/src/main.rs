@@ -25,6 +25,8 @@ enum Command {
     Bench(commands::bench::BenchArgs),
     /// Download, assemble and verify a known model into the models directory
     Pull(commands::pull::PullArgs),
+    /// Serve the OpenAI API (chat, completions, streaming) with continuous batching
+    Serve(Box<commands::serve::ServeArgs>),
 }
 
 fn main() {
@@ -34,6 +36,7 @@ fn main() {
         Command::Generate(a) => commands::generate::run(a),
         Command::Pull(a) => commands::pull::run(a),
         Command::Bench(a) => commands::bench::run(a),
+        Command::Serve(a) => commands::serve::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -59,11 +59,15 @@ pub struct ContextOptions {
     pub n_seq_max: usize,
     /// CPU threads; `None`: [`crate::threads::default_threads`].
     pub threads: Option<usize>,
+    /// One KV cache shared by all sequences (`true`), or one stream of `n_ctx / n_seq_max`
+    /// cells per sequence (`false`, llama-server's slots): then a sequence's logits never
+    /// depend on the other sequences, however they come and go.
+    pub kv_unified: bool,
 }
 
 impl Default for ContextOptions {
     fn default() -> Self {
-        ContextOptions { n_ctx: None, n_batch: 512, n_seq_max: 1, threads: None }
+        ContextOptions { n_ctx: None, n_batch: 512, n_seq_max: 1, threads: None, kv_unified: true }
     }
 }
 
@@ -104,6 +108,12 @@ pub trait Context: Send {
 
     /// Number of sequences.
     fn n_seq_max(&self) -> usize;
+
+    /// Most tokens one sequence can hold: [`Context::n_ctx`] with a unified cache, its share
+    /// of it with one stream per sequence.
+    fn n_ctx_seq(&self) -> usize {
+        self.n_ctx()
+    }
 
     /// Most tokens one prefill call decodes at once; longer prompts are split.
     fn n_batch(&self) -> usize;

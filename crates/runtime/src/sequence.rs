@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nucleus_sampler::probs::{top_n_raw, RawDistribution, TokenProb};
+use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution, TokenProb};
 use nucleus_sampler::{Logits, SamplingParams, Token, TokenSampler};
 
 use crate::error::Result;
@@ -25,6 +25,15 @@ pub struct SequenceOptions {
     pub n_probs: Option<usize>,
     /// Render control tokens (`<|im_start|>`) as text instead of nothing.
     pub render_special: bool,
+    /// With `n_probs`: report the distribution the token was drawn from (after the chain,
+    /// llama-server's `post_sampling_probs`) instead of the model's raw softmax.
+    pub post_sampling_probs: bool,
+    /// Tokens that end the generation as an end-of-generation token does (vLLM's
+    /// `stop_token_ids`); they are not part of the text.
+    pub stop_tokens: Vec<Token>,
+    /// End-of-generation and stop tokens are banned until this many tokens have been
+    /// generated (vLLM's `min_tokens`).
+    pub min_tokens: usize,
 }
 
 /// Why a generation ended.
@@ -67,9 +76,10 @@ pub struct TokenEvent<'a> {
     pub text: &'a str,
     /// This token's own bytes (possibly part of a character).
     pub piece: &'a [u8],
-    /// Natural-log probability of the token under the model's raw softmax (with `n_probs`).
+    /// Natural-log probability of the token under the model's raw softmax (with `n_probs`;
+    /// under the post-chain distribution with `post_sampling_probs`).
     pub logprob: Option<f32>,
-    /// Top alternatives under the raw softmax, best first (with `n_probs`).
+    /// Top alternatives under the same distribution, best first (with `n_probs`).
     pub top: &'a [TokenProb],
 }
 
@@ -96,6 +106,8 @@ pub struct Sequence {
     generated: Vec<Token>,
     finished: Option<StopReason>,
     sample_time: Duration,
+    /// Sorted ids banned while fewer than `min_tokens` are generated.
+    banned: Vec<Token>,
 }
 
 impl Sequence {
@@ -103,6 +115,14 @@ impl Sequence {
     /// so DRY breakers are tokenized by the model and `ignore_eos` knows its EOG tokens).
     pub fn new(model: &dyn Model, params: &SamplingParams, opts: SequenceOptions) -> Result<Self> {
         let chain = params.build(model.n_vocab(), Some(model.vocab()))?;
+        let mut banned = Vec::new();
+        if opts.min_tokens > 0 {
+            let tok = model.tokenizer();
+            banned = (0..model.n_vocab() as Token).filter(|&t| tok.is_eog(t)).collect();
+            banned.extend(opts.stop_tokens.iter().copied());
+            banned.sort_unstable();
+            banned.dedup();
+        }
         Ok(Sequence {
             sampler: TokenSampler::new(chain),
             tokenizer: model.tokenizer(),
@@ -116,6 +136,7 @@ impl Sequence {
             generated: Vec::new(),
             finished: None,
             sample_time: Duration::ZERO,
+            banned,
         })
     }
 
@@ -132,7 +153,20 @@ impl Sequence {
     /// a step reports `finished`.
     pub fn step(&mut self, logits: &[f32], can_continue: bool) -> Result<Step<'_>> {
         let t0 = Instant::now();
-        let token = self.sampler.sample(logits)?;
+        let token = if self.generated.len() < self.opts.min_tokens && !self.banned.is_empty() {
+            let banned = &self.banned;
+            self.sampler.sample_steered(logits, |c| {
+                let data = c.as_mut_slice();
+                for &b in banned {
+                    // After a fill, candidate i is token i.
+                    if let Some(d) = data.get_mut(b as usize).filter(|d| d.id == b) {
+                        d.logit = f32::NEG_INFINITY;
+                    }
+                }
+            })?
+        } else {
+            self.sampler.sample(logits)?
+        };
         self.sample_time += t0.elapsed();
         let index = self.generated.len();
         self.generated.push(token);
@@ -140,16 +174,23 @@ impl Sequence {
         let mut logprob = None;
         self.top.clear();
         if let Some(k) = self.opts.n_probs {
-            let dist = RawDistribution::of(Logits::F32(logits));
-            logprob = Some(dist.logprob(logits[token as usize]));
-            top_n_raw(Logits::F32(logits), &dist, k, &mut self.top);
+            if self.opts.post_sampling_probs {
+                let cands = self.sampler.candidates();
+                let p = cands.as_slice().iter().find(|d| d.id == token).map_or(0.0, |d| d.p);
+                logprob = Some(if p > 0.0 { p.ln() } else { f32::MIN });
+                top_n_post(cands, k, &mut self.top);
+            } else {
+                let dist = RawDistribution::of(Logits::F32(logits));
+                logprob = Some(dist.logprob(logits[token as usize]));
+                top_n_raw(Logits::F32(logits), &dist, k, &mut self.top);
+            }
         }
 
         self.piece.clear();
         self.decoded.clear();
         self.released.clear();
         let mut finished = None;
-        if self.tokenizer.is_eog(token) {
+        if self.tokenizer.is_eog(token) || self.opts.stop_tokens.contains(&token) {
             finished = Some(StopReason::EndOfGeneration);
         } else {
             self.tokenizer.append_piece(token, self.opts.render_special, &mut self.piece);

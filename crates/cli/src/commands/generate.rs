@@ -102,6 +102,7 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
         stop: args.stop.clone(),
         n_probs: args.json.then_some(args.n_probs),
         render_special: args.special,
+        ..Default::default()
     };
 
     let cancel = Arc::new(AtomicBool::new(false));

@@ -4,3 +4,4 @@ pub mod generate;
 pub mod pull;
 pub mod bench;
 pub mod sample;
+pub mod serve;

@@ -32,6 +32,9 @@ pub struct LlamaCppContext {
     batch: LlamaBatch<'static>,
     seqs: Vec<SeqState>,
     n_ctx: usize,
+    /// Room per sequence: `n_ctx` when unified, else each sequence's own stream.
+    n_ctx_seq: usize,
+    unified: bool,
     n_batch: usize,
     n_vocab: usize,
     calls: u64,
@@ -55,7 +58,7 @@ impl LlamaCppContext {
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)
             .with_n_seq_max(n_seq as u32)
-            .with_kv_unified(true)
+            .with_kv_unified(opts.kv_unified)
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
             .with_no_perf(true);
@@ -69,6 +72,7 @@ impl LlamaCppContext {
         // never lets it outlive the model.
         let ctx: LlamaContext<'static> = unsafe { std::mem::transmute::<LlamaContext<'_>, LlamaContext<'static>>(ctx) };
         let n_ctx = ctx.n_ctx() as usize;
+        let n_ctx_seq = if opts.kv_unified { n_ctx } else { n_ctx / n_seq };
         let n_batch = ctx.n_batch() as usize;
         let n_vocab = model.vocab().n_tokens().max(0) as usize;
         Ok(LlamaCppContext {
@@ -76,6 +80,8 @@ impl LlamaCppContext {
             ctx,
             seqs: vec![SeqState::default(); n_seq],
             n_ctx,
+            n_ctx_seq,
+            unified: opts.kv_unified,
             n_batch,
             n_vocab,
             calls: 0,
@@ -103,6 +109,16 @@ impl LlamaCppContext {
         self.seqs.iter().map(|s| s.len).sum()
     }
 
+    /// Whether `seq` can take `n` more tokens (`others`: tokens the same call adds to other
+    /// sequences of a unified cache).
+    fn has_room(&self, seq: SeqId, n: usize, others: usize) -> bool {
+        if self.unified {
+            self.used() + n + others <= self.n_ctx
+        } else {
+            self.seqs[seq].len + n <= self.n_ctx_seq
+        }
+    }
+
     /// Runs the batch; on success the call counter moves on.
     fn run_batch(&mut self) -> Result<()> {
         clear_recent();
@@ -122,6 +138,10 @@ impl Context for LlamaCppContext {
 
     fn n_seq_max(&self) -> usize {
         self.seqs.len()
+    }
+
+    fn n_ctx_seq(&self) -> usize {
+        self.n_ctx_seq
     }
 
     fn n_batch(&self) -> usize {
@@ -147,8 +167,8 @@ impl Context for LlamaCppContext {
         for &t in tokens {
             self.check_token(t)?;
         }
-        if self.used() + tokens.len() > self.n_ctx {
-            return Err(RuntimeError::ContextFull { n_ctx: self.n_ctx });
+        if !self.has_room(seq, tokens.len(), 0) {
+            return Err(RuntimeError::ContextFull { n_ctx: self.n_ctx_seq });
         }
         self.seqs[seq].logits = None;
         let n_chunks = tokens.len().div_ceil(self.n_batch);
@@ -180,8 +200,10 @@ impl Context for LlamaCppContext {
                 return Err(RuntimeError::BadSequence { seq, problem: "appears twice in one decode step" });
             }
         }
-        if self.used() + steps.len() > self.n_ctx {
-            return Err(RuntimeError::ContextFull { n_ctx: self.n_ctx });
+        for &(seq, _) in steps {
+            if !self.has_room(seq, 1, steps.len() - 1) {
+                return Err(RuntimeError::ContextFull { n_ctx: self.n_ctx_seq });
+            }
         }
         self.batch.clear();
         for &(seq, t) in steps {

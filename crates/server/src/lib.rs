@@ -1,0 +1,198 @@
+//! # nucleus-server
+//!
+//! An OpenAI-compatible HTTP server (chat and legacy completions, streamed or not, with
+//! llama.cpp's and vLLM's sampling extras) over one llama.cpp context shared by continuous
+//! batching; every token is chosen by nucleus-sampler.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use nucleus_runtime::{LlamaCppModel, Model};
+//! use nucleus_server::{Server, ServerConfig};
+//!
+//! let config = ServerConfig { port: 0, model_id: "smollm2".into(), ..Default::default() };
+//! let server = Server::start(config, Box::new(|| {
+//!     let m = LlamaCppModel::load("model.gguf".as_ref()).map_err(|e| e.to_string())?;
+//!     Ok(Arc::new(m) as Arc<dyn Model>)
+//! }))?;
+//! server.wait_ready()?;
+//! println!("listening on http://{}", server.addr());
+//! server.shutdown();
+//! server.wait()?;
+//! # Ok::<(), String>(())
+//! ```
+//!
+//! * [`routes`] (HTTP surface) → [`request`] / [`sampling_fields`] / [`constraint`] (checked
+//!   fields) → [`prepare`] (tokens, sequences) → [`engine`] + [`batching`] (the engine thread)
+//!   → [`streaming`] / [`collect`] (responses in [`openai_types`] shapes, via [`render`]).
+//! * [`errors`]: OpenAI-shaped errors; [`metrics`]: Prometheus counters; [`state`]: settings
+//!   and shared state; [`shutdown`]: signals.
+
+pub mod batching;
+pub mod collect;
+pub mod constraint;
+pub mod engine;
+pub mod errors;
+pub mod fields;
+pub mod metrics;
+pub mod openai_types;
+pub mod prepare;
+pub mod render;
+pub mod request;
+pub mod routes;
+pub mod sampling_fields;
+pub mod shutdown;
+pub mod state;
+pub mod streaming;
+
+use std::net::SocketAddr;
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use nucleus_runtime::model::DEFAULT_N_CTX;
+use nucleus_runtime::{ContextOptions, Model};
+use tokio::sync::Notify;
+
+pub use engine::EngineHandle;
+pub use errors::ApiError;
+pub use metrics::Metrics;
+pub use state::{AppState, ServerConfig};
+
+/// Loads the model (on a worker thread, while `/health` answers 503).
+pub type ModelLoader = Box<dyn FnOnce() -> Result<Arc<dyn Model>, String> + Send>;
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    stop: Arc<Notify>,
+    ready: Mutex<mpsc::Receiver<Result<(), String>>>,
+    thread: Mutex<Option<JoinHandle<Result<(), String>>>>,
+    state: Arc<AppState>,
+}
+
+impl Server {
+    /// Binds the address (so [`Server::addr`] is known at once), then serves on its own
+    /// threads while the model loads in the background.
+    pub fn start(config: ServerConfig, load: ModelLoader) -> Result<Server, String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("nucleus-http")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("could not start the async runtime: {e}"))?;
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind((config.host.as_str(), config.port)))
+            .map_err(|e| format!("could not listen on {}:{}: {e}", config.host, config.port))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let state = Arc::new(AppState {
+            metrics: Arc::new(Metrics::new(config.parallel.max(1))),
+            config,
+            ready: OnceLock::new(),
+            load_error: OnceLock::new(),
+        });
+        let stop = Arc::new(Notify::new());
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (st, sp) = (state.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("nucleus-server".into())
+            .spawn(move || rt.block_on(serve(listener, st, load, sp, ready_tx)))
+            .map_err(|e| e.to_string())?;
+        Ok(Server { addr, stop, ready: Mutex::new(ready_rx), thread: Mutex::new(Some(thread)), state })
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The shared state (metrics, configuration).
+    pub fn state(&self) -> &Arc<AppState> {
+        &self.state
+    }
+
+    /// Blocks until the model is loaded (or failed to load).
+    pub fn wait_ready(&self) -> Result<(), String> {
+        if self.state.ready.get().is_some() {
+            return Ok(());
+        }
+        let rx = engine::lock(&self.ready);
+        match rx.recv() {
+            Ok(r) => r,
+            Err(_) => self.state.load_error.get().map_or(Ok(()), |e| Err(e.clone())),
+        }
+    }
+
+    /// Starts a graceful shutdown: no new requests; running ones finish within the grace
+    /// period or end with an error.
+    pub fn shutdown(&self) {
+        self.stop.notify_one();
+    }
+
+    /// Waits until the server has stopped.
+    pub fn wait(&self) -> Result<(), String> {
+        let t = engine::lock(&self.thread).take();
+        match t {
+            Some(t) => t.join().map_err(|_| "the server thread panicked".to_string())?,
+            None => Ok(()),
+        }
+    }
+}
+
+async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    load: ModelLoader,
+    stop: Arc<Notify>,
+    ready_tx: mpsc::Sender<Result<(), String>>,
+) -> Result<(), String> {
+    let st = state.clone();
+    let loading = tokio::task::spawn_blocking(move || {
+        let r = load_engine(&st, load);
+        if let Err(e) = &r {
+            let _ = st.load_error.set(e.clone());
+        }
+        let _ = ready_tx.send(r);
+    });
+    let app = routes::router(state.clone());
+    let st = state.clone();
+    let grace = state.config.shutdown_grace;
+    let on_stop = async move {
+        shutdown::requested(stop, st.config.handle_signals).await;
+        if let Some(r) = st.ready.get() {
+            r.engine.drain(grace);
+        }
+    };
+    let served = axum::serve(listener, app).with_graceful_shutdown(on_stop).await;
+    let _ = loading.await;
+    if let Some(r) = state.ready.get() {
+        r.engine.drain(Duration::ZERO);
+        tokio::task::block_in_place(|| r.engine.join());
+    }
+    served.map_err(|e| format!("server error: {e}"))
+}
+
+/// Loads the model and starts the engine over a context of `--parallel` sequences.
+fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
+    let model = load()?;
+    let c = &state.config;
+    let parallel = c.parallel.max(1);
+    let per_slot = DEFAULT_N_CTX.min(model.n_ctx_train().max(1));
+    let n_ctx = c.ctx_size.unwrap_or(per_slot * parallel);
+    if n_ctx / parallel < 2 {
+        return Err(format!("--ctx-size {n_ctx} leaves fewer than 2 tokens for each of the {parallel} slots"));
+    }
+    // One KV stream per slot: a sequence's logits never depend on its neighbours.
+    let opts = ContextOptions {
+        n_ctx: Some(n_ctx),
+        n_seq_max: parallel,
+        threads: c.threads,
+        kv_unified: false,
+        ..Default::default()
+    };
+    let ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
+    let engine = EngineHandle::spawn(ctx, &engine::EngineConfig { parallel, queue: c.queue }, state.metrics.clone())
+        .map_err(|e| format!("could not start the engine thread: {e}"))?;
+    let fingerprint = format!("nucleus-{}-{}", env!("CARGO_PKG_VERSION"), c.model_id);
+    let _ = state.ready.set(state::Ready { model, engine, created: openai_types::unix_now(), fingerprint });
+    Ok(())
+}

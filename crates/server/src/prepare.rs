@@ -1,0 +1,142 @@
+//! A checked request to engine work: prompts tokenized (chat template for messages), context
+//! limits checked (a prompt that does not fit is a 400, never a failure later), and one
+//! [`Sequence`] per choice with its own seed, built here so the engine thread only decodes.
+
+use std::sync::Arc;
+
+use nucleus_runtime::{prompt_tokens, Model, Prompt, RuntimeError, Sequence, SequenceOptions};
+use nucleus_sampler::{Token, DEFAULT_SEED};
+
+use crate::constraint;
+use crate::engine::SeqJob;
+use crate::errors::ApiError;
+use crate::request::{Endpoint, GenerationRequest};
+use crate::sampling_fields::param_error;
+
+/// What the response needs to know about one choice besides its events.
+#[derive(Clone, Debug)]
+pub struct ChoiceInfo {
+    /// The prompt's tokens.
+    pub prompt: Arc<[Token]>,
+    /// Completions with echo: the prompt text put in front of the output.
+    pub echo_text: Option<String>,
+}
+
+/// A request made ready for the engine.
+pub struct Prepared {
+    /// One per choice, in choice order.
+    pub seqs: Vec<SeqJob>,
+    /// One per choice, in choice order.
+    pub choices: Vec<ChoiceInfo>,
+    /// Prompt tokens for `usage` (each prompt once).
+    pub prompt_tokens: usize,
+}
+
+/// The seed of choice `j`: the request's seed plus `j` (choice 0 equals the same request with
+/// `n = 1`); random stays random.
+pub fn choice_seed(base: u32, j: usize) -> u32 {
+    if base == DEFAULT_SEED {
+        return DEFAULT_SEED;
+    }
+    let s = base.wrapping_add(j as u32);
+    if s == DEFAULT_SEED {
+        0
+    } else {
+        s
+    }
+}
+
+/// Tokenizes, checks and builds the sequences. `slot_ctx` is the context each sequence may
+/// fill; `parallel` the slots (a request needs one per choice).
+pub fn prepare(
+    req: &GenerationRequest,
+    model: &dyn Model,
+    slot_ctx: usize,
+    parallel: usize,
+) -> Result<Prepared, ApiError> {
+    let prompt_param = if req.endpoint == Endpoint::Chat { "messages" } else { "prompt" };
+    let total = req.prompts.len() * req.n;
+    if total > parallel {
+        let param = if req.prompts.len() > 1 { "prompt" } else { "n" };
+        return Err(ApiError::above_max(param, parallel, total, true).param(param).with_message(format!(
+            "Invalid '{param}': this request needs {total} sequences ({} prompt(s) × n = {}), but the server runs at most {parallel} at once (--parallel).",
+            req.prompts.len(),
+            req.n
+        )));
+    }
+    let mut out = Prepared { seqs: Vec::with_capacity(total), choices: Vec::with_capacity(total), prompt_tokens: 0 };
+    for (pi, prompt) in req.prompts.iter().enumerate() {
+        let tokens: Arc<[Token]> = prompt_tokens(model, prompt).map_err(|e| prompt_error(e, prompt_param))?.into();
+        let len = tokens.len();
+        if len >= slot_ctx {
+            return Err(ApiError::context_exceeded(
+                prompt_param,
+                format!("This model's maximum context length is {slot_ctx} tokens per request, but the prompt is {len} tokens. Shorten the prompt (or start the server with a larger --ctx-size)."),
+            ));
+        }
+        let max_tokens = match req.max_tokens {
+            Some(m) if len + m > slot_ctx => {
+                return Err(ApiError::context_exceeded(
+                    req.max_tokens_param,
+                    format!("This model's maximum context length is {slot_ctx} tokens per request. However, you requested {} tokens ({len} in the prompt, {m} for the completion). Reduce the prompt or '{}'.", len + m, req.max_tokens_param),
+                ));
+            }
+            Some(m) => m,
+            None => slot_ctx - len,
+        };
+        out.prompt_tokens += len;
+        let echo_text = (req.echo).then(|| match prompt {
+            Prompt::Text(s) => s.clone(),
+            _ => detokenize(model, &tokens),
+        });
+        for j in 0..req.n {
+            let mut params = req.params.clone();
+            params.seed = choice_seed(req.params.seed, j);
+            let opts = SequenceOptions {
+                max_tokens: Some(max_tokens.max(1)),
+                stop: req.stop.clone(),
+                n_probs: req.logprobs,
+                render_special: false,
+                post_sampling_probs: req.post_sampling_probs,
+                stop_tokens: req.stop_tokens.clone(),
+                min_tokens: req.min_tokens,
+            };
+            let mut sequence = Sequence::new(model, &params, opts).map_err(|e| match e {
+                RuntimeError::Param(p) => param_error(p),
+                other => ApiError::invalid_value("sampling", other.to_string()),
+            })?;
+            constraint::enforce(req.constraint.as_ref(), model, &mut sequence)?;
+            sequence.accept_prompt(&tokens);
+            out.seqs.push(SeqJob {
+                choice: pi * req.n + j,
+                prompt: tokens.clone(),
+                sequence,
+                max_tokens,
+                prompt_logprobs: if req.echo { req.logprobs } else { None },
+            });
+            out.choices.push(ChoiceInfo { prompt: tokens.clone(), echo_text: echo_text.clone() });
+        }
+    }
+    Ok(out)
+}
+
+/// The text of `tokens` (control tokens as nothing).
+pub fn detokenize(model: &dyn Model, tokens: &[Token]) -> String {
+    let tok = model.tokenizer();
+    let mut bytes = Vec::new();
+    for &t in tokens {
+        tok.append_piece(t, false, &mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn prompt_error(e: RuntimeError, param: &str) -> ApiError {
+    match e {
+        RuntimeError::EmptyPrompt => ApiError::invalid_value(param, "the prompt is empty (it tokenized to no tokens)"),
+        RuntimeError::BadToken { .. } => ApiError::invalid_value(param, e.to_string()),
+        RuntimeError::Template(m) => {
+            ApiError::invalid_value(param, format!("the chat template could not render these messages: {m}"))
+        }
+        other => ApiError::invalid_value(param, other.to_string()),
+    }
+}

@@ -1,0 +1,117 @@
+//! Engine tokens to OpenAI pieces: chat logprob entries, legacy logprob arrays, finish
+//! reasons. Shared by streamed and whole responses so both say exactly the same thing.
+
+use std::sync::Arc;
+
+use nucleus_runtime::{StopReason, Tokenizer};
+use nucleus_sampler::probs::TokenProb;
+use serde_json::{Map, Value};
+
+use crate::engine::TokenOut;
+use crate::openai_types::{LegacyLogprobs, LogprobEntry, TopLogprob};
+
+/// OpenAI's `finish_reason`: `stop` for an end-of-generation token or stop string, `length`
+/// for the token limit or a full context.
+pub fn finish_reason(r: &StopReason) -> &'static str {
+    match r {
+        StopReason::EndOfGeneration | StopReason::StopString(_) => "stop",
+        StopReason::MaxTokens | StopReason::ContextFull | StopReason::Cancelled => "length",
+    }
+}
+
+/// Turns token ids into the text and bytes clients see.
+#[derive(Clone)]
+pub struct Renderer {
+    tok: Arc<dyn Tokenizer>,
+    /// Probabilities are post-chain (`post_sampling_probs`): also report `prob`.
+    post: bool,
+}
+
+impl Renderer {
+    /// A renderer over the model's tokenizer.
+    pub fn new(tok: Arc<dyn Tokenizer>, post_sampling_probs: bool) -> Self {
+        Renderer { tok, post: post_sampling_probs }
+    }
+
+    /// A token's bytes (control tokens as their text) and its lossy text.
+    pub fn piece(&self, id: i32) -> (String, Vec<u8>) {
+        let mut bytes = Vec::new();
+        self.tok.append_piece(id, true, &mut bytes);
+        (String::from_utf8_lossy(&bytes).into_owned(), bytes)
+    }
+
+    fn prob(&self, logprob: f32) -> Option<f32> {
+        self.post.then(|| if logprob <= f32::MIN { 0.0 } else { logprob.exp() })
+    }
+
+    /// The chat logprobs entry of a generated token (`None` for end tokens, which have no text).
+    pub fn chat_entry(&self, t: &TokenOut) -> Option<LogprobEntry> {
+        if t.end {
+            return None;
+        }
+        let (token, bytes) = self.piece(t.id);
+        let logprob = t.logprob.unwrap_or(0.0);
+        let top_logprobs = t
+            .top
+            .iter()
+            .map(|a: &TokenProb| {
+                let (token, bytes) = self.piece(a.id);
+                TopLogprob { token, logprob: a.logprob, bytes, id: a.id, prob: self.post.then_some(a.p) }
+            })
+            .collect();
+        Some(LogprobEntry { token, logprob, bytes, id: t.id, prob: self.prob(logprob), top_logprobs })
+    }
+
+    /// Legacy logprobs of `tokens` whose text starts at character `offset`; returns the
+    /// offset after them. A token without a score (the first prompt token) gets nulls.
+    pub fn legacy(&self, tokens: &[TokenOut], mut offset: usize, out: &mut LegacyLogprobs) -> usize {
+        for t in tokens.iter().filter(|t| !t.end) {
+            let (text, _) = self.piece(t.id);
+            out.text_offset.push(offset);
+            offset += text.chars().count();
+            out.token_logprobs.push(t.logprob);
+            out.top_logprobs.push(t.logprob.map(|lp| {
+                let mut m = Map::new();
+                for a in &t.top {
+                    let (k, _) = self.piece(a.id);
+                    m.entry(k).or_insert_with(|| f32_value(a.logprob));
+                }
+                m.entry(text.clone()).or_insert_with(|| f32_value(lp));
+                m
+            }));
+            out.tokens.push(text);
+        }
+        offset
+    }
+}
+
+/// An f32 as a JSON number written with f32's shortest digits (not widened to f64's).
+pub fn f32_value(x: f32) -> Value {
+    let v: f64 = format!("{x}").parse().unwrap_or(x as f64);
+    serde_json::Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null)
+}
+
+/// What every response (whole or streamed) to one request shares.
+#[derive(Clone)]
+pub struct ResponseMeta {
+    /// The route.
+    pub endpoint: crate::request::Endpoint,
+    /// `chatcmpl-...` / `cmpl-...`, the same in every chunk.
+    pub id: String,
+    /// Unix seconds, the same in every chunk.
+    pub created: u64,
+    /// The model id.
+    pub model: String,
+    /// Server build and model.
+    pub system_fingerprint: String,
+    /// Per choice, in order.
+    pub choices: Vec<crate::prepare::ChoiceInfo>,
+    /// Prompt tokens for usage.
+    pub prompt_tokens: usize,
+    /// Log-probabilities were asked for.
+    pub logprobs: bool,
+    /// Streaming: send the usage chunk.
+    pub include_usage: bool,
+    /// Token ids to text.
+    pub renderer: Renderer,
+}

@@ -1,0 +1,108 @@
+//! [`AppState`]: what every handler shares — configuration, metrics, and, once the model has
+//! loaded, the [`Ready`] part (model, engine, ids). Before that, handlers answer 503.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use nucleus_runtime::Model;
+use nucleus_sampler::SamplingParams;
+
+use crate::engine::EngineHandle;
+use crate::errors::ApiError;
+use crate::metrics::Metrics;
+
+/// Server settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Address to bind (`127.0.0.1` by default).
+    pub host: String,
+    /// Port (0 picks a free one).
+    pub port: u16,
+    /// Sequences decoded side by side.
+    pub parallel: usize,
+    /// Requests that may wait for a slot; more get 429.
+    pub queue: usize,
+    /// Context tokens for all slots together (`None`: 4096 per slot, at most the model's
+    /// training context per slot).
+    pub ctx_size: Option<usize>,
+    /// CPU threads for llama.cpp (`None`: cores minus one).
+    pub threads: Option<usize>,
+    /// When set, `/v1/*` and `/metrics` need `Authorization: Bearer <key>`.
+    pub api_key: Option<String>,
+    /// Largest request body in bytes (413 beyond).
+    pub max_body: usize,
+    /// Sampling defaults (the command line's flags); requests override them.
+    pub defaults: SamplingParams,
+    /// The id `/v1/models` reports and requests name.
+    pub model_id: String,
+    /// Other names requests may use for the model (file name, path).
+    pub model_aliases: Vec<String>,
+    /// After a shutdown signal, running generations get this long to finish.
+    pub shutdown_grace: Duration,
+    /// Shut down gracefully on SIGINT / SIGTERM.
+    pub handle_signals: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            host: "127.0.0.1".into(),
+            port: 8080,
+            parallel: 4,
+            queue: 64,
+            ctx_size: None,
+            threads: None,
+            api_key: None,
+            max_body: 8 << 20,
+            defaults: SamplingParams::default(),
+            model_id: "model".into(),
+            model_aliases: Vec::new(),
+            shutdown_grace: Duration::from_secs(30),
+            handle_signals: false,
+        }
+    }
+}
+
+/// The loaded model and its engine.
+pub struct Ready {
+    /// The model (tokenizer, template).
+    pub model: Arc<dyn Model>,
+    /// The batching engine.
+    pub engine: EngineHandle,
+    /// Unix seconds when loading finished.
+    pub created: u64,
+    /// `nucleus-<version>-<model id>`.
+    pub fingerprint: String,
+}
+
+/// Shared by every handler.
+pub struct AppState {
+    /// Settings.
+    pub config: ServerConfig,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Set once the model has loaded.
+    pub ready: OnceLock<Ready>,
+    /// Set if loading failed.
+    pub load_error: OnceLock<String>,
+}
+
+impl AppState {
+    /// The loaded model, or 503.
+    pub fn ready(&self) -> Result<&Ready, ApiError> {
+        match self.ready.get() {
+            Some(r) => Ok(r),
+            None => match self.load_error.get() {
+                Some(e) => Err(ApiError::unavailable(format!("The model failed to load: {e}"))),
+                None => Err(ApiError::unavailable("Loading model")),
+            },
+        }
+    }
+
+    /// Whether `name` names the served model (its id, file name or path; any case).
+    pub fn serves(&self, name: &str) -> bool {
+        let n = name.trim();
+        n.eq_ignore_ascii_case(&self.config.model_id)
+            || self.config.model_aliases.iter().any(|a| n.eq_ignore_ascii_case(a))
+    }
+}

