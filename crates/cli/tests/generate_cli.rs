@@ -79,7 +79,7 @@ fn user_errors_are_reported_not_panics() {
     let cases: &[(&[&str], &str)] = &[
         (&["generate", "-m", "tinyllama", "-p", "x"], "unknown model `tinyllama`"),
         (&["generate", "-m", "/nonexistent/model.gguf", "-p", "x"], "does not exist"),
-        (&["generate", "--grammar", "g.gbnf", "-p", "x"], "not yet available"),
+        (&["generate", "--grammar", "/nonexistent/g.gbnf", "-p", "x"], "--grammar: cannot read"),
         (&["generate", "-p", "x", "--top-p", "2"], "top_p"),
         (&["generate", "-p", "x", "-t", "0"], "--threads"),
         (&["generate", "-f", "/nonexistent/prompt.txt"], "prompt file"),
@@ -94,6 +94,48 @@ fn user_errors_are_reported_not_panics() {
     let (code, _, err) = nucleus(&["generate"], &[]);
     assert_ne!(code, 0);
     assert!(err.contains("--prompt") && err.contains("--chat"), "{err}");
+}
+
+#[test]
+fn grammar_and_json_schema_constrain_the_output() {
+    ensure_model();
+    let dir = std::env::temp_dir().join(format!("nucleus-cli-grammar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let yn = file("yn.gbnf", "root ::= (\"yes\" | \"no\")\n");
+    let args = [&["generate", "--chat", "Is the sky green?", "--grammar", &yn, "--seed", "3", "--temp", "1.5"], &FAST[2..]].concat();
+    let (code, out, err) = nucleus(&args, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out == "yes" || out == "no", "{out:?}");
+
+    let schema = file("s.json", r#"{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}},
+        "required": ["n"], "additionalProperties": false}"#);
+    let args = [&["generate", "--chat", "Pick a number as JSON.", "--json-schema", &schema, "-n", "32"], FAST].concat();
+    let (code, out, err) = nucleus(&args, &[]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out:?}: {e}"));
+    assert!(v["n"].as_i64().is_some_and(|n| (1..=9).contains(&n)) && v.as_object().unwrap().len() == 1, "{out}");
+
+    let bad_gbnf = file("bad.gbnf", "root ::= \"a\" |\n  \"b\" @\n");
+    let bad_schema = file("bad.json", r#"{"type": "object", "properties": {"a": {"not": {}}}}"#);
+    let not_json = file("nj.json", "{\"type\":\n  oops}");
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("--grammar", &bad_gbnf, &["line 2, column 7"]),
+        ("--json-schema", &bad_schema, &["not at", "/properties/a"]),
+        ("--json-schema", &not_json, &["not valid JSON", "line 2 column 3"]),
+    ];
+    for (flag, path, needles) in cases {
+        let (code, _, err) = nucleus(&["generate", "-p", "x", "-t", "1", "-c", "512", flag, path], &[]);
+        assert_ne!(code, 0, "{flag} {path}");
+        for n in *needles {
+            assert!(err.contains(n) && !err.contains("panicked"), "{flag}: expected {n:?} in {err:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

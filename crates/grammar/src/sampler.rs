@@ -104,6 +104,15 @@ impl GrammarSampler {
         }
     }
 
+    /// Whether the grammar is finished: it can end here and nothing may follow (generation
+    /// can stop without sampling an end-of-generation token). False while a lazy grammar waits.
+    pub fn is_complete(&self) -> bool {
+        match &self.matcher {
+            Some(m) if !self.awaiting => m.can_end() && m.n_stacks() == 1,
+            _ => false,
+        }
+    }
+
     /// The error of the last `accept` that the grammar refused, if any.
     pub fn last_error(&self) -> Option<&AcceptError> {
         self.last_error.as_ref()

@@ -96,6 +96,12 @@ pub enum RuntimeError {
     /// Sampling failed (bad logits, every candidate banned, ...).
     #[error(transparent)]
     Sample(#[from] SampleError),
+    /// The output constraint (grammar, JSON schema) could not be built.
+    #[error(transparent)]
+    Constraint(#[from] crate::constraint::ConstraintError),
+    /// No token both the sampler chain and the grammar allow (e.g. every allowed token banned).
+    #[error("constrained generation stuck: {0}")]
+    GrammarDeadEnd(String),
     /// The chat template failed to render.
     #[error("chat template: {0}")]
     Template(String),

@@ -71,6 +71,19 @@ pub fn generate(
     cancel: Option<&AtomicBool>,
     on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
 ) -> Result<GenerationStats> {
+    let seq = Sequence::new(model, sampling, opts.clone())?;
+    generate_sequence(ctx, prompt, seq, cancel, on_token)
+}
+
+/// Like [`generate`] with a sequence the caller built (e.g. with a grammar constraint,
+/// [`Sequence::set_grammar`]).
+pub fn generate_sequence(
+    ctx: &mut dyn Context,
+    prompt: &[Token],
+    mut seq: Sequence,
+    cancel: Option<&AtomicBool>,
+    on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
+) -> Result<GenerationStats> {
     const SEQ: usize = 0;
     let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     if prompt.is_empty() {
@@ -79,7 +92,6 @@ pub fn generate(
     if prompt.len() >= ctx.n_ctx() {
         return Err(RuntimeError::PromptTooLong { prompt: prompt.len(), n_ctx: ctx.n_ctx() });
     }
-    let mut seq = Sequence::new(model, sampling, opts.clone())?;
     seq.accept_prompt(prompt);
     ctx.clear(SEQ);
 
@@ -95,7 +107,7 @@ pub fn generate(
     let prompt_time = t0.elapsed();
 
     let t1 = Instant::now();
-    if stop.is_none() && opts.max_tokens == Some(0) {
+    if stop.is_none() && seq.options().max_tokens == Some(0) {
         stop = Some(StopReason::MaxTokens);
     }
     let stop = match stop {

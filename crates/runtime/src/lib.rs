@@ -21,11 +21,13 @@
 //!
 //! * [`model`]: the backend traits ([`Model`], [`Context`], [`Tokenizer`]); [`llama`] implements them.
 //! * [`sequence`]: per-sequence state (sampler, UTF-8, stop strings, limits); [`generate()`] drives one.
+//! * [`constraint`]: grammar / JSON Schema / JSON-object constraints for a sequence.
 //! * [`chat`] renders chat templates; [`prompt`] turns prompts into tokens.
 //! * [`catalog`], [`pull`] and [`resolve`] find, download and verify models by name.
 
 pub mod catalog;
 pub mod chat;
+pub mod constraint;
 pub mod error;
 pub mod generate;
 pub mod llama;
@@ -40,8 +42,9 @@ pub mod utf8;
 
 pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
 pub use chat::{ChatMessage, ChatTemplate, TemplateSource};
+pub use constraint::{grammar_sampler, ConstraintError, OutputConstraint};
 pub use error::RuntimeError;
-pub use generate::{generate, GenerationStats};
+pub use generate::{generate, generate_sequence, GenerationStats};
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SeqId, SpecialTokens, Tokenizer};
 pub use prompt::{prompt_tokens, Prompt};

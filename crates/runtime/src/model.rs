@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use nucleus_grammar::VocabIndex;
 use nucleus_sampler::{Token, Vocab};
 
 use crate::error::Result;
@@ -96,6 +97,12 @@ pub trait Model: Send + Sync {
 
     /// A new inference context.
     fn new_context(&self, opts: &ContextOptions) -> Result<Box<dyn Context>>;
+
+    /// The vocabulary index grammar constraints walk. Building it reads every token, so a
+    /// backend should build it once and share it (the default builds a fresh one each call).
+    fn grammar_vocab(&self) -> Arc<VocabIndex> {
+        Arc::new(crate::constraint::build_vocab_index(self.tokenizer().as_ref()))
+    }
 }
 
 /// Mutable inference state: a KV cache holding up to [`Context::n_seq_max`] sequences.

@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nucleus_grammar::GrammarSampler;
 use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution, TokenProb};
 use nucleus_sampler::{Logits, SamplingParams, Token, TokenSampler};
 
-use crate::error::Result;
+use crate::error::{Result, RuntimeError};
 use crate::model::{Model, Tokenizer};
 use crate::stop::StopMatcher;
 use crate::utf8::Utf8Stream;
@@ -108,6 +109,8 @@ pub struct Sequence {
     sample_time: Duration,
     /// Sorted ids banned while fewer than `min_tokens` are generated.
     banned: Vec<Token>,
+    /// Output constraint, if any ([`Sequence::set_grammar`]).
+    grammar: Option<GrammarSampler>,
 }
 
 impl Sequence {
@@ -137,7 +140,21 @@ impl Sequence {
             finished: None,
             sample_time: Duration::ZERO,
             banned,
+            grammar: None,
         })
+    }
+
+    /// Constrains the output with `grammar` (see [`crate::constraint`]). Sampling follows
+    /// llama.cpp: the chain runs on the raw logits; only if the grammar rejects its token are
+    /// the logits masked by the grammar and the chain run again. End of generation is allowed
+    /// only where the grammar can end, and the sequence ends once the grammar is complete.
+    pub fn set_grammar(&mut self, grammar: GrammarSampler) {
+        self.grammar = Some(grammar);
+    }
+
+    /// The settings this sequence was made with.
+    pub fn options(&self) -> &SequenceOptions {
+        &self.opts
     }
 
     /// Feeds prompt tokens to the sampler's history (penalties and DRY see the prompt, as in
@@ -153,20 +170,7 @@ impl Sequence {
     /// a step reports `finished`.
     pub fn step(&mut self, logits: &[f32], can_continue: bool) -> Result<Step<'_>> {
         let t0 = Instant::now();
-        let token = if self.generated.len() < self.opts.min_tokens && !self.banned.is_empty() {
-            let banned = &self.banned;
-            self.sampler.sample_steered(logits, |c| {
-                let data = c.as_mut_slice();
-                for &b in banned {
-                    // After a fill, candidate i is token i.
-                    if let Some(d) = data.get_mut(b as usize).filter(|d| d.id == b) {
-                        d.logit = f32::NEG_INFINITY;
-                    }
-                }
-            })?
-        } else {
-            self.sampler.sample(logits)?
-        };
+        let token = self.sample(logits)?;
         self.sample_time += t0.elapsed();
         let index = self.generated.len();
         self.generated.push(token);
@@ -199,6 +203,9 @@ impl Sequence {
                 finished = Some(StopReason::StopString(self.stop.stops()[i].clone()));
             }
         }
+        if finished.is_none() && self.grammar.as_ref().is_some_and(|g| g.is_complete()) {
+            finished = Some(StopReason::EndOfGeneration);
+        }
         if finished.is_none() && self.opts.max_tokens.is_some_and(|m| self.generated.len() >= m) {
             finished = Some(StopReason::MaxTokens);
         }
@@ -215,6 +222,41 @@ impl Sequence {
         let finished = self.finished.clone();
         let event = TokenEvent { index, token, text: &self.released, piece: &self.piece, logprob, top: &self.top };
         Ok(Step { event, finished })
+    }
+
+    /// Picks and accepts the next token: the chain (with `min_tokens` bans), checked against
+    /// the grammar if there is one.
+    fn sample(&mut self, logits: &[f32]) -> Result<Token> {
+        let banned: &[Token] =
+            if self.generated.len() < self.opts.min_tokens { &self.banned } else { &[] };
+        let ban = |c: &mut nucleus_sampler::Candidates| {
+            let data = c.as_mut_slice();
+            for &b in banned {
+                // After a fill, candidate i is token i.
+                if let Some(d) = data.get_mut(b as usize).filter(|d| d.id == b) {
+                    d.logit = f32::NEG_INFINITY;
+                }
+            }
+        };
+        let Some(g) = self.grammar.as_mut().filter(|g| g.is_active()) else {
+            return Ok(if banned.is_empty() {
+                self.sampler.sample(logits)?
+            } else {
+                self.sampler.sample_steered(logits, ban)?
+            });
+        };
+        let first = if banned.is_empty() { self.sampler.apply(logits)? } else { self.sampler.apply_steered(logits, ban)? };
+        let token = if g.is_allowed(first) {
+            first
+        } else {
+            self.sampler.apply_steered(logits, |c| {
+                ban(c);
+                nucleus_sampler::Sampler::apply(g, c);
+            })?
+        };
+        g.try_accept(token).map_err(|e| RuntimeError::GrammarDeadEnd(e.to_string()))?;
+        self.sampler.accept(token);
+        Ok(token)
     }
 
     /// Ends the sequence from outside (cancelled): text still held back is dropped.

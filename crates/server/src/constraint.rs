@@ -1,10 +1,11 @@
 //! Output constraints (`response_format` json_object / json_schema, llama.cpp's `grammar` and
 //! `json_schema`): read and checked here, and enforced in exactly one place, [`enforce`].
 //!
-//! nucleus-grammar is not wired in yet, so [`enforce`] refuses every constraint with a 400:
-//! a constraint is never accepted and then ignored.
+//! [`enforce`] compiles the constraint with nucleus-grammar (through the runtime) and attaches
+//! it to the sequence; a grammar that does not parse or a schema the strict compiler refuses
+//! is a 400 naming the field, with line/column or keyword/pointer in the message.
 
-use nucleus_runtime::{Model, Sequence};
+use nucleus_runtime::{grammar_sampler, Model, OutputConstraint, Sequence};
 use serde_json::Value;
 
 use crate::errors::ApiError;
@@ -91,19 +92,16 @@ pub fn parse(f: &Fields<'_>) -> Result<Option<Constraint>, ApiError> {
 }
 
 /// The seam where constrained decoding plugs in: called for every sequence of a request
-/// before it is queued, it must make `seq` obey `constraint` (a grammar sampler over `model`'s
-/// vocabulary). Until nucleus-grammar is wired in, every constraint is refused with a 400.
+/// before it is queued, it makes `seq` obey `constraint` (a grammar sampler over `model`'s
+/// shared vocabulary index). Bad grammars and unenforceable schemas are 400s.
 pub fn enforce(constraint: Option<&Constraint>, model: &dyn Model, seq: &mut Sequence) -> Result<(), ApiError> {
     let Some(c) = constraint else { return Ok(()) };
-    let _ = (model, seq);
-    let (param, what) = match c {
-        Constraint::JsonObject => ("response_format", "response_format {\"type\": \"json_object\"}"),
-        Constraint::JsonSchema { param: "json_schema", .. } => ("json_schema", "json_schema"),
-        Constraint::JsonSchema { .. } => ("response_format", "response_format {\"type\": \"json_schema\"}"),
-        Constraint::Grammar(_) => ("grammar", "grammar"),
+    let (param, spec) = match c {
+        Constraint::JsonObject => ("response_format", OutputConstraint::JsonObject),
+        Constraint::JsonSchema { param, schema } => (*param, OutputConstraint::JsonSchema(schema.clone())),
+        Constraint::Grammar(g) => ("grammar", OutputConstraint::Gbnf(g.clone())),
     };
-    Err(ApiError::unsupported(
-        param,
-        format!("{what} is not supported yet: constrained decoding is still being built, and this server will not run the request unconstrained."),
-    ))
+    let grammar = grammar_sampler(model, &spec).map_err(|e| ApiError::invalid_value(param, e.to_string()))?;
+    seq.set_grammar(grammar);
+    Ok(())
 }

@@ -40,6 +40,11 @@ fn errors_are_openai_shaped_4xx() {
 }
 
 #[test]
+fn constrained_decoding() {
+    main_server().python("constrained.py", &[]);
+}
+
+#[test]
 fn health_models_metrics() {
     main_server().python("ops.py", &[]);
 }

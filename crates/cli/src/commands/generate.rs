@@ -11,8 +11,9 @@ use clap::{ArgGroup, Args};
 use nucleus_runtime::catalog::DEFAULT_MODEL;
 use nucleus_runtime::pull;
 use nucleus_runtime::{
-    generate, llama, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, GenerationStats, LlamaCppModel,
-    Model, ModelRef, Pip, Prompt, SequenceOptions, StopReason, TokenEvent, Tokenizer,
+    generate_sequence, grammar_sampler, llama, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions,
+    GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence, SequenceOptions,
+    StopReason, TokenEvent, Tokenizer,
 };
 use serde_json::json;
 
@@ -65,10 +66,10 @@ pub struct GenerateArgs {
     /// Show llama.cpp's own log on stderr
     #[arg(long)]
     pub verbose: bool,
-    /// GBNF grammar file (not yet available)
-    #[arg(long)]
+    /// Constrain the output to this GBNF grammar file (start rule `root`)
+    #[arg(long, conflicts_with = "json_schema")]
     pub grammar: Option<PathBuf>,
-    /// JSON schema file (not yet available)
+    /// Constrain the output to JSON valid against this JSON Schema file
     #[arg(long)]
     pub json_schema: Option<PathBuf>,
     #[command(flatten)]
@@ -77,11 +78,6 @@ pub struct GenerateArgs {
 
 /// Runs the command.
 pub fn run(args: &GenerateArgs) -> Result<(), String> {
-    if args.grammar.is_some() || args.json_schema.is_some() {
-        return Err(
-            "--grammar and --json-schema are not yet available (constrained generation is still being built)".into()
-        );
-    }
     if args.threads == Some(0) {
         return Err("--threads must be at least 1".into());
     }
@@ -89,6 +85,7 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
         return Err(format!("invalid --n-predict {}: use -1 (no limit) or a count >= 0", args.n_predict));
     }
     let prompt = read_prompt(args)?;
+    let constraint = read_constraint(args)?;
     let mut params = args.sampling.to_params(true)?;
     params.ignore_eos = args.ignore_eos;
     llama::set_verbose(args.verbose);
@@ -109,11 +106,33 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     install_ctrl_c(cancel.clone());
     let tok = model.tokenizer();
     let mut out = Output::new(args.json, tok.as_ref());
-    let stats = generate(&model, ctx.as_mut(), &tokens, &params, &seq_opts, Some(&cancel), &mut |ev| out.token(ev))
+    let mut seq = Sequence::new(&model, &params, seq_opts).map_err(|e| e.to_string())?;
+    if let Some(c) = &constraint {
+        let what = if args.grammar.is_some() { "--grammar" } else { "--json-schema" };
+        seq.set_grammar(grammar_sampler(&model, c).map_err(|e| format!("{what}: {e}"))?);
+    }
+    let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut |ev| out.token(ev))
         .map_err(|e| e.to_string())?;
     out.finish();
     report(&stats);
     Ok(())
+}
+
+/// The output constraint from --grammar (GBNF text) or --json-schema (a JSON file).
+fn read_constraint(args: &GenerateArgs) -> Result<Option<OutputConstraint>, String> {
+    let read = |flag: &str, path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|e| format!("{flag}: cannot read {}: {e}", path.display()))
+    };
+    if let Some(path) = &args.grammar {
+        return Ok(Some(OutputConstraint::Gbnf(read("--grammar", path)?)));
+    }
+    if let Some(path) = &args.json_schema {
+        let text = read("--json-schema", path)?;
+        let schema = serde_json::from_str(&text)
+            .map_err(|e| format!("--json-schema: {} is not valid JSON: {e}", path.display()))?;
+        return Ok(Some(OutputConstraint::JsonSchema(schema)));
+    }
+    Ok(None)
 }
 
 /// The prompt from -p, --chat (with --system) or -f.

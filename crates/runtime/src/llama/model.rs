@@ -3,10 +3,11 @@
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
+use nucleus_grammar::VocabIndex;
 use nucleus_sampler::Vocab;
 
 use super::backend::{backend, clear_recent, take_recent};
@@ -22,6 +23,8 @@ pub struct LlamaCppModel {
     architecture: String,
     chat_template: Option<String>,
     path: PathBuf,
+    /// Built on the first constrained request, then shared by all.
+    grammar_vocab: OnceLock<Arc<VocabIndex>>,
 }
 
 impl std::fmt::Debug for LlamaCppModel {
@@ -44,7 +47,14 @@ impl LlamaCppModel {
         let tokenizer = Arc::new(LlamaTokenizer::new(model.clone()));
         let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
         let chat_template = model.chat_template(None).ok().and_then(|t| t.to_string().ok());
-        Ok(LlamaCppModel { model, tokenizer, architecture, chat_template, path: path.to_path_buf() })
+        Ok(LlamaCppModel {
+            model,
+            tokenizer,
+            architecture,
+            chat_template,
+            path: path.to_path_buf(),
+            grammar_vocab: OnceLock::new(),
+        })
     }
 
     /// The file this model was loaded from.
@@ -91,6 +101,12 @@ impl Model for LlamaCppModel {
 
     fn new_context(&self, opts: &ContextOptions) -> Result<Box<dyn Context>> {
         Ok(Box::new(self.new_llama_context(opts)?))
+    }
+
+    fn grammar_vocab(&self) -> Arc<VocabIndex> {
+        self.grammar_vocab
+            .get_or_init(|| Arc::new(crate::constraint::build_vocab_index(self.tokenizer.as_ref())))
+            .clone()
     }
 }
 

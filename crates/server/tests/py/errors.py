@@ -39,14 +39,13 @@ bad("seed", "integer_below_min_value", seed=-2)
 bad("seed", "integer_above_max_value", seed=2**40)
 bad("presence_penalty", "decimal_above_max_value", presence_penalty=2.5)
 bad("stream_options", "invalid_value", stream_options={"include_usage": True})
-bad("response_format", "unsupported_parameter", response_format={"type": "json_object"})
-bad("response_format", "unsupported_parameter",
-    response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
+bad("response_format", "invalid_value",
+    response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "not": {}}}})
 bad("response_format.json_schema.name", "missing_required_parameter",
     response_format={"type": "json_schema", "json_schema": {"schema": {}}})
 bad("response_format.type", "invalid_value", response_format={"type": "xml"})
-bad("grammar", "unsupported_parameter", extra_body={"grammar": "root ::= \"a\""})
-bad("json_schema", "unsupported_parameter", extra_body={"json_schema": {"type": "object"}})
+bad("grammar", "invalid_value", extra_body={"grammar": "root ::= \"a\" @"})
+bad("json_schema", "invalid_value", extra_body={"json_schema": {"type": "string", "not": {}}})
 bad("tools", "unsupported_parameter",
     tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])
 bad("messages", "empty_array", messages=[])
