@@ -2,12 +2,15 @@
 //! every step, a sampler chain, a token history and a number of steps.
 //!
 //! Everything is derived from `(harness_seed, index)` through a ChaCha8 stream, so a failing
-//! case is reproduced from those two numbers alone (see [`generate`]).
+//! case is reproduced from those two numbers alone (see [`generate`], and
+//! `harness::case_for`, which moves some cases onto a knife edge).
 //!
-//! The generator stays inside the inputs llama.cpp is defined for: every row keeps at least one
-//! finite logit (token `safe`, never masked and never given a `-inf` bias), no logit is `+inf`
-//! or NaN, repetition penalties are positive and DRY penalties stay finite. Outside that,
-//! llama.cpp itself produces NaNs or reaches undefined behaviour in `std::sort`.
+//! The inputs stay inside what llama.cpp is defined for: every row keeps at least one finite
+//! logit (token `safe`, never masked and never given a `-inf` bias), no logit is `+inf` or
+//! NaN, repetition penalties are positive and DRY penalties stay finite. Outside that,
+//! llama.cpp's sorts can reach undefined behaviour. Chains may still drive llama.cpp itself
+//! into NaNs (XTC with threshold 0 keeping only a masked token, a dynamic temperature that
+//! underflows): those steps are compared like any other, since the result is deterministic.
 
 use rand::seq::SliceRandom;
 use rand::{Rng, RngCore, SeedableRng};
@@ -28,6 +31,28 @@ pub struct Case {
     pub history: Vec<i32>,
     /// Number of apply/accept steps.
     pub steps: usize,
+    /// How each step's candidate array is laid out (all ids in id order, or a permutation).
+    pub layout: Layout,
+    /// Reset both chains (`llama_sampler_reset`) just before this step, if any.
+    pub reset_before: Option<usize>,
+    /// Replace both chains by clones (`llama_sampler_clone` / `clone_box`) just before this
+    /// step (after any reset), if any.
+    pub clone_before: Option<usize>,
+    /// Logit overrides `(step, id, logit)` applied on top of the rows (see
+    /// `harness::knife_edge`, which puts one logit exactly where llama.cpp's choice flips).
+    pub edits: Vec<(usize, i32, f32)>,
+}
+
+/// The candidate array given to the chain at each step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Layout {
+    /// One entry per id, in id order (what `llama_sampler_sample` builds from a logits row).
+    Identity,
+    /// The entries in an order drawn from `seed`, keeping each id with probability `keep`
+    /// (the `safe` id is always kept): like candidates handed over by a backend sampler.
+    Shuffled { seed: u64, keep: f32 },
+    /// Exactly these ids, in this order (a materialized `Shuffled`).
+    Explicit(Vec<i32>),
 }
 
 /// Where the logits of each step come from.
@@ -179,6 +204,16 @@ impl Shape {
 impl Case {
     /// The logits of step `step`.
     pub fn row(&self, step: usize) -> Vec<f32> {
+        let mut r = self.base_row(step);
+        for &(s, id, logit) in &self.edits {
+            if s == step && id >= 0 && (id as usize) < r.len() {
+                r[id as usize] = logit;
+            }
+        }
+        r
+    }
+
+    fn base_row(&self, step: usize) -> Vec<f32> {
         match &self.rows {
             Rows::Explicit(rows) => rows[step.min(rows.len() - 1)].clone(),
             Rows::Gen { shape, seed, change } => match change {
@@ -199,16 +234,63 @@ impl Case {
         }
     }
 
+    /// The candidate entries `(id, logit)` of step `step`, in array order.
+    pub fn entries(&self, step: usize) -> Vec<(i32, f32)> {
+        self.entries_of(&self.row(step))
+    }
+
+    /// The candidate entries `(id, logit)` built from `row` (step `i`'s logits) per the layout.
+    pub fn entries_of(&self, row: &[f32]) -> Vec<(i32, f32)> {
+        match self.layout {
+            Layout::Identity => row.iter().enumerate().map(|(i, &x)| (i as i32, x)).collect(),
+            Layout::Shuffled { seed, keep } => {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let safe = match &self.rows {
+                    Rows::Gen { shape, .. } => Some(shape.safe),
+                    Rows::Explicit(_) => None,
+                };
+                let mut ids: Vec<usize> = (0..row.len())
+                    .filter(|&i| Some(i) == safe || rng.random::<f32>() < keep)
+                    .collect();
+                if ids.is_empty() && !row.is_empty() {
+                    ids.push(0);
+                }
+                ids.shuffle(&mut rng);
+                ids.into_iter().map(|i| (i as i32, row[i])).collect()
+            }
+            Layout::Explicit(ref ids) => ids.iter().map(|&i| (i, row[i as usize])).collect(),
+        }
+    }
+
     /// The same case with every step's logits written out (for shrinking and regressions).
     pub fn materialize(&self) -> Case {
         let rows = (0..self.steps.max(1)).map(|s| self.row(s)).collect();
-        Case { rows: Rows::Explicit(rows), ..self.clone() }
+        let layout = match self.layout {
+            Layout::Shuffled { .. } => Layout::Explicit(self.entries(0).iter().map(|e| e.0).collect()),
+            ref l => l.clone(),
+        };
+        Case { rows: Rows::Explicit(rows), layout, edits: Vec::new(), ..self.clone() }
     }
 
     /// A one-line summary: vocabulary, steps, history length and chain kinds.
     pub fn summary(&self) -> String {
         let kinds: Vec<&str> = self.chain.iter().map(|s| s.kind()).collect();
-        format!("V={} steps={} history={} chain=[{}]", self.vocab, self.steps, self.history.len(), kinds.join(", "))
+        let mut s = format!("V={} steps={} history={} chain=[{}]", self.vocab, self.steps, self.history.len(), kinds.join(", "));
+        match &self.layout {
+            Layout::Identity => {}
+            Layout::Shuffled { keep, .. } => s += &format!(" layout=shuffled(keep {keep})"),
+            Layout::Explicit(ids) => s += &format!(" layout=explicit({} ids)", ids.len()),
+        }
+        if let Some(r) = self.reset_before {
+            s += &format!(" reset_before={r}");
+        }
+        if let Some(r) = self.clone_before {
+            s += &format!(" clone_before={r}");
+        }
+        if !self.edits.is_empty() {
+            s += &format!(" edits={:?}", self.edits);
+        }
+        s
     }
 }
 
@@ -226,9 +308,80 @@ struct Gen {
     shared_min_keep: Option<usize>,
     history_len: usize,
     steps: usize,
+    /// Step 0's candidates as (logit, p), best first, `p` from an f32 softmax like
+    /// llama.cpp's (max, then `expf`, summed in id order): the source of boundary values.
+    top: Vec<(f32, f32)>,
+    /// Step 0's logits.
+    row0: Vec<f32>,
+}
+
+/// The best `n` entries of `row` as `(logit, p)`, best first, with `p` computed like
+/// llama.cpp's softmax (f32 `expf(l - max)`, summed in id order).
+fn top_probs(row: &[f32], n: usize) -> Vec<(f32, f32)> {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0f32;
+    for &l in row {
+        sum += (l - max).exp();
+    }
+    let mut idx: Vec<usize> = (0..row.len()).collect();
+    let n = n.min(row.len());
+    if n > 0 && n < row.len() {
+        idx.select_nth_unstable_by(n - 1, |&a, &b| row[b].total_cmp(&row[a]));
+        idx.truncate(n);
+    }
+    idx.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
+    idx.iter().map(|&i| (row[i], (row[i] - max).exp() / sum)).collect()
+}
+
+/// `x` moved by `ulps` units in the last place (towards +inf for positive `ulps`).
+fn nudge(x: f32, ulps: i32) -> f32 {
+    if !x.is_finite() || ulps == 0 {
+        return x;
+    }
+    let mut y = x;
+    for _ in 0..ulps.unsigned_abs() {
+        y = if (ulps > 0) == (y >= 0.0) {
+            f32::from_bits(y.to_bits() + 1)
+        } else if y == 0.0 {
+            -f32::from_bits(1)
+        } else {
+            f32::from_bits(y.to_bits() - 1)
+        };
+    }
+    y
 }
 
 impl Gen {
+    /// Whether this parameter should sit on a decision boundary of step 0's logits.
+    fn edge(&mut self) -> bool {
+        !self.top.is_empty() && self.p(0.15)
+    }
+
+    /// A boundary value: `v` exactly, or a few ulps to either side.
+    fn near(&mut self, v: f32) -> f32 {
+        let u = self.pick(&[0, 0, 0, 1, -1, 2, -2]);
+        nudge(v, u)
+    }
+
+    /// The index of a random entry among the best few (for boundary values).
+    fn top_index(&mut self) -> usize {
+        let n = self.top.len();
+        if self.p(0.5) {
+            self.rng.random_range(0..n.min(4))
+        } else {
+            self.rng.random_range(0..n)
+        }
+    }
+
+    /// The f32 running sum of the best `j + 1` probabilities (a top-p boundary).
+    fn cum_p(&mut self) -> f32 {
+        let j = self.top_index();
+        let mut c = 0.0f32;
+        for &(_, p) in &self.top[..=j] {
+            c += p;
+        }
+        c
+    }
     fn p(&mut self, prob: f64) -> bool {
         self.rng.random_bool(prob)
     }
@@ -341,6 +494,11 @@ impl Gen {
     }
 
     fn top_p(&mut self) -> SamplerSpec {
+        if self.edge() {
+            let c = self.cum_p();
+            let p = self.near(c);
+            return SamplerSpec::TopP { p, min_keep: self.min_keep() };
+        }
         let p = match self.rng.random_range(0..12) {
             0 => 1.0,
             1 => 1.5,
@@ -355,6 +513,13 @@ impl Gen {
     }
 
     fn min_p(&mut self) -> SamplerSpec {
+        if self.edge() {
+            // min-p keeps `logit >= max + logf(p)`: aim `logf(p)` at a logit gap.
+            let j = self.top_index();
+            let gap = self.top[j].0 - self.top[0].0;
+            let p = self.near(gap.exp());
+            return SamplerSpec::MinP { p, min_keep: self.min_keep() };
+        }
         let p = match self.rng.random_range(0..12) {
             0 => 0.0,
             1 => -0.1,
@@ -369,6 +534,11 @@ impl Gen {
     }
 
     fn typical(&mut self) -> SamplerSpec {
+        if self.edge() {
+            let c = self.cum_p();
+            let p = self.near(c);
+            return SamplerSpec::Typical { p, min_keep: self.min_keep() };
+        }
         let p = match self.rng.random_range(0..10) {
             0 => 1.0,
             1 => 0.0,
@@ -417,17 +587,38 @@ impl Gen {
             3 | 4 => 1.0,
             _ => self.uf(0.01, 1.0),
         };
-        let threshold = match self.rng.random_range(0..10) {
+        let threshold = if self.edge() {
+            let j = self.top_index();
+            let p = self.top[j].1;
+            self.near(p)
+        } else {
+            match self.rng.random_range(0..10) {
             0..=2 => 0.1,
             3 => 0.6,
             4 => 0.5,
             5 => 0.0,
             _ => self.uf(0.001, 0.5),
+            }
         };
         SamplerSpec::Xtc { probability, threshold, min_keep: self.min_keep(), seed: self.seed() }
     }
 
     fn top_n_sigma(&mut self) -> SamplerSpec {
+        if self.edge() && self.top.len() > 1 {
+            // The mask is `logit < max - n * std`: aim `n * std` at a logit gap.
+            let j = self.rng.random_range(1..self.top.len());
+            let fin: Vec<f32> = self.row0.iter().copied().filter(|x| x.is_finite()).collect();
+            let mean = fin.iter().sum::<f32>() / fin.len() as f32;
+            let var = fin.iter().map(|x| ((x - mean) as f64).powi(2)).sum::<f64>() as f32 / fin.len() as f32;
+            let std = var.sqrt();
+            if std > 0.0 {
+                let n = (self.top[0].0 - self.top[j].0) / std;
+                if n > 0.0 && n.is_finite() {
+                    let n = self.near(n);
+                    return SamplerSpec::TopNSigma { n };
+                }
+            }
+        }
         let n = match self.rng.random_range(0..8) {
             0 => -1.0,
             1 => 0.0,
@@ -543,19 +734,34 @@ impl Gen {
     }
 
     fn mirostat_v2(&mut self) -> SamplerSpec {
-        let tau = if self.p(0.5) { 5.0 } else { self.uf(0.1, 10.0) };
+        let tau = if self.edge() {
+            // The first cut is at surprise `-log2(p) > mu = 2 * tau`.
+            let j = self.top_index();
+            let t = -self.top[j].1.log2() / 2.0;
+            if t.is_finite() { self.near(t) } else { 5.0 }
+        } else if self.p(0.5) {
+            5.0
+        } else {
+            self.uf(0.1, 10.0)
+        };
         let eta = if self.p(0.5) { 0.1 } else { self.uf(0.01, 1.0) };
         SamplerSpec::MirostatV2 { seed: self.seed(), tau, eta }
     }
 
     fn adaptive_p(&mut self) -> SamplerSpec {
-        let target = match self.rng.random_range(0..10) {
+        let target = if self.edge() {
+            let j = self.top_index();
+            let p = self.top[j].1;
+            self.near(p)
+        } else {
+            match self.rng.random_range(0..10) {
             0 => -1.0,
             1 => 0.0,
             2 => 1.0,
             3 => 1.5,
             4 | 5 => 0.5,
             _ => self.uf(0.0, 1.0),
+            }
         };
         let decay = match self.rng.random_range(0..8) {
             0..=2 => 0.9,
@@ -590,6 +796,99 @@ impl Gen {
         }
     }
 
+    /// A chain shaped like the benchmark chains of issue 3 (what the whole-vocabulary fast
+    /// paths target), as llama.cpp's common layer builds them: every filter present in the
+    /// default order, the unused ones with their "off" value; parameters jittered now and
+    /// then; sometimes a sparse prefix (logit bias, penalties, DRY).
+    fn bench_chain(&mut self) -> Vec<SamplerSpec> {
+        use SamplerSpec as S;
+        let jitter = self.p(0.3);
+        let mut k = 40;
+        let mut top_p = 0.95f32;
+        let mut min_p = 0.05f32;
+        let mut t = 0.8f32;
+        if jitter {
+            k = self.pick(&[1, 2, 8, 40, 64, 100, 128, 129, 200]);
+            top_p = self.pick(&[0.5f32, 0.9, 0.95, 0.99]);
+            min_p = self.pick(&[0.01f32, 0.05, 0.1, 0.3]);
+            t = self.pick(&[0.3f32, 0.7, 0.8, 1.0, 1.2]);
+        }
+        let seed = self.seed();
+        // (penalties, dry, top_n_sigma, top_k, typical, top_p, min_p, xtc, temp_ext)
+        let off = [
+            S::Penalties { n_vocab: self.vocab as i32, last_n: 64, repeat: 1.0, freq: 0.0, present: 0.0 },
+            S::Dry { n_vocab: self.vocab as i32, multiplier: 0.0, base: 1.75, allowed_length: 2, last_n: -1, breakers: vec![] },
+            S::TopNSigma { n: -1.0 },
+            S::TopK { k: 0 },
+            S::Typical { p: 1.0, min_keep: 0 },
+            S::TopP { p: 1.0, min_keep: 0 },
+            S::MinP { p: 0.0, min_keep: 0 },
+            S::Xtc { probability: 0.0, threshold: 0.1, min_keep: 0, seed },
+            S::TempExt { t: 1.0, delta: 0.0, exponent: 1.0 },
+        ];
+        let mut f: Vec<SamplerSpec> = off.to_vec();
+        let default = |f: &mut Vec<SamplerSpec>| {
+            f[3] = S::TopK { k };
+            f[5] = S::TopP { p: top_p, min_keep: 0 };
+            f[6] = S::MinP { p: min_p, min_keep: 0 };
+            f[8] = S::TempExt { t, delta: 0.0, exponent: 1.0 };
+        };
+        let mut chain = Vec::new();
+        if self.p(0.3) {
+            chain.push(self.logit_bias());
+        }
+        let mut tail = S::Dist { seed };
+        match self.rng.random_range(0..9) {
+            0 => {
+                // (a) greedy: temperature 0 through temp-ext, or the greedy sampler.
+                f[8] = S::TempExt { t: 0.0, delta: 0.0, exponent: 1.0 };
+                if self.p(0.3) {
+                    tail = S::Greedy;
+                }
+            }
+            1 => {} // (b) dist only
+            2 => default(&mut f),
+            3 => {
+                default(&mut f);
+                f[3] = S::TopK { k: 0 };
+            }
+            4 => {
+                default(&mut f);
+                f[0] = S::Penalties { n_vocab: self.vocab as i32, last_n: 64, repeat: 1.1, freq: 0.1, present: 0.1 };
+            }
+            5 => {
+                // (f) mirostat v2: temp, then mirostat-v2 (no filters).
+                let m = self.mirostat_v2();
+                return [chain, vec![S::Temp { t }, m]].concat();
+            }
+            6 => {
+                f[2] = S::TopNSigma { n: if jitter { self.pick(&[0.5f32, 1.0, 2.0]) } else { 1.0 } };
+                f[8] = S::TempExt { t, delta: 0.0, exponent: 1.0 };
+            }
+            7 => {
+                f[3] = S::TopK { k };
+                f[4] = S::Typical { p: 0.9, min_keep: 0 };
+            }
+            _ => {
+                default(&mut f);
+                f[7] = S::Xtc { probability: 0.5, threshold: 0.1, min_keep: 0, seed };
+            }
+        }
+        if self.p(0.25) {
+            f[0] = self.penalties();
+        }
+        if self.p(0.2) {
+            f[1] = self.dry();
+        }
+        if self.p(0.3) {
+            // Drop the "off" members (a hand-built chain rather than common's).
+            f.retain(|s| !s.to_llama().name().starts_with('?'));
+        }
+        chain.extend(f);
+        chain.push(tail);
+        chain
+    }
+
     fn chain(&mut self) -> Vec<SamplerSpec> {
         let mut chain = Vec::new();
         let branch = self.rng.random_range(0..100);
@@ -600,17 +899,20 @@ impl Gen {
             chain.push(self.selector());
             return chain;
         }
+        if branch < 28 {
+            return self.bench_chain();
+        }
         if self.p(0.25) {
             chain.push(self.logit_bias());
         }
-        if branch < 78 {
+        if branch < 80 {
             // llama.cpp's common chain: a subset of the filters in the default order or shuffled,
             // then dist (or adaptive-p, sometimes greedy).
             let mut order: Vec<usize> = (0..9).filter(|_| self.rng.random_bool(0.55)).collect();
             if self.p(0.5) {
                 order.shuffle(&mut self.rng);
             }
-            if self.p(0.08) {
+            if self.p(0.15) {
                 let extra = self.rng.random_range(0..11);
                 let at = self.rng.random_range(0..=order.len());
                 order.insert(at, extra);
@@ -628,7 +930,7 @@ impl Gen {
                 }
             }
             chain.push(self.temp());
-            if branch < 89 {
+            if branch < 90 {
                 chain.push(self.mirostat());
             } else {
                 chain.push(self.mirostat_v2());
@@ -707,6 +1009,8 @@ pub fn generate(harness_seed: u64, index: u64) -> Case {
         shared_min_keep: None,
         history_len,
         steps,
+        top: Vec::new(),
+        row0: Vec::new(),
     };
     let shape = g.shape();
     let change = match g.rng.random_range(0..10) {
@@ -726,6 +1030,8 @@ pub fn generate(harness_seed: u64, index: u64) -> Case {
         hot.push(g.rng.random_range(0..vocab) as i32);
     }
     g.hot = hot;
+    g.top = top_probs(&row0, 64);
+    g.row0 = row0;
     if g.p(0.6) {
         g.shared_seed = Some(g.fresh_seed());
     }
@@ -734,7 +1040,24 @@ pub fn generate(harness_seed: u64, index: u64) -> Case {
     }
     let chain = g.chain();
     let history = g.history();
-    Case { vocab, rows: Rows::Gen { shape, seed: rows_seed, change }, chain, history, steps }
+    let layout = if g.p(0.1) {
+        Layout::Shuffled { seed: g.rng.next_u64(), keep: g.pick(&[1.0f32, 1.0, 0.5, 0.05]) }
+    } else {
+        Layout::Identity
+    };
+    let reset_before = (steps > 1 && g.p(0.1)).then(|| g.rng.random_range(1..steps));
+    let clone_before = (g.p(0.1)).then(|| g.rng.random_range(0..steps));
+    Case {
+        vocab,
+        rows: Rows::Gen { shape, seed: rows_seed, change },
+        chain,
+        history,
+        steps,
+        layout,
+        reset_before,
+        clone_before,
+        edits: Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,13 @@
 //! Runs a [`Case`] through llama.cpp and nucleus-sampler side by side and compares them after
 //! every step; runs many cases on several threads; shrinks a failing case to a small one.
 //!
+//! Two nucleus paths run against llama.cpp in every case:
+//! - `chain`: a [`nucleus_sampler::Chain`] applied to a [`Candidates`] array (the full path);
+//! - `session`: a [`TokenSampler`] fed the logits row, which takes the whole-vocabulary fast
+//!   paths when the chain allows them; its token is compared at every step and its final
+//!   candidates (rebuilt with `materialize_candidates` when the step deferred them) too.
+//!   It runs only for [`Layout::Identity`] cases (it takes a logits row, not an array).
+//!
 //! Compared after each step's `apply` (before `accept`):
 //! - the number of candidates left and the selected index: exact;
 //! - every candidate's id, in order: exact;
@@ -13,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-use nucleus_sampler::{Candidates, Sampler};
+use nucleus_sampler::{Candidates, SampleError, Sampler, TokenData, TokenSampler};
 
-use crate::cases::{generate, Case, Rows};
+use crate::cases::{generate, Case, Layout, Rows};
 use crate::llama::LlamaCandidates;
 use crate::spec::{llama_chain, nucleus_chain, SamplerSpec};
 
@@ -38,18 +45,22 @@ pub struct Outcome {
 pub struct Mismatch {
     /// Step at which it happened (`usize::MAX` while accepting the history).
     pub step: usize,
-    /// Category: `len`, `selected`, `id`, `p`, `logit` or `panic`.
+    /// Category: `len`, `selected`, `id`, `p`, `logit`, `token`, `error` or `panic`.
     pub kind: &'static str,
     /// Human-readable detail (values from both sides).
     pub detail: String,
+    /// llama.cpp's candidates held a NaN `p` or `logit` at that step (llama.cpp itself left
+    /// well-defined arithmetic, e.g. a temperature that underflowed to a denormal).
+    pub nan: bool,
 }
 
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nan = if self.nan { " (llama.cpp's candidates contain NaN)" } else { "" };
         if self.step == usize::MAX {
-            write!(f, "[{}] while accepting the history: {}", self.kind, self.detail)
+            write!(f, "[{}] while accepting the history: {}{nan}", self.kind, self.detail)
         } else {
-            write!(f, "[{}] at step {}: {}", self.kind, self.step, self.detail)
+            write!(f, "[{}] at step {}: {}{nan}", self.kind, self.step, self.detail)
         }
     }
 }
@@ -112,58 +123,132 @@ fn window(ids: &[(i32, f32, f32)], at: usize) -> String {
     parts.join(" ")
 }
 
-/// Runs `case` on both sides and compares after every step.
+/// Fills both candidate arrays for `step`: from the logits row for [`Layout::Identity`]
+/// (the path every llama.cpp caller takes), from explicit entries otherwise.
+fn fill_both(case: &Case, row: &[f32], lc: &mut LlamaCandidates, nc: &mut Candidates) {
+    match case.layout {
+        Layout::Identity => {
+            lc.fill(row);
+            nc.fill_f32(row);
+        }
+        _ => {
+            let e = case.entries_of(row);
+            lc.fill_entries(&e);
+            let td: Vec<TokenData> = e.iter().map(|&(id, logit)| TokenData { id, logit, p: 0.0 }).collect();
+            nc.fill_from(&td);
+        }
+    }
+}
+
+/// Runs `case` on llama.cpp and on both nucleus paths in lockstep, comparing after every step.
 pub fn run_case(case: &Case) -> Result<Outcome, Mismatch> {
     install_quiet_hook();
     let mut lchain = llama_chain(&case.chain);
-    let mut nchain = match catch_unwind(AssertUnwindSafe(|| nucleus_chain(&case.chain))) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(Mismatch { step: 0, kind: "panic", detail: format!("nucleus constructor panicked: {}", panic_message(e)) })
-        }
+    let mut nchain =
+        catch_unwind(AssertUnwindSafe(|| nucleus_chain(&case.chain))).map_err(|e| panicked(0, "constructor", e))?;
+    let mut session = if case.layout == Layout::Identity {
+        Some(
+            catch_unwind(AssertUnwindSafe(|| TokenSampler::new(nucleus_chain(&case.chain))))
+                .map_err(|e| panicked(0, "constructor", e))?,
+        )
+    } else {
+        None
     };
     for &t in &case.history {
         lchain.accept(t);
-        if let Err(e) = catch_unwind(AssertUnwindSafe(|| nchain.accept(t))) {
-            return Err(Mismatch {
-                step: usize::MAX,
-                kind: "panic",
-                detail: format!("nucleus accept({t}) panicked: {}", panic_message(e)),
-            });
+        catch_unwind(AssertUnwindSafe(|| nchain.accept(t))).map_err(|e| panicked(usize::MAX, &format!("accept({t})"), e))?;
+        if let Some(ts) = session.as_mut() {
+            catch_unwind(AssertUnwindSafe(|| ts.accept(t)))
+                .map_err(|e| session_err(panicked(usize::MAX, &format!("accept({t})"), e)))?;
         }
     }
     let mut out = Outcome::default();
     let mut lc = LlamaCandidates::new();
     let mut nc = Candidates::new();
     for step in 0..case.steps {
-        let row = case.row(step);
-        lc.fill(&row);
-        nc.fill_f32(&row);
-        lchain.apply(&mut lc);
-        if let Err(e) = catch_unwind(AssertUnwindSafe(|| nchain.apply(&mut nc))) {
-            return Err(Mismatch { step, kind: "panic", detail: format!("nucleus apply panicked: {}", panic_message(e)) });
-        }
-        compare(step, &lc, &nc, &mut out)?;
-        out.steps = step + 1;
-        match lc.selected() {
-            Some(i) if i < lc.len() => {
-                let t = lc.as_slice()[i].id;
-                lchain.accept(t);
-                if let Err(e) = catch_unwind(AssertUnwindSafe(|| nchain.accept(t))) {
-                    return Err(Mismatch {
-                        step,
-                        kind: "panic",
-                        detail: format!("nucleus accept({t}) panicked: {}", panic_message(e)),
-                    });
-                }
+        if case.reset_before == Some(step) {
+            lchain.reset();
+            catch_unwind(AssertUnwindSafe(|| nchain.reset())).map_err(|e| panicked(step, "reset", e))?;
+            if let Some(ts) = session.as_mut() {
+                catch_unwind(AssertUnwindSafe(|| ts.reset())).map_err(|e| session_err(panicked(step, "reset", e)))?;
             }
-            _ => break,
         }
+        if case.clone_before == Some(step) {
+            lchain = lchain.duplicate();
+            nchain = catch_unwind(AssertUnwindSafe(|| nchain.clone())).map_err(|e| panicked(step, "clone", e))?;
+            if let Some(ts) = session.as_mut() {
+                *ts = catch_unwind(AssertUnwindSafe(|| ts.clone())).map_err(|e| session_err(panicked(step, "clone", e)))?;
+            }
+        }
+        let row = case.row(step);
+        fill_both(case, &row, &mut lc, &mut nc);
+        lchain.apply(&mut lc);
+        catch_unwind(AssertUnwindSafe(|| nchain.apply(&mut nc))).map_err(|e| panicked(step, "apply", e))?;
+        compare(step, &lc, &nc, &mut out)?;
+        let Some(tok) = lc.selected().filter(|&i| i < lc.len()).map(|i| lc.as_slice()[i].id) else { break };
+        let session_ok = match session.as_mut() {
+            Some(ts) => session_step(step, ts, &lc, &row).map_err(session_err)?,
+            None => false,
+        };
+        if !session_ok {
+            session = None;
+        }
+        lchain.accept(tok);
+        catch_unwind(AssertUnwindSafe(|| nchain.accept(tok))).map_err(|e| panicked(step, &format!("accept({tok})"), e))?;
+        if let Some(ts) = session.as_mut() {
+            catch_unwind(AssertUnwindSafe(|| ts.accept(tok)))
+                .map_err(|e| session_err(panicked(step, &format!("accept({tok})"), e)))?;
+            // The final candidates, rebuilt from the same row when the step deferred them
+            // (documented as valid after the token is accepted).
+            let sc = catch_unwind(AssertUnwindSafe(|| ts.materialize_candidates(&row).clone()))
+                .map_err(|e| session_err(panicked(step, "materialize_candidates", e)))?;
+            compare(step, &lc, &sc, &mut out).map_err(session_err)?;
+        }
+        out.steps = step + 1;
     }
     Ok(out)
 }
 
+fn session_err(mut m: Mismatch) -> Mismatch {
+    m.detail = format!("(TokenSampler path) {}", m.detail);
+    m
+}
+
+fn panicked(step: usize, what: &str, e: Box<dyn std::any::Any + Send>) -> Mismatch {
+    Mismatch { step, kind: "panic", detail: format!("nucleus {what} panicked: {}", panic_message(e)), nan: false }
+}
+
+/// One [`TokenSampler::apply`] on `row` (fast paths on), checked against llama.cpp's result in
+/// `lc`. `Ok(false)` when the session legitimately stops: it refuses to return a token whose
+/// final logit is `-inf` or NaN (an API-level check llama.cpp does not make), which is
+/// consistent when llama.cpp's pick is such a token.
+fn session_step(step: usize, ts: &mut TokenSampler, lc: &LlamaCandidates, row: &[f32]) -> Result<bool, Mismatch> {
+    let res = catch_unwind(AssertUnwindSafe(|| ts.apply(row))).map_err(|e| panicked(step, "apply", e))?;
+    let lsel = lc.selected().filter(|&i| i < lc.len()).map(|i| lc.as_slice()[i]);
+    match (res, lsel) {
+        (Ok(t), Some(d)) if t == d.id => Ok(true),
+        (Err(SampleError::NoCandidates), Some(d)) if d.logit == f32::NEG_INFINITY || d.logit.is_nan() => Ok(false),
+        (r, l) => Err(Mismatch {
+            step,
+            kind: if r.is_ok() { "token" } else { "error" },
+            detail: format!(
+                "llama selected {}, TokenSampler returned {r:?} (candidates complete: {})",
+                l.map_or("nothing".to_string(), |d| format!("id {} (logit {:?}, p {:?})", d.id, d.logit, d.p)),
+                ts.candidates_complete()
+            ),
+            nan: lc.as_slice().iter().any(|d| d.p.is_nan() || d.logit.is_nan()),
+        }),
+    }
+}
+
 fn compare(step: usize, lc: &LlamaCandidates, nc: &Candidates, out: &mut Outcome) -> Result<(), Mismatch> {
+    compare_inner(step, lc, nc, out).map_err(|mut m| {
+        m.nan = lc.as_slice().iter().any(|d| d.p.is_nan() || d.logit.is_nan());
+        m
+    })
+}
+
+fn compare_inner(step: usize, lc: &LlamaCandidates, nc: &Candidates, out: &mut Outcome) -> Result<(), Mismatch> {
     let l: Vec<(i32, f32, f32)> = lc.as_slice().iter().map(|d| (d.id, d.logit, d.p)).collect();
     let n: Vec<(i32, f32, f32)> = nc.as_slice().iter().map(|d| (d.id, d.logit, d.p)).collect();
     let lsel = lc.selected();
@@ -184,6 +269,7 @@ fn compare(step: usize, lc: &LlamaCandidates, nc: &Candidates, out: &mut Outcome
                 l.len(),
                 n.len()
             ),
+            nan: false,
         });
     }
     if l.len() != n.len() {
@@ -191,6 +277,7 @@ fn compare(step: usize, lc: &LlamaCandidates, nc: &Candidates, out: &mut Outcome
             step,
             kind: "len",
             detail: format!("llama kept {} candidates, nucleus kept {}", l.len(), n.len()),
+            nan: false,
         });
     }
     for i in 0..l.len() {
@@ -204,6 +291,7 @@ fn compare(step: usize, lc: &LlamaCandidates, nc: &Candidates, out: &mut Outcome
                     window(&l, i),
                     window(&n, i)
                 ),
+                nan: false,
             });
         }
     }
@@ -220,6 +308,7 @@ fn compare(step: usize, lc: &LlamaCandidates, nc: &Candidates, out: &mut Outcome
                         a.to_bits(),
                         b.to_bits()
                     ),
+                    nan: false,
                 });
             }
             if inexact {
@@ -229,6 +318,99 @@ fn compare(step: usize, lc: &LlamaCandidates, nc: &Candidates, out: &mut Outcome
         }
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Knife-edge inputs
+
+/// llama.cpp's selected token at step 0 of `case` with `row` as the logits.
+fn llama_pick(case: &Case, row: &[f32]) -> Option<i32> {
+    let mut ch = llama_chain(&case.chain);
+    for &t in &case.history {
+        ch.accept(t);
+    }
+    if case.reset_before == Some(0) {
+        ch.reset();
+    }
+    let mut c = LlamaCandidates::new();
+    match case.layout {
+        Layout::Identity => c.fill(row),
+        _ => c.fill_entries(&case.entries_of(row)),
+    }
+    ch.apply(&mut c);
+    c.selected().filter(|&i| i < c.len()).map(|i| c.as_slice()[i].id)
+}
+
+/// f32 to an integer with the same order (for bisection over representable values).
+fn ordered(x: f32) -> i64 {
+    let b = x.to_bits() as i32;
+    (if b < 0 { i32::MIN - b } else { b }) as i64
+}
+
+fn from_ordered(k: i64) -> f32 {
+    let k = k as i32;
+    f32::from_bits((if k < 0 { i32::MIN - k } else { k }) as u32)
+}
+
+/// Moves the logit of step 0's selected token down to the exact point where llama.cpp's
+/// choice flips (adjacent f32 values on either side pick different tokens), and keeps the
+/// value on side `upper` (still picking the token) or just below. Such inputs put the
+/// decision within one rounding step of a boundary: what exact-on-the-margin fast paths
+/// must detect. Returns `None` when no flip is found (e.g. a single candidate).
+pub fn knife_edge(case: &Case, upper: bool) -> Option<Case> {
+    if case.steps == 0 || case.vocab < 2 {
+        return None;
+    }
+    let row = case.row(0);
+    let s0 = llama_pick(case, &row)?;
+    let j = s0 as usize;
+    let v0 = row[j];
+    if !v0.is_finite() {
+        return None;
+    }
+    let mut r = row.clone();
+    // Find a lower value that changes the choice.
+    let mut lo = None;
+    for d in [0.125f32, 1.0, 4.0, 16.0, 64.0] {
+        r[j] = v0 - d;
+        if llama_pick(case, &r) != Some(s0) {
+            lo = Some(r[j]);
+            break;
+        }
+    }
+    let (mut a, mut b) = (ordered(lo?), ordered(v0)); // pick(a) != s0, pick(b) == s0
+    while b - a > 1 {
+        let m = a + (b - a) / 2;
+        r[j] = from_ordered(m);
+        if llama_pick(case, &r) == Some(s0) {
+            b = m;
+        } else {
+            a = m;
+        }
+    }
+    let v = from_ordered(if upper { b } else { a });
+    let mut c = case.clone();
+    c.edits.push((0, s0, v));
+    Some(c)
+}
+
+/// The case run for `index`: [`generate`]'s, moved onto a knife edge by [`knife_edge`] for
+/// about one case in 6 with a vocabulary of 1024 to 8192 (where the whole-vocabulary fast
+/// paths start) and one in 20 below.
+pub fn case_for(seed: u64, index: u64) -> Case {
+    let case = generate(seed, index);
+    let h = (index ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58; // 0..64
+    let share = match case.vocab {
+        1024..=8192 => 10,
+        0..=1023 => 3,
+        _ => 0,
+    };
+    if h < share {
+        if let Some(c) = knife_edge(&case, h % 2 == 0) {
+            return c;
+        }
+    }
+    case
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,7 +429,7 @@ pub fn is_well_defined(case: &Case) -> bool {
         let r = case.row(s);
         r.len() == case.vocab
             && !r.iter().any(|x| x.is_nan() || *x == f32::INFINITY)
-            && r.iter().enumerate().any(|(i, x)| x.is_finite() && !killed.contains(&(i as i32)))
+            && case.entries(s).iter().any(|&(id, x)| x.is_finite() && !killed.contains(&id))
     })
 }
 
@@ -299,7 +481,11 @@ fn restrict(case: &Case, keep: &[usize]) -> Case {
         })
         .collect();
     let history = case.history.iter().map(|&t| m(t)).filter(|&t| t >= 0).collect();
-    Case { vocab: nv, rows: Rows::Explicit(rows), chain, history, steps: case.steps }
+    let layout = match &case.layout {
+        Layout::Explicit(ids) => Layout::Explicit(ids.iter().map(|&t| m(t)).filter(|&t| t >= 0).collect()),
+        l => l.clone(),
+    };
+    Case { vocab: nv, rows: Rows::Explicit(rows), chain, history, steps: case.steps, layout, edits: Vec::new(), ..case.clone() }
 }
 
 /// Shrinks a failing case: fewer steps, fewer samplers, a shorter history, fewer vocabulary
@@ -348,6 +534,25 @@ pub fn shrink(case: &Case, first: &Mismatch, budget: usize) -> (Case, Mismatch) 
                 i += 1;
             }
         }
+        // Drop the reset and the clone.
+        if best.reset_before.is_some() {
+            let mut c = best.clone();
+            c.reset_before = None;
+            if let Some(m) = fails(&c, &mut runs) {
+                best = c;
+                best_m = m;
+                progress = true;
+            }
+        }
+        if best.clone_before.is_some() {
+            let mut c = best.clone();
+            c.clone_before = None;
+            if let Some(m) = fails(&c, &mut runs) {
+                best = c;
+                best_m = m;
+                progress = true;
+            }
+        }
         // Drop earlier steps: start from a later row, accepting nothing new.
         while best.steps > 1 {
             let mut c = best.clone();
@@ -355,6 +560,8 @@ pub fn shrink(case: &Case, first: &Mismatch, budget: usize) -> (Case, Mismatch) 
                 r.remove(0);
             }
             c.steps -= 1;
+            c.reset_before = c.reset_before.map(|r| r.saturating_sub(1));
+            c.clone_before = c.clone_before.map(|r| r.saturating_sub(1));
             match fails(&c, &mut runs) {
                 Some(m) => {
                     best = c;
@@ -472,6 +679,8 @@ pub struct RunReport {
     pub slowest: (u64, Duration),
     /// Wall time.
     pub elapsed: Duration,
+    /// Mismatches not counted because of [`RunOptions::skip_nan`].
+    pub nan_skipped: u64,
 }
 
 /// Options for [`run_many`].
@@ -487,6 +696,9 @@ pub struct RunOptions {
     pub max_failures: usize,
     /// Shrink failing cases, with this many runs each (0 = no shrinking).
     pub shrink_budget: usize,
+    /// Exploration only: do not count mismatches where llama.cpp's candidates contain NaN
+    /// (they are tallied in [`RunReport::nan_skipped`]), to look for other kinds.
+    pub skip_nan: bool,
 }
 
 /// Runs cases `0..opts.cases` of the harness seed on `opts.threads` threads.
@@ -499,7 +711,7 @@ pub fn run_many(opts: &RunOptions) -> RunReport {
     std::thread::scope(|sc| {
         for _ in 0..opts.threads.max(1) {
             sc.spawn(|| {
-                let (mut cases, mut steps, mut inexact, mut max_rel) = (0u64, 0u64, 0u64, 0f32);
+                let (mut cases, mut steps, mut inexact, mut max_rel, mut nan_skipped) = (0u64, 0u64, 0u64, 0f32, 0u64);
                 let mut slowest = (0u64, Duration::ZERO);
                 loop {
                     if stop.load(Ordering::Relaxed) {
@@ -509,7 +721,7 @@ pub fn run_many(opts: &RunOptions) -> RunReport {
                     if index >= opts.cases {
                         break;
                     }
-                    let case = generate(opts.seed, index);
+                    let case = case_for(opts.seed, index);
                     let t0 = Instant::now();
                     let res = run_case(&case);
                     let dt = t0.elapsed();
@@ -523,6 +735,7 @@ pub fn run_many(opts: &RunOptions) -> RunReport {
                             inexact += o.inexact as u64;
                             max_rel = max_rel.max(o.max_rel);
                         }
+                        Err(m) if m.nan && opts.skip_nan => nan_skipped += 1,
                         Err(m) => {
                             if nfail.fetch_add(1, Ordering::SeqCst) + 1 >= opts.max_failures {
                                 stop.store(true, Ordering::Relaxed);
@@ -539,6 +752,7 @@ pub fn run_many(opts: &RunOptions) -> RunReport {
                 r.steps += steps;
                 r.inexact += inexact;
                 r.max_rel = r.max_rel.max(max_rel);
+                r.nan_skipped += nan_skipped;
                 if slowest.1 > r.slowest.1 {
                     r.slowest = slowest;
                 }
@@ -565,4 +779,110 @@ pub fn nucleus_only(specs: &[SamplerSpec], logits: &[f32]) -> Candidates {
     let mut ch = nucleus_chain(specs);
     ch.apply(&mut c);
     c
+}
+
+/// Runs `case` on both sides and returns a step-by-step listing of both candidate arrays
+/// (at most `max_show` entries per step), for investigating a mismatch.
+pub fn trace(case: &Case, max_show: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let mut lchain = llama_chain(&case.chain);
+    let mut nchain = nucleus_chain(&case.chain);
+    for &t in &case.history {
+        lchain.accept(t);
+        nchain.accept(t);
+    }
+    let mut lc = LlamaCandidates::new();
+    let mut nc = Candidates::new();
+    for step in 0..case.steps {
+        if case.reset_before == Some(step) {
+            lchain.reset();
+            nchain.reset();
+            let _ = writeln!(s, "(reset)");
+        }
+        if case.clone_before == Some(step) {
+            lchain = lchain.duplicate();
+            nchain = nchain.clone();
+            let _ = writeln!(s, "(clone)");
+        }
+        let row = case.row(step);
+        fill_both(case, &row, &mut lc, &mut nc);
+        lchain.apply(&mut lc);
+        nchain.apply(&mut nc);
+        let _ = writeln!(s, "step {step}: llama len {} selected {:?} | nucleus len {} selected {:?}", lc.len(), lc.selected(), nc.len(), nc.selected());
+        for (i, d) in lc.as_slice().iter().take(max_show).enumerate() {
+            let n = nc.as_slice().get(i);
+            let _ = writeln!(
+                s,
+                "  #{i}: llama {{id {}, logit {:?}, p {:?}}}  nucleus {}",
+                d.id,
+                d.logit,
+                d.p,
+                n.map_or("-".to_string(), |n| format!("{{id {}, logit {:?}, p {:?}}}", n.id, n.logit, n.p))
+            );
+        }
+        let Some(i) = lc.selected() else { break };
+        let t = lc.as_slice()[i].id;
+        lchain.accept(t);
+        nchain.accept(t);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(lspecs: &[SamplerSpec], nspecs: &[SamplerSpec], logits: &[f32]) -> Result<Outcome, Mismatch> {
+        let mut l = llama_chain(lspecs);
+        let mut n = nucleus_chain(nspecs);
+        let mut lc = LlamaCandidates::new();
+        let mut nc = Candidates::new();
+        lc.fill(logits);
+        nc.fill_f32(logits);
+        l.apply(&mut lc);
+        n.apply(&mut nc);
+        let mut o = Outcome::default();
+        compare(0, &lc, &nc, &mut o).map(|_| o)
+    }
+
+    /// The comparison must catch a sampler that is only slightly off.
+    #[test]
+    fn oracle_detects_differences() {
+        let logits: Vec<f32> = (0..100).map(|i| ((i * 37 % 101) as f32) * 0.1).collect();
+        let d = SamplerSpec::Dist { seed: 5 };
+        assert!(both(&[SamplerSpec::TopK { k: 40 }, d.clone()], &[SamplerSpec::TopK { k: 40 }, d.clone()], &logits).is_ok());
+        let e = both(&[SamplerSpec::TopK { k: 40 }, d.clone()], &[SamplerSpec::TopK { k: 39 }, d.clone()], &logits);
+        assert!(e.is_err());
+        let e = both(&[SamplerSpec::Temp { t: 0.8 }], &[SamplerSpec::Temp { t: 0.81 }], &logits).unwrap_err();
+        assert_eq!(e.kind, "logit");
+        let e = both(&[SamplerSpec::Dist { seed: 5 }], &[SamplerSpec::Dist { seed: 6 }], &logits).unwrap_err();
+        assert_eq!(e.kind, "selected");
+    }
+
+    #[test]
+    fn knife_edge_sits_on_the_flip() {
+        let mut found = 0;
+        for i in 0..200 {
+            let case = generate(42, i);
+            let (Some(up), Some(down)) = (knife_edge(&case, true), knife_edge(&case, false)) else { continue };
+            let (&(_, id, vu), &(_, id2, vd)) = (up.edits.last().unwrap(), down.edits.last().unwrap());
+            assert_eq!(id, id2);
+            assert_eq!(ordered(vu) - ordered(vd), 1, "adjacent floats");
+            assert_eq!(llama_pick(&up, &up.row(0)), Some(id));
+            assert_ne!(llama_pick(&down, &down.row(0)), Some(id));
+            found += 1;
+        }
+        assert!(found > 50, "{found}");
+    }
+
+    #[test]
+    fn tolerance() {
+        assert_eq!(close(1.0, 1.0), (true, false));
+        assert_eq!(close(1.0, 1.0 + 2.0 * f32::EPSILON), (true, true));
+        assert!(!close(1.0, 1.0 + 16.0 * f32::EPSILON).0);
+        assert!(close(f32::NAN, f32::NAN).0);
+        assert!(!close(f32::NEG_INFINITY, -1e30).0);
+        assert!(close(0.0, -0.0).0);
+    }
 }

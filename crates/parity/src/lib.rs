@@ -10,11 +10,23 @@
 //! - [`cases`]: the deterministic random case generator;
 //! - [`harness`]: running, comparing, shrinking, and many cases on several threads.
 //!
+//! Run: `cargo test --release -p nucleus-parity` (20,000 cases with a fixed harness seed;
+//! `NUCLEUS_PARITY_CASES`, `NUCLEUS_PARITY_SEED=<n>|random`, `NUCLEUS_PARITY_ONLY=<index>` and
+//! friends are documented in `tests/differential.rs`). A failure prints the harness seed, the
+//! case index, the case, and a shrunk case with explicit logits to paste into
+//! `tests/regressions.rs`.
+//!
+//! The reference is the llama.cpp that `llama-cpp-sys-2` builds on this machine (libstdc++'s
+//! sorts and random distributions, glibc's `expf`/`logf`/`powf`); both sides run in one
+//! process, so they share the same libm.
+//!
 //! DRY runs through llama.cpp's internal test constructor `llama_sampler_init_dry_testing`
 //! (token-id breakers, no vocabulary) via a tiny C++ shim. Infill needs a model vocabulary
 //! and is not covered.
 
+pub mod bench;
 pub mod cases;
+pub mod common_chain;
 pub mod harness;
 pub mod llama;
 pub mod spec;

@@ -51,8 +51,24 @@ impl Drop for LlamaSampler {
     }
 }
 
+unsafe extern "C" fn discard_log(
+    _level: sys::ggml_log_level,
+    _text: *const std::os::raw::c_char,
+    _user_data: *mut std::os::raw::c_void,
+) {
+}
+
+/// Silences llama.cpp's logging once per process (the DRY test constructor warns on every
+/// empty breaker list, which would flood the test output).
+pub fn silence_llama_log() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: installs a callback that ignores its arguments.
+    ONCE.call_once(|| unsafe { sys::llama_log_set(Some(discard_log), std::ptr::null_mut()) });
+}
+
 impl LlamaSampler {
     fn from_raw(p: *mut sys::llama_sampler, what: &str) -> Self {
+        silence_llama_log();
         LlamaSampler { ptr: NonNull::new(p).unwrap_or_else(|| panic!("llama.cpp returned null for {what}")) }
     }
 
@@ -104,6 +120,12 @@ impl LlamaSampler {
     pub fn accept(&mut self, token: i32) {
         // SAFETY: plain call.
         unsafe { sys::llama_sampler_accept(self.ptr.as_ptr(), token) }
+    }
+
+    /// `llama_sampler_clone`: a deep copy with llama.cpp's own notion of which state is
+    /// copied (e.g. adaptive-p's clone starts a fresh random stream from its seed).
+    pub fn duplicate(&self) -> LlamaSampler {
+        Self::from_raw(unsafe { sys::llama_sampler_clone(self.ptr.as_ptr()) }, "clone")
     }
 
     /// `llama_sampler_reset`.
@@ -273,6 +295,19 @@ impl LlamaCandidates {
             logit,
             p: 0.0,
         }));
+        self.arr = sys::llama_token_data_array {
+            data: self.buf.as_mut_ptr(),
+            size: self.buf.len(),
+            selected: -1,
+            sorted: false,
+        };
+    }
+
+    /// Refills with the given `(id, logit)` entries in this order (`p = 0`), unsorted,
+    /// `selected = -1` (like candidates handed over by a backend sampler).
+    pub fn fill_entries(&mut self, entries: &[(i32, f32)]) {
+        self.buf.clear();
+        self.buf.extend(entries.iter().map(|&(id, logit)| sys::llama_token_data { id, logit, p: 0.0 }));
         self.arr = sys::llama_token_data_array {
             data: self.buf.as_mut_ptr(),
             size: self.buf.len(),

@@ -179,7 +179,8 @@ impl Sequence {
         self.top.clear();
         if let Some(k) = self.opts.n_probs {
             if self.opts.post_sampling_probs {
-                let cands = self.sampler.candidates();
+                // Fast paths may defer building the full final array; rebuild it exactly.
+                let cands = self.sampler.materialize_candidates(logits);
                 let p = cands.as_slice().iter().find(|d| d.id == token).map_or(0.0, |d| d.p);
                 logprob = Some(if p > 0.0 { p.ln() } else { f32::MIN });
                 top_n_post(cands, k, &mut self.top);

@@ -48,6 +48,19 @@ pub trait Sampler: Send {
     fn apply_sparse(&mut self, cands: &mut Candidates) {
         self.apply(cands)
     }
+
+    /// The concrete sampler, so whole-vocabulary fast paths can read the parameters (and use
+    /// the random stream) of the built-in samplers they recognise. `None` by default.
+    #[doc(hidden)]
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
+
+    /// See [`Sampler::as_any_mut`].
+    #[doc(hidden)]
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// How a sampler can take part in the whole-vocabulary fast path, which avoids building a
@@ -63,6 +76,18 @@ pub enum FastPath {
     Sparse,
     /// llama.cpp's top-k with this `k`.
     TopK(i32),
+    /// The built-in `top-n-sigma` with a finite `n > 0`.
+    TopNSigma,
+    /// Plain temperature (`temp`, or `temp-ext` without dynamic range) with a finite `t > 0`.
+    Temp,
+    /// The built-in `dist` selector.
+    Dist,
+    /// The built-in `mirostat-v2` selector.
+    MirostatV2,
+    /// The built-in `top-p` with `p < 1`.
+    TopP,
+    /// The built-in `min-p` with `p > 0`.
+    MinP,
 }
 
 impl Clone for Box<dyn Sampler> {

@@ -2,13 +2,51 @@
 //!
 //! This is what a generation loop holds per sequence. After the first call, [`TokenSampler::sample`]
 //! allocates nothing: the candidate buffer and every sampler's scratch space are reused.
+//!
+//! # Fast paths
+//!
+//! For `f32` rows of at least 1024 logits, chains llama.cpp users run most often are sampled
+//! without building the candidate array of the whole vocabulary. Each gives the token llama.cpp
+//! gives and consumes the random streams identically (the differential tests hold them to it).
+//! In every case the chain may start with no-op samplers and sparse ones (penalties, logit
+//! bias, DRY), which are applied to the few ids they touch.
+//!
+//! * top-k of at most 128: the top-k is replayed straight from the row (`raw_top_k`) and the
+//!   rest of the chain runs on the `k` survivors.
+//! * top-p (then min-p, plain temperature, `dist`): when the nucleus lies within llama.cpp's
+//!   first 256 sorted candidates, it is built from a bracket of the softmax sum and the top
+//!   buckets of llama.cpp's sort (`raw_top_p`); the rest of the chain runs on it.
+//! * plain temperature then `mirostat-v2`: the kept prefix is built from the exact sorted sum
+//!   (`raw_mirostat`) and the sampler finishes on it.
+//! * `dist` alone, or `top-n-sigma` → plain temperature → `dist`: the draw is decided from
+//!   bounds on block sums of the exponentials (`raw_dist`, `raw_sigma`), with exact arithmetic
+//!   only where a bound is too wide to decide.
+//!
+//! When a fast path cannot decide exactly, it leaves the step to the full path before anything
+//! is consumed. The first three leave exactly the full path's candidates. The last kind never
+//! builds the final candidate array (building it would cost more than the whole draw): after
+//! such a step [`TokenSampler::candidates_complete`] is `false` and
+//! [`TokenSampler::candidates`] holds only the selected token (`id`, final `logit`, `p` NaN,
+//! `selected = Some(0)`). Call [`TokenSampler::materialize_candidates`] with the same row to get
+//! the exact array the full path leaves (ids, order, logits and `p` bits, `sorted`, `selected`),
+//! or turn the fast paths off with [`TokenSampler::set_fast_path`].
 
-use crate::candidates::{Candidates, Token};
+use crate::candidates::{Candidates, Token, TokenData};
 use crate::chain::Chain;
 use crate::error::SampleError;
 use crate::logits::{check_logits, Logits};
+use crate::raw_dist::{dist_list, dist_row, scan_row, DistScratch, Row, Scan};
+use crate::raw_mirostat::{mirostat_prefix, Miro, MiroScratch};
+use crate::raw_sigma::{sigma_survivors, Sigma, SigmaScratch};
+use crate::raw_top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
 use crate::raw_top_k::{raw_top_k, BadLogit};
 use crate::sampler::{FastPath, Sampler};
+use crate::samplers::dist::{dist_normalize, Dist};
+use crate::samplers::mirostat_v2::MirostatV2;
+use crate::samplers::temp::Temp;
+use crate::samplers::temp_ext::TempExt;
+use crate::samplers::top_n_sigma::TopNSigma;
+use crate::samplers::top_p::TopP;
 
 /// One sequence's sampler: validates the logits, fills the candidates, runs the chain and
 /// accepts the chosen token.
@@ -19,14 +57,52 @@ pub struct TokenSampler {
     fast: FastScratch,
 }
 
-/// Buffers of the whole-vocabulary fast path, reused between steps.
+/// Buffers of the whole-vocabulary fast paths, reused between steps.
 #[derive(Clone, Debug, Default)]
 struct FastScratch {
     /// Set to false to always run the chain on the full candidate array.
     disabled: bool,
     ids: Vec<Token>,
+    /// The sparse prefix's effect at the last fast step: touched ids (sorted) and their logits.
     sparse: Candidates,
-    heap: Vec<crate::candidates::TokenData>,
+    heap: Vec<TokenData>,
+    dist: DistScratch,
+    sigma: SigmaScratch,
+    miro: MiroScratch,
+    top_p: TopPScratch,
+    xs: Vec<f32>,
+    es: Vec<f32>,
+    /// Set when the last step left only the selected token in `cands`.
+    deferred: Option<Deferred>,
+}
+
+/// What a deferred step needs to rebuild its final candidates from the same row.
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    /// First chain member after the sparse prefix (members before it are in `sparse`).
+    start: usize,
+    /// The `dist` member.
+    dist_at: usize,
+    /// The selected index (= token id: the array stays in id order).
+    selected: usize,
+}
+
+/// Which fast path a chain allows.
+enum Plan {
+    Full,
+    /// Members `..at` are no-op or sparse; member `at` is a top-k with this `k`.
+    TopK { at: usize, k: usize },
+    /// Members `..at` are no-op or sparse; member `at` is `dist`.
+    Dist { at: usize },
+    /// Members `..at` are no-op or sparse, `at` is top-n-sigma, then no-ops and at most one
+    /// plain temperature (`temp`), then `dist` at `dist_at`.
+    Sigma { at: usize, n: f32, temp: Option<f32>, dist_at: usize },
+    /// Members `..at` are no-op or sparse, then at most one plain temperature and no-ops,
+    /// then `mirostat-v2` at `miro_at`.
+    Mirostat { at: usize, temp: Option<f32>, miro_at: usize },
+    /// Members `..at` are no-op or sparse, `at` is top-p, then only no-ops, min-p, plain
+    /// temperatures and `dist` (which recompute or ignore `p`).
+    TopP { at: usize, p: f32, min_keep: usize },
 }
 
 impl TokenSampler {
@@ -35,8 +111,9 @@ impl TokenSampler {
         TokenSampler { chain, cands: Candidates::new(), fast: FastScratch::default() }
     }
 
-    /// Turns the whole-vocabulary fast path off or on (on by default). Results are identical
-    /// either way; this exists for benchmarks and differential tests.
+    /// Turns the whole-vocabulary fast paths off or on (on by default). Tokens and random
+    /// streams are identical either way; with the fast paths off, [`TokenSampler::candidates`]
+    /// always holds the complete final array.
     pub fn set_fast_path(&mut self, enabled: bool) {
         self.fast.disabled = !enabled;
     }
@@ -51,8 +128,39 @@ impl TokenSampler {
         &mut self.chain
     }
 
-    /// The candidates as the chain left them at the last step (the distribution sampled from).
+    /// The candidates as the chain left them at the last step (the distribution sampled from)
+    /// — unless that step took a fast path that does not build them
+    /// ([`TokenSampler::candidates_complete`] is then `false`): they hold only the selected
+    /// token, with `p` NaN. See [`TokenSampler::materialize_candidates`].
     pub fn candidates(&self) -> &Candidates {
+        &self.cands
+    }
+
+    /// Whether [`TokenSampler::candidates`] is the complete final array of the last step.
+    pub fn candidates_complete(&self) -> bool {
+        self.fast.deferred.is_none()
+    }
+
+    /// The exact final candidates of the last step — what the full path leaves, bit for bit —
+    /// rebuilt from `logits`, which must be the row that step sampled from. Valid after the
+    /// token was accepted (the sparse samplers' effect is kept from the step itself); cheap
+    /// when [`TokenSampler::candidates_complete`] already holds.
+    pub fn materialize_candidates(&mut self, logits: &[f32]) -> &Candidates {
+        if let Some(d) = self.fast.deferred.take() {
+            self.cands.fill_f32(logits);
+            {
+                let data = self.cands.as_mut_slice();
+                for p in self.fast.sparse.as_slice() {
+                    if let Some(t) = data.get_mut(p.id as usize) {
+                        t.logit = p.logit;
+                    }
+                }
+            }
+            for s in &mut self.chain.samplers_mut()[d.start..d.dist_at] {
+                s.apply(&mut self.cands);
+            }
+            dist_normalize(&mut self.cands, d.selected);
+        }
         &self.cands
     }
 
@@ -64,73 +172,250 @@ impl TokenSampler {
     }
 
     /// Runs the chain on `logits` and returns the selected token *without* accepting it.
-    ///
-    /// When the chain starts (after no-op and sparse samplers such as penalties or logit-bias)
-    /// with a top-k of at most 128, the top-k is taken straight from the row (see
-    /// `raw_top_k`) and only the survivors are materialised; the result is identical to
-    /// running the chain on the full array.
+    /// Uses a fast path when the chain allows one (see the module documentation).
     pub fn apply<'a>(&mut self, logits: impl Into<Logits<'a>>) -> Result<Token, SampleError> {
         let logits = logits.into();
+        self.fast.deferred = None;
         if let Logits::F32(row) = logits {
-            if let Some(start) = self.try_fast_prefix(row)? {
-                for s in &mut self.chain.samplers_mut()[start..] {
-                    s.apply(&mut self.cands);
-                }
-                return self.selected();
+            if let Some(tok) = self.try_fast(row)? {
+                return Ok(tok);
             }
         }
         self.apply_steered(logits, |_| {})
     }
 
-    /// Runs the chain's prefix on the raw row when it allows it; returns the index of the first
-    /// member still to apply, or `None` when the full array is needed.
-    fn try_fast_prefix(&mut self, row: &[f32]) -> Result<Option<usize>, SampleError> {
+    /// The fast path the chain allows on a row of `n` logits.
+    fn plan(&self, n: usize) -> Plan {
         const MIN_VOCAB: usize = 1024;
-        let n = row.len();
         if self.fast.disabled || n < MIN_VOCAB {
-            return Ok(None);
+            return Plan::Full;
         }
-        let mut top = None;
         for (i, s) in self.chain.samplers().iter().enumerate() {
             match s.fast_path() {
                 FastPath::Noop | FastPath::Sparse => {}
                 FastPath::TopK(k) if k > 0 && (k as usize) <= 128 && (k as usize) < n => {
-                    top = Some((i, k as usize));
-                    break;
+                    return Plan::TopK { at: i, k: k as usize };
                 }
-                _ => return Ok(None),
+                FastPath::Dist => return Plan::Dist { at: i },
+                FastPath::TopNSigma => return self.plan_sigma(i),
+                FastPath::Temp | FastPath::MirostatV2 => return self.plan_mirostat(i),
+                FastPath::TopP => return self.plan_top_p(i),
+                _ => return Plan::Full,
             }
         }
-        let Some((at, k)) = top else { return Ok(None) };
+        Plan::Full
+    }
+
+    /// top-p at `at`, then only members that recompute or ignore `p`, ending with `dist`.
+    fn plan_top_p(&self, at: usize) -> Plan {
+        let ss = self.chain.samplers();
+        let Some((p, min_keep)) = ss[at].as_any().and_then(|a| a.downcast_ref::<TopP>()).map(|t| t.params()) else {
+            return Plan::Full;
+        };
+        for s in &ss[at + 1..] {
+            match s.fast_path() {
+                FastPath::Noop | FastPath::MinP | FastPath::Temp => {}
+                FastPath::Dist => return Plan::TopP { at, p, min_keep },
+                _ => return Plan::Full,
+            }
+        }
+        Plan::Full
+    }
+
+    /// The temperature of a `Temp`-kind member.
+    fn temp_of(s: &dyn Sampler) -> Option<f32> {
+        let a = s.as_any();
+        a.and_then(|a| a.downcast_ref::<TempExt>())
+            .map(|t| t.t())
+            .or_else(|| a.and_then(|a| a.downcast_ref::<Temp>()).map(|t| t.t()))
+    }
+
+    /// At most one temperature (and no-ops) from `at`, then `mirostat-v2`.
+    fn plan_mirostat(&self, at: usize) -> Plan {
+        let mut temp = None;
+        for (i, s) in self.chain.samplers().iter().enumerate().skip(at) {
+            match s.fast_path() {
+                FastPath::Noop => {}
+                FastPath::Temp if temp.is_none() => match Self::temp_of(s.as_ref()) {
+                    Some(t) => temp = Some(t),
+                    None => return Plan::Full,
+                },
+                FastPath::MirostatV2 => return Plan::Mirostat { at, temp, miro_at: i },
+                _ => return Plan::Full,
+            }
+        }
+        Plan::Full
+    }
+
+    /// top-n-sigma at `at`, then no-ops and at most one temperature, then `dist`.
+    fn plan_sigma(&self, at: usize) -> Plan {
+        let ss = self.chain.samplers();
+        let Some(n) = ss[at].as_any().and_then(|a| a.downcast_ref::<TopNSigma>()).map(|t| t.n()) else {
+            return Plan::Full;
+        };
+        let mut temp = None;
+        for (i, s) in ss.iter().enumerate().skip(at + 1) {
+            match s.fast_path() {
+                FastPath::Noop => {}
+                FastPath::Temp if temp.is_none() => match Self::temp_of(s.as_ref()) {
+                    Some(t) => temp = Some(t),
+                    None => return Plan::Full,
+                },
+                FastPath::Dist => return Plan::Sigma { at, n, temp, dist_at: i },
+                _ => return Plan::Full,
+            }
+        }
+        Plan::Full
+    }
+
+    /// Applies the sparse samplers among members `..upto` to the ids they touch; the result
+    /// (sorted by id) is left in `self.fast.sparse`.
+    fn sparse_prefix(&mut self, row: &[f32], upto: usize) {
         let f = &mut self.fast;
         f.ids.clear();
-        for s in &self.chain.samplers()[..at] {
+        for s in &self.chain.samplers()[..upto] {
             if s.fast_path() == FastPath::Sparse {
                 s.sparse_ids(&mut f.ids);
             }
         }
+        let n = row.len();
         f.ids.retain(|&t| t >= 0 && (t as usize) < n);
         f.ids.sort_unstable();
         f.ids.dedup();
         f.sparse.fill_from_ids(&f.ids, row);
-        for s in &mut self.chain.samplers_mut()[..at] {
+        for s in &mut self.chain.samplers_mut()[..upto] {
             if s.fast_path() == FastPath::Sparse {
                 s.apply_sparse(&mut f.sparse);
             }
         }
-        match raw_top_k(row, k, f.sparse.as_slice(), &mut f.heap) {
-            Ok(()) => {}
-            Err(BadLogit(i)) => {
-                return Err(if row[i].is_nan() {
-                    SampleError::NanLogit { token: i }
-                } else {
-                    SampleError::PosInfLogit { token: i }
-                })
+    }
+
+    /// Runs the chain through a fast path when it allows one; `None` when the full path must
+    /// run (nothing was consumed then).
+    fn try_fast(&mut self, row: &[f32]) -> Result<Option<Token>, SampleError> {
+        match self.plan(row.len()) {
+            Plan::Full => Ok(None),
+            Plan::TopK { at, k } => {
+                self.sparse_prefix(row, at);
+                let f = &mut self.fast;
+                raw_top_k(row, k, f.sparse.as_slice(), &mut f.heap).map_err(|BadLogit(i)| bad_logit(row, i))?;
+                self.cands.fill_from(&f.heap);
+                self.cands.set_sorted(true);
+                for s in &mut self.chain.samplers_mut()[at + 1..] {
+                    s.apply(&mut self.cands);
+                }
+                self.selected().map(Some)
+            }
+            Plan::Dist { at } => {
+                self.sparse_prefix(row, at);
+                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                    return Ok(None); // a patch made a NaN or +inf: leave it to the full path
+                }
+                let rng = match self.chain.samplers_mut()[at].as_any_mut().and_then(|a| a.downcast_mut::<Dist>()) {
+                    Some(d) => d.rng_mut(),
+                    None => return Ok(None),
+                };
+                let f = &mut self.fast;
+                let r = Row { logits: row, patches: f.sparse.as_slice() };
+                match dist_row(r, rng, &mut f.dist) {
+                    Err(i) => Err(bad_logit(row, i)),
+                    Ok(None) => Ok(None),
+                    Ok(Some(j)) => {
+                        let logit = r.get(j);
+                        self.defer(at, at, j, logit);
+                        self.selected().map(Some)
+                    }
+                }
+            }
+            Plan::Sigma { at, n, temp, dist_at } => {
+                self.sparse_prefix(row, at);
+                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                    return Ok(None);
+                }
+                let f = &mut self.fast;
+                let r = Row { logits: row, patches: f.sparse.as_slice() };
+                match sigma_survivors(r, n, &mut f.sigma) {
+                    Sigma::Bad(i) => return Err(bad_logit(row, i)),
+                    Sigma::Degenerate => return Ok(None),
+                    Sigma::Done => {}
+                }
+                if let Some(t) = temp {
+                    for v in f.sigma.vals.iter_mut() {
+                        *v /= t;
+                    }
+                }
+                let rng = match self.chain.samplers_mut()[dist_at].as_any_mut().and_then(|a| a.downcast_mut::<Dist>()) {
+                    Some(d) => d.rng_mut(),
+                    None => return Ok(None),
+                };
+                let u = rng.uniform_f64();
+                let f = &mut self.fast;
+                let (tok, logit) = match dist_list(&f.sigma.vals, u, &mut f.es, &mut f.xs) {
+                    Some(k) if k < f.sigma.ids.len() => (f.sigma.ids[k] as usize, f.sigma.vals[k]),
+                    // u == 0 selects index 0 (token 0), survivor or not; no crossing selects
+                    // the last index.
+                    other => {
+                        let j = if other.is_none() { 0 } else { row.len() - 1 };
+                        let v = match f.sigma.ids.binary_search(&(j as i32)) {
+                            Ok(k) => f.sigma.vals[k],
+                            Err(_) => f32::NEG_INFINITY,
+                        };
+                        (j, v)
+                    }
+                };
+                self.defer(at, dist_at, tok, logit);
+                self.selected().map(Some)
+            }
+            Plan::TopP { at, p, min_keep } => {
+                self.sparse_prefix(row, at);
+                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                    return Ok(None);
+                }
+                let f = &mut self.fast;
+                let r = Row { logits: row, patches: f.sparse.as_slice() };
+                let m = match scan_row(r, &mut f.dist) {
+                    Scan::Bad(i) => return Err(bad_logit(row, i)),
+                    Scan::Max(m) if m == f32::NEG_INFINITY => return Ok(None),
+                    Scan::Max(m) => m,
+                };
+                match top_p_nucleus(r, m, p, min_keep, &f.dist, &mut f.top_p, &mut self.cands) {
+                    Nucleus::Full => Ok(None),
+                    Nucleus::Nucleus => {
+                        for s in &mut self.chain.samplers_mut()[at + 1..] {
+                            s.apply(&mut self.cands);
+                        }
+                        self.selected().map(Some)
+                    }
+                }
+            }
+            Plan::Mirostat { at, temp, miro_at } => {
+                self.sparse_prefix(row, at);
+                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                    return Ok(None);
+                }
+                let ss = self.chain.samplers_mut();
+                let Some(miro) = ss[miro_at].as_any_mut().and_then(|a| a.downcast_mut::<MirostatV2>()) else {
+                    return Ok(None);
+                };
+                let f = &mut self.fast;
+                let r = Row { logits: row, patches: f.sparse.as_slice() };
+                match mirostat_prefix(r, temp, miro.mu(), &mut f.miro, &mut self.cands) {
+                    Miro::Bad(i) => Err(bad_logit(row, i)),
+                    Miro::Full => Ok(None),
+                    Miro::Prefix => {
+                        miro.finish(&mut self.cands);
+                        self.selected().map(Some)
+                    }
+                }
             }
         }
-        self.cands.fill_from(&f.heap);
-        self.cands.set_sorted(true);
-        Ok(Some(at + 1))
+    }
+
+    /// Leaves only the selected token in `cands` and records how to rebuild the rest.
+    fn defer(&mut self, start: usize, dist_at: usize, selected: usize, logit: f32) {
+        self.cands.fill_from(&[TokenData { id: selected as Token, logit, p: f32::NAN }]);
+        self.cands.set_selected(Some(0));
+        self.fast.deferred = Some(Deferred { start, dist_at, selected });
     }
 
     fn selected(&self) -> Result<Token, SampleError> {
@@ -166,6 +451,7 @@ impl TokenSampler {
         steer: impl FnOnce(&mut Candidates),
     ) -> Result<Token, SampleError> {
         let logits = logits.into();
+        self.fast.deferred = None;
         check_logits(logits)?;
         self.cands.fill(logits);
         steer(&mut self.cands);
@@ -182,4 +468,41 @@ impl TokenSampler {
     pub fn reset(&mut self) {
         self.chain.reset();
     }
+}
+
+/// The error for a NaN or `+inf` logit at `i`.
+fn bad_logit(row: &[f32], i: usize) -> SampleError {
+    if row[i].is_nan() {
+        SampleError::NanLogit { token: i }
+    } else {
+        SampleError::PosInfLogit { token: i }
+    }
+}
+
+/// How often each tier of the dist fast path decided a draw in this process:
+/// `[coarse, near, exact, sequential]` (see `raw_dist`). For benchmarks and tests.
+#[doc(hidden)]
+pub fn dist_tier_counts() -> [u64; 4] {
+    crate::raw_dist::tier_counts()
+}
+
+/// How often the top-n-sigma fast path decided its cutoff from bounds / needed the exact replay
+/// of llama.cpp's sums: `[bounds, exact]`. For benchmarks and tests.
+#[doc(hidden)]
+pub fn sigma_tier_counts() -> [u64; 2] {
+    crate::raw_sigma::tier_counts()
+}
+
+/// How often the mirostat-v2 fast path built the kept prefix / left the step to the full path:
+/// `[prefix, full]`. For benchmarks and tests.
+#[doc(hidden)]
+pub fn mirostat_tier_counts() -> [u64; 2] {
+    crate::raw_mirostat::tier_counts()
+}
+
+/// How often the top-p fast path built the nucleus / left the step to the full path:
+/// `[nucleus, full]`. For benchmarks and tests.
+#[doc(hidden)]
+pub fn top_p_tier_counts() -> [u64; 2] {
+    crate::raw_top_p::tier_counts()
 }

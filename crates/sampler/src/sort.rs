@@ -18,7 +18,7 @@ use crate::softmax::trunc_to_i32_x86;
 const THRESHOLD: usize = 16;
 
 /// Number of buckets in llama.cpp's bucket partial sort.
-const NBUCKETS: usize = 128;
+pub(crate) const NBUCKETS: usize = 128;
 
 // ---------------------------------------------------------------------------------------------
 // Heap primitives. Indices are `isize` so that C++'s signed arithmetic on `ptrdiff_t`
@@ -333,14 +333,14 @@ pub fn std_sort<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], mut less: F) {
 
 /// Descending-by-logit order used by every llama.cpp sampler sort (ties are "equal").
 #[inline]
-fn logit_before(a: &TokenData, b: &TokenData) -> bool {
+pub(crate) fn logit_before(a: &TokenData, b: &TokenData) -> bool {
     a.logit > b.logit
 }
 
 /// llama.cpp's bucket index for a logit: 128 buckets over [-10, 10), with x86's `int()`
 /// so that NaN and `+inf` land in bucket 0 (as upstream does), then clamped to 0..=127.
 #[inline]
-fn bucket_of(logit: f32) -> usize {
+pub(crate) fn bucket_of(logit: f32) -> usize {
     const SCALE: f32 = NBUCKETS as f32 / (10.0f32 - -10.0f32);
     const INTER: f32 = 10.0f32 * SCALE;
     let ib = trunc_to_i32_x86(SCALE * logit + INTER);

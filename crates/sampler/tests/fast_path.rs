@@ -1,8 +1,9 @@
-//! The whole-vocabulary fast path gives exactly the full-array result: same tokens, same
-//! final candidates (ids, order, logits, probabilities), over random rows and chains.
+//! The whole-vocabulary fast paths give exactly the full-array result: same tokens, same
+//! random streams, same final candidates (ids, order, logits, probabilities), over random rows
+//! and chains. Steps that defer the candidates are checked through `materialize_candidates`.
 
 use nucleus_sampler::samplers::{dry::Dry, logit_bias::LogitBias, penalties::Penalties, top_k::TopK};
-use nucleus_sampler::{Chain, SamplingParams, TokenSampler};
+use nucleus_sampler::{Candidates, Chain, MirostatMode, SamplerType, SamplingParams, TokenSampler};
 use proptest::prelude::*;
 
 fn row_strategy() -> impl Strategy<Value = Vec<f32>> {
@@ -18,7 +19,17 @@ fn row_strategy() -> impl Strategy<Value = Vec<f32>> {
     })
 }
 
-fn compare(mut fast: TokenSampler, row: &[f32], history: &[i32], steps: usize) -> Result<(), TestCaseError> {
+/// The candidates as comparable bits: (id, logit bits, p bits), then sorted flag and selection.
+fn bits(c: &Candidates) -> (Vec<(i32, u32, u32)>, bool, Option<usize>) {
+    (c.as_slice().iter().map(|d| (d.id, d.logit.to_bits(), d.p.to_bits())).collect(), c.is_sorted(), c.selected())
+}
+
+fn compare(fast: TokenSampler, row: &[f32], history: &[i32], steps: usize) -> Result<(), TestCaseError> {
+    compare_deferred(fast, row, history, steps, false)
+}
+
+/// Like `compare`; with `deferred`, every successful step must have taken a deferring fast path.
+fn compare_deferred(mut fast: TokenSampler, row: &[f32], history: &[i32], steps: usize, deferred: bool) -> Result<(), TestCaseError> {
     let mut slow = fast.clone();
     slow.set_fast_path(false);
     for &t in history {
@@ -29,11 +40,63 @@ fn compare(mut fast: TokenSampler, row: &[f32], history: &[i32], steps: usize) -
         let a = fast.sample(row);
         let b = slow.sample(row);
         prop_assert_eq!(&a, &b, "step {}", step);
-        let (ca, cb) = (fast.candidates(), slow.candidates());
-        prop_assert_eq!(ca.as_slice(), cb.as_slice(), "candidates at step {}", step);
-        prop_assert_eq!(ca.is_sorted(), cb.is_sorted());
+        if a.is_err() {
+            continue;
+        }
+        prop_assert!(!deferred || !fast.candidates_complete(), "step {} took the full path", step);
+        if !fast.candidates_complete() {
+            // Only the selected token is kept; the exact array is rebuilt on request.
+            let (sa, sb) = (fast.candidates().selected_token().unwrap(), slow.candidates().selected_token().unwrap());
+            prop_assert_eq!((sa.id, sa.logit.to_bits()), (sb.id, sb.logit.to_bits()), "selected at step {}", step);
+            fast.materialize_candidates(row);
+            prop_assert!(fast.candidates_complete());
+        }
+        prop_assert_eq!(bits(fast.candidates()), bits(slow.candidates()), "candidates at step {}", step);
     }
     Ok(())
+}
+
+/// xorshift64* uniforms and Box-Muller normals.
+struct Gen(u64);
+impl Gen {
+    fn unif(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+    fn normal(&mut self) -> f32 {
+        let (u1, u2) = (self.unif(), self.unif());
+        ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+    }
+}
+
+/// Whole-vocabulary rows, 1024 to 300000 logits, in shapes that stress the bounds: flat and
+/// long-tailed, confident, bf16-like heavy ties, few distinct values, all equal, mostly -inf,
+/// blocks far below the maximum, plus scattered -inf.
+fn big_row_strategy() -> impl Strategy<Value = Vec<f32>> {
+    (1024usize..300_000, 0u8..8, any::<u64>(), 0u32..40).prop_map(|(n, shape, seed, ninf)| {
+        let mut g = Gen(seed | 1);
+        let mut v: Vec<f32> = match shape {
+            0 => (0..n).map(|_| { let z = g.normal(); 0.8 * z - 0.05 * z * z }).collect(),
+            1 => {
+                let mut v: Vec<f32> = (0..n).map(|i| 2.5 * g.normal() + if i % 997 == 3 { 15.0 } else { 0.0 }).collect();
+                v[(seed as usize) % n] += 25.0;
+                v
+            }
+            2 => (0..n).map(|_| half::bf16::from_f32(3.0 * g.normal()).to_f32()).collect(),
+            3 => (0..n).map(|_| (g.unif() * 6.0).floor() as f32 * 0.5).collect(),
+            4 => vec![(seed % 7) as f32 - 3.0; n],
+            5 => (0..n).map(|i| if i % 13 == 0 { g.normal() } else { f32::NEG_INFINITY }).collect(),
+            6 => (0..n).map(|i| g.normal() - if (i / 1024) % 3 == 1 { 150.0 } else { 0.0 }).collect(),
+            _ => (0..n).map(|_| 0.01 * g.normal()).collect(),
+        };
+        for _ in 0..ninf {
+            let i = (g.unif() * n as f64) as usize % n;
+            v[i] = f32::NEG_INFINITY;
+        }
+        v
+    })
 }
 
 proptest! {
@@ -70,6 +133,104 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    /// (b): dist alone, alone after penalties / logit bias, many seeds, several steps.
+    #[test]
+    fn dist_only_matches(row in big_row_strategy(), seed in any::<u32>(), pen in prop::bool::ANY,
+                         hist in prop::collection::vec(0i32..3000, 0..64)) {
+        let n = row.len() as i32;
+        let p = SamplingParams {
+            seed,
+            temp: 1.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            penalty_repeat: if pen { 1.3 } else { 1.0 },
+            logit_bias: if pen { vec![(n - 1, 4.0), (3, f32::NEG_INFINITY), (n / 2, -2.0)] } else { vec![] },
+            ..Default::default()
+        };
+        let s = TokenSampler::new(p.build(row.len(), None).unwrap());
+        compare_deferred(s, &row, &hist, 3, true)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    /// (g): top-n-sigma then temperature then dist, with and without sparse samplers first,
+    /// several n and temperatures (temp-ext without range, or plain temp).
+    #[test]
+    fn top_n_sigma_matches(row in big_row_strategy(), seed in any::<u32>(), nsig in prop::sample::select(vec![0.3f32, 1.0, 1.0, 2.0, 4.5]),
+                           temp in prop::sample::select(vec![0.8f32, 1.0, 1.7]), pen in prop::bool::ANY,
+                           hist in prop::collection::vec(0i32..3000, 0..64)) {
+        let n = row.len() as i32;
+        let p = SamplingParams {
+            seed,
+            top_n_sigma: nsig,
+            temp,
+            samplers: vec![SamplerType::Penalties, SamplerType::TopNSigma, SamplerType::Temperature],
+            penalty_repeat: if pen { 1.3 } else { 1.0 },
+            logit_bias: if pen { vec![(n - 1, 4.0), (3, f32::NEG_INFINITY), (n / 2, 30.0)] } else { vec![] },
+            ..Default::default()
+        };
+        let s = TokenSampler::new(p.build(row.len(), None).unwrap());
+        let all_ninf = row.iter().all(|&v| v == f32::NEG_INFINITY);
+        compare_deferred(s, &row, &hist, 3, !all_ninf)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// (f): temperature then mirostat v2 over many steps (mu moves), with and without sparse
+    /// samplers first, several tau / eta / temperatures.
+    #[test]
+    fn mirostat_v2_matches(row in big_row_strategy(), seed in any::<u32>(), tau in prop::sample::select(vec![1.0f32, 3.0, 5.0, 9.0]),
+                           eta in prop::sample::select(vec![0.1f32, 0.5, 1.0]), temp in prop::sample::select(vec![0.8f32, 1.0, 1.3]),
+                           bias in prop::bool::ANY, hist in prop::collection::vec(0i32..3000, 0..16)) {
+        let n = row.len() as i32;
+        let p = SamplingParams {
+            seed,
+            mirostat: MirostatMode::V2,
+            mirostat_tau: tau,
+            mirostat_eta: eta,
+            temp,
+            logit_bias: if bias { vec![(n - 1, 4.0), (3, f32::NEG_INFINITY), (n / 2, 12.0)] } else { vec![] },
+            ..Default::default()
+        };
+        let s = TokenSampler::new(p.build(row.len(), None).unwrap());
+        compare(s, &row, &hist, 12)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    /// (d): the default chain without top-k (top-p, min-p, temperature, dist), several p /
+    /// min-p / min_keep, with and without sparse samplers first.
+    #[test]
+    fn top_p_chain_matches(row in big_row_strategy(), seed in any::<u32>(), top_p in prop::sample::select(vec![0.5f32, 0.9, 0.95, 0.99, 0.0]),
+                           min_p in prop::sample::select(vec![0.0f32, 0.05, 0.2]), min_keep in 0usize..4, temp in prop::sample::select(vec![0.8f32, 1.0]),
+                           pen in prop::bool::ANY, hist in prop::collection::vec(0i32..3000, 0..64)) {
+        let n = row.len() as i32;
+        let p = SamplingParams {
+            seed,
+            top_k: 0,
+            top_p,
+            min_p,
+            min_keep,
+            temp,
+            penalty_repeat: if pen { 1.3 } else { 1.0 },
+            logit_bias: if pen { vec![(n - 1, 4.0), (3, f32::NEG_INFINITY), (n / 2, 12.0)] } else { vec![] },
+            ..Default::default()
+        };
+        let s = TokenSampler::new(p.build(row.len(), None).unwrap());
+        compare(s, &row, &hist, 3)?;
+    }
+}
+
 #[test]
 fn nan_and_inf_are_errors_on_both_paths() {
     let mut row = vec![0.5f32; 4096];
@@ -83,4 +244,28 @@ fn nan_and_inf_are_errors_on_both_paths() {
     row[4000] = f32::INFINITY;
     assert_eq!(fast.sample(&row), slow.sample(&row));
     assert!(fast.sample(&row).is_err());
+
+    // Whole-vocabulary chains, with the bad value under a logit bias (still an error).
+    for p in [
+        SamplingParams { seed: 1, temp: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, logit_bias: vec![(4000, -1.0)], ..Default::default() },
+        SamplingParams {
+            seed: 1,
+            top_n_sigma: 1.0,
+            samplers: vec![SamplerType::TopNSigma, SamplerType::Temperature],
+            logit_bias: vec![(4000, -1.0)],
+            ..Default::default()
+        },
+    ] {
+        let mut fast = TokenSampler::new(p.build(row.len(), None).unwrap());
+        let mut slow = fast.clone();
+        slow.set_fast_path(false);
+        for bad in [f32::NAN, f32::INFINITY] {
+            row[4000] = bad;
+            assert_eq!(fast.sample(&row), slow.sample(&row));
+            assert!(fast.sample(&row).is_err());
+        }
+        // Every logit -inf: both paths report no candidate.
+        let all = vec![f32::NEG_INFINITY; 4096];
+        assert_eq!(fast.sample(&all), slow.sample(&all));
+    }
 }

@@ -10,7 +10,7 @@ use nucleus_sampler::samplers::{
     typical::Typical, xtc::Xtc, min_p::MinP,
 };
 use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution};
-use nucleus_sampler::{Chain, Logits, SamplingParams, TokenSampler};
+use nucleus_sampler::{Chain, Logits, MirostatMode, SamplerType, SamplingParams, TokenSampler};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -21,6 +21,27 @@ fn logits(n: usize, seed: u32) -> Vec<f32> {
         .map(|_| {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             ((x >> 8) % 20_000) as f32 / 1000.0 - 10.0
+        })
+        .collect()
+}
+
+/// Rows of `n` logits: even seeds confident (one token far ahead), odd seeds flat.
+fn shaped(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    let mut u = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        (x as f64 + 0.5) / 4_294_967_296.0
+    };
+    (0..n)
+        .map(|i| {
+            let z = ((-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos()) as f32;
+            if seed.is_multiple_of(2) {
+                2.5 * z + if i == n / 3 { 30.0 } else { 0.0 }
+            } else {
+                0.8 * z - 0.05 * z * z
+            }
         })
         .collect()
 }
@@ -73,6 +94,32 @@ fn sampling_allocates_nothing_after_warmup() {
 
     let p = SamplingParams { seed: 3, penalty_repeat: 1.1, ..Default::default() };
     assert_no_alloc("default chain", TokenSampler::new(p.build(n, None).unwrap()), &rows);
+
+    // The whole-vocabulary fast paths: dist only, top-n-sigma, mirostat v2, top-p without
+    // top-k, each on a confident and a flat row (every tier and fallback warms up).
+    let mut both = rows.clone();
+    both.extend((0..4).map(|s| shaped(n * 8, s)));
+    let chains = [
+        ("dist only", SamplingParams { seed: 3, temp: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, penalty_repeat: 1.1, ..Default::default() }),
+        (
+            "top-n-sigma",
+            SamplingParams {
+                seed: 3,
+                top_n_sigma: 1.0,
+                samplers: vec![SamplerType::Penalties, SamplerType::TopNSigma, SamplerType::Temperature],
+                penalty_repeat: 1.1,
+                ..Default::default()
+            },
+        ),
+        ("mirostat v2 fast", SamplingParams { seed: 3, mirostat: MirostatMode::V2, ..Default::default() }),
+        ("top-p without top-k", SamplingParams { seed: 3, top_k: 0, ..Default::default() }),
+    ];
+    for (name, p) in chains {
+        for r in &both {
+            let s = TokenSampler::new(p.build(r.len(), None).unwrap());
+            assert_no_alloc(name, s, std::slice::from_ref(r));
+        }
+    }
 
     // Reporting log-probabilities reuses its output buffers too.
     let mut out = Vec::with_capacity(20);

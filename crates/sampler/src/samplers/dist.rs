@@ -2,7 +2,7 @@
 
 use crate::candidates::Candidates;
 use crate::rng::{resolve_seed, LlamaRng};
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 
 /// The stock selector: one `f64` uniform per apply, compared against the running sum of
 /// unnormalised `f32` weights in the array's current order (no sorting).
@@ -58,6 +58,31 @@ pub(crate) fn dist_select(c: &mut Candidates, rng: &mut LlamaRng) -> Option<usiz
     Some(selected.unwrap_or(data.len() - 1))
 }
 
+/// The `p` values dist leaves behind (softmax of the view, `f64` total) when it selected
+/// `selected`, without drawing: used to materialise the candidates of a fast-path step.
+pub(crate) fn dist_normalize(c: &mut Candidates, selected: usize) {
+    let sorted = c.is_sorted();
+    let data = c.as_mut_slice();
+    if data.len() == 1 {
+        data[0].p = 1.0;
+    } else if !data.is_empty() {
+        let m = if sorted {
+            data[0].logit
+        } else {
+            data.iter().fold(data[0].logit, |m, d| if d.logit > m { d.logit } else { m })
+        };
+        let mut total = 0.0f64;
+        for d in data.iter_mut() {
+            d.p = (d.logit - m).exp();
+            total += d.p as f64;
+        }
+        for d in data.iter_mut() {
+            d.p = (d.p as f64 / total) as f32;
+        }
+    }
+    c.set_selected(Some(selected));
+}
+
 impl Sampler for Dist {
     fn name(&self) -> &str {
         "dist"
@@ -78,6 +103,25 @@ impl Sampler for Dist {
 
     fn seed(&self) -> Option<u32> {
         Some(self.rng.seed())
+    }
+
+    fn fast_path(&self) -> FastPath {
+        FastPath::Dist
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl Dist {
+    /// The random stream (for the whole-vocabulary fast path, which draws exactly as `apply`).
+    pub(crate) fn rng_mut(&mut self) -> &mut LlamaRng {
+        &mut self.rng
     }
 }
 

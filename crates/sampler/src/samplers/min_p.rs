@@ -2,7 +2,7 @@
 //! computed on logits as `logit >= max_logit + ln(p)`.
 
 use crate::candidates::Candidates;
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 use crate::sort::partial_sort_inplace;
 
 /// Min-p filter. On an unsorted view it filters in place keeping id order (and leaves the
@@ -73,5 +73,13 @@ impl Sampler for MinP {
 
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.p <= 0.0 {
+            FastPath::Noop
+        } else {
+            FastPath::MinP
+        }
     }
 }

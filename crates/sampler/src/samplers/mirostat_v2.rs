@@ -3,7 +3,7 @@
 
 use crate::candidates::Candidates;
 use crate::rng::{discrete_pick, resolve_seed, LlamaRng};
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 use crate::softmax::softmax;
 
 /// Mirostat 2.0 (`llama_sampler_init_mirostat_v2`), with its own MT19937 stream.
@@ -50,15 +50,7 @@ impl Sampler for MirostatV2 {
         let mu = self.mu;
         let keep = c.as_slice().iter().position(|d| -d.p.log2() > mu).unwrap_or(c.len());
         c.truncate(keep.max(1));
-        softmax(c, true);
-
-        let data = c.as_slice();
-        let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
-        let observed_surprise = -data[idx].p.log2();
-        c.set_selected(Some(idx));
-
-        let e = observed_surprise - self.tau;
-        self.mu -= self.eta * e;
+        self.finish(c);
     }
 
     fn reset(&mut self) {
@@ -73,6 +65,35 @@ impl Sampler for MirostatV2 {
 
     fn seed(&self) -> Option<u32> {
         Some(self.seed_cur)
+    }
+
+    fn fast_path(&self) -> FastPath {
+        FastPath::MirostatV2
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl MirostatV2 {
+    /// The end of `apply` once `c` is the kept prefix (sorted, at least one candidate): the
+    /// second softmax, the draw and the `mu` update. The whole-vocabulary fast path builds that
+    /// prefix without sorting the vocabulary and calls this.
+    pub(crate) fn finish(&mut self, c: &mut Candidates) {
+        softmax(c, true);
+
+        let data = c.as_slice();
+        let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
+        let observed_surprise = -data[idx].p.log2();
+        c.set_selected(Some(idx));
+
+        let e = observed_surprise - self.tau;
+        self.mu -= self.eta * e;
     }
 }
 

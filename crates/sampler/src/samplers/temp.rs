@@ -1,7 +1,7 @@
 //! `temp`: plain temperature scaling (used by llama.cpp's common layer with mirostat).
 
 use crate::candidates::Candidates;
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 use crate::softmax::temp_scale;
 
 /// Divides logits by `t`; `t <= 0` keeps only the first maximum; `t == 1` builds `?temp`.
@@ -34,5 +34,30 @@ impl Sampler for Temp {
 
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.t == 1.0 {
+            FastPath::Noop
+        } else if self.t > 0.0 && self.t.is_finite() {
+            FastPath::Temp
+        } else {
+            FastPath::Opaque
+        }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl Temp {
+    /// The temperature.
+    pub(crate) fn t(&self) -> f32 {
+        self.t
     }
 }

@@ -2,7 +2,7 @@
 //! temperature step of llama.cpp's stock chain.
 
 use crate::candidates::Candidates;
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 use crate::softmax::{softmax, temp_scale};
 
 /// `powf` that LLVM cannot rewrite (e.g. `pow(x, 1.0)`, `pow(x, 0.5)` once a constant exponent
@@ -91,6 +91,31 @@ impl Sampler for TempExt {
 
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.is_noop() {
+            FastPath::Noop
+        } else if (self.delta.is_nan() || self.delta <= 0.0) && self.t > 0.0 && self.t.is_finite() {
+            FastPath::Temp
+        } else {
+            FastPath::Opaque
+        }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl TempExt {
+    /// The plain temperature (meaningful when [`Sampler::fast_path`] says `Temp`).
+    pub(crate) fn t(&self) -> f32 {
+        self.t
     }
 }
 

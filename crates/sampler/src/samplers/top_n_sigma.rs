@@ -2,7 +2,7 @@
 //! below the maximum logit.
 
 use crate::candidates::Candidates;
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 
 /// Top-n-sigma (`llama_sampler_init_top_n_sigma`); `n <= 0` builds the no-op `?top-n-sigma`.
 ///
@@ -70,6 +70,31 @@ impl Sampler for TopNSigma {
 
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.n <= 0.0 {
+            FastPath::Noop
+        } else if self.n.is_finite() {
+            FastPath::TopNSigma
+        } else {
+            FastPath::Opaque
+        }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl TopNSigma {
+    /// `n`.
+    pub(crate) fn n(&self) -> f32 {
+        self.n
     }
 }
 

@@ -2,7 +2,7 @@
 //! mass reaches `p`.
 
 use crate::candidates::Candidates;
-use crate::sampler::Sampler;
+use crate::sampler::{FastPath, Sampler};
 use crate::softmax::softmax;
 use crate::sort::{bucket_partial_sort, partial_sort_inplace};
 
@@ -73,5 +73,28 @@ impl Sampler for TopP {
 
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+
+    fn fast_path(&self) -> FastPath {
+        if self.p >= 1.0 {
+            FastPath::Noop
+        } else {
+            FastPath::TopP
+        }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+impl TopP {
+    /// `p` and `min_keep`.
+    pub(crate) fn params(&self) -> (f32, usize) {
+        (self.p, self.min_keep)
     }
 }

@@ -1,0 +1,70 @@
+//! Mismatches the differential oracle found, shrunk to small cases. Each test runs its case
+//! on both sides and requires parity. Open ones (not fixed yet in nucleus-sampler) are
+//! `#[ignore]`d with the reason; remove the `ignore` once fixed.
+
+use nucleus_parity::cases::{Case, Layout, Rows};
+use nucleus_parity::harness::{assert_parity, trace};
+use nucleus_parity::SamplerSpec as S;
+
+fn explicit(rows: Vec<Vec<f32>>, chain: Vec<S>, history: Vec<i32>, steps: usize) -> Case {
+    Case { vocab: rows[0].len(), rows: Rows::Explicit(rows), chain, history, steps, layout: Layout::Identity, reset_before: None, clone_before: None, edits: vec![] }
+}
+
+fn check(case: &Case) {
+    if std::env::var_os("NUCLEUS_PARITY_TRACE").is_some() {
+        eprintln!("{}", trace(case, 16));
+    }
+    assert_parity(case);
+}
+
+/// adaptive-p after XTC (threshold 0, which cuts to the least likely candidate).
+#[test]
+fn adaptive_p_after_xtc_threshold_zero() {
+    let case = explicit(
+        vec![
+            vec![-0.507087, -0.992545],
+            vec![-0.74853384, 0.42751694],
+            vec![0.099737346, -0.8583333],
+            vec![-0.8991363, -1.4155806],
+            vec![-1.0794237, -1.0343094],
+        ],
+        vec![
+            S::TopNSigma { n: 1.0 },
+            S::Xtc { probability: 0.8399476, threshold: 0.0, min_keep: 1, seed: 90 },
+            S::AdaptiveP { target: 0.5, decay: 0.7839727, seed: 1427086398 },
+        ],
+        vec![],
+        5,
+    );
+    check(&case);
+}
+
+/// temp-ext whose dynamic temperature underflows to a denormal, turning logits into +inf and
+/// probabilities into NaN; adaptive-p then samples from NaN weights.
+#[test]
+fn temp_ext_denormal_temperature_then_adaptive_p() {
+    let case = explicit(
+        vec![vec![40.574577, 40.202477]],
+        vec![
+            S::LogitBias { n_vocab: 2, biases: vec![(1, 100.0), (9, 4.576948), (9, -5.9833074), (-1, 1.5353317)] },
+            S::TempExt { t: 0.19053826, delta: 0.19053826, exponent: 1.0 },
+            S::AdaptiveP { target: 0.22884512, decay: 0.6291387, seed: 1542471959 },
+        ],
+        vec![],
+        1,
+    );
+    check(&case);
+}
+
+/// mirostat-v2 through `TokenSampler`'s fast path when `mu = 2 * tau` puts the cut among
+/// denormal probabilities (`-log2(p) > mu` with `mu` about 149): llama.cpp keeps 638
+/// candidates, the fast path kept 637. Found by the oracle (harness seed
+/// 0x18ea5f95c512f9de, cases 126274, 129626, 193090), reduced to one step on a
+/// closed-form row.
+#[test]
+#[ignore = "open: TokenSampler's mirostat-v2 fast path drops candidates whose p is the smallest denormal (-log2f(p) == mu)"]
+fn mirostat_v2_fast_path_cut_among_denormal_probabilities() {
+    let row: Vec<f32> = (0..1024).map(|i| ((i * 7919 % 1024) as f32) * 0.16 - 80.0).collect();
+    let case = explicit(vec![row], vec![S::MirostatV2 { seed: 0, tau: 74.5, eta: 0.1 }], vec![], 1);
+    check(&case);
+}

@@ -1,0 +1,745 @@
+//! llama.cpp's `dist` draw straight from a logits row, without building the candidate array
+//! and, in the common case, without the exact `expf` of every token — same token, same RNG use.
+//!
+//! dist selects the first index `j` with `run_j >= total * u`, where `run_j` is the running
+//! `f64` sum of `e_i = expf(l_i - max)` in id order and `total` the full sum. Writing
+//! `P_j = e_0 + .. + e_j` and `Q_j = e_{j+1} + ..` (exact sums), that test is
+//! `(1 - u) P_j - u Q_j >= 0` up to llama.cpp's own `f64` rounding, which is bounded by
+//! `ERR = (2 n 2^-53 + 2^-48) total`. So bounds on per-block sums of `e_i` decide the draw
+//! whenever the crossing is farther than the bounds' width from a block boundary, and inside
+//! the crossing block the exact `e_i` decide it. The bounds come in tiers, each used only when
+//! the previous one cannot decide (see [`DistTier`]):
+//!
+//! 1. `Coarse`: the max pass also sums a 6%-accurate exponential per block (a few µs more);
+//!    decides confident rows, where one token carries most of the mass. After two flat rows
+//!    in a row it is only tried every 8th draw.
+//! 2. `Near`: a second pass with a 1-ulp vector exp (`2^-22` relative bound per block).
+//! 3. `Exact`: exact `e_i` (the vector replica of glibc's `expf`) summed per block in `f64`.
+//! 4. `Sequential`: llama.cpp's arithmetic replayed literally (always decides).
+//!
+//! Every tier's bound is rigorous (the exp bounds are checked exhaustively in `vec_exp`), so
+//! the token is always the one the full-array path picks.
+
+use crate::candidates::TokenData;
+use crate::rng::LlamaRng;
+use crate::simd::{simd_dispatch, Scalar, Simd};
+use crate::vec_exp::{exp_bound, exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
+
+/// Tokens per block: the granularity of the bounds and of the exact walk.
+pub(crate) const BLOCK: usize = 1024;
+
+/// Which tier decided a draw (for statistics and tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DistTier {
+    /// Coarse bounds from the max pass.
+    Coarse = 0,
+    /// The 1-ulp exp pass.
+    Near = 1,
+    /// Exact per-token values, block sums in `f64`.
+    Exact = 2,
+    /// llama.cpp's sequential arithmetic.
+    Sequential = 3,
+}
+
+/// How often each tier decided, process-wide (read with [`tier_counts`]).
+static TIERS: [std::sync::atomic::AtomicU64; 4] = [const { std::sync::atomic::AtomicU64::new(0) }; 4];
+
+/// Number of draws decided by each tier so far in this process: `[coarse, near, exact,
+/// sequential]`.
+pub(crate) fn tier_counts() -> [u64; 4] {
+    std::array::from_fn(|i| TIERS[i].load(std::sync::atomic::Ordering::Relaxed))
+}
+
+fn count(t: DistTier) {
+    TIERS[t as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A logits row with a few patched entries (sorted by id, unique): the candidate array the
+/// chain would see after sparse samplers (penalties, logit bias, DRY).
+#[derive(Clone, Copy)]
+pub(crate) struct Row<'a> {
+    pub logits: &'a [f32],
+    pub patches: &'a [TokenData],
+}
+
+impl<'a> Row<'a> {
+    pub(crate) fn len(&self) -> usize {
+        self.logits.len()
+    }
+
+    /// The value of token `i`.
+    pub(crate) fn get(&self, i: usize) -> f32 {
+        match self.patches.binary_search_by_key(&(i as i32), |p| p.id) {
+            Ok(k) => self.patches[k].logit,
+            Err(_) => self.logits[i],
+        }
+    }
+
+    /// Block `b` of the row: the row slice itself, or a patched copy in `buf`.
+    pub(crate) fn block<'s>(&'s self, b: usize, buf: &'s mut [f32; BLOCK]) -> &'s [f32] {
+        let start = b * BLOCK;
+        let end = (start + BLOCK).min(self.logits.len());
+        let first = self.patches.partition_point(|p| (p.id as usize) < start);
+        if first == self.patches.len() || self.patches[first].id as usize >= end {
+            return &self.logits[start..end];
+        }
+        let out = &mut buf[..end - start];
+        out.copy_from_slice(&self.logits[start..end]);
+        for p in &self.patches[first..] {
+            let i = p.id as usize;
+            if i >= end {
+                break;
+            }
+            out[i - start] = p.logit;
+        }
+        out
+    }
+}
+
+/// Reusable buffers (per sampler, so the hot path allocates nothing after warm-up).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DistScratch {
+    /// Per-block maximum value.
+    pub(crate) cmax: Vec<f32>,
+    /// Per-block reference the coarse sum is relative to (a value <= the row maximum).
+    pub(crate) cref: Vec<f32>,
+    /// Per-block sum of [`exp_bound`]`(x - cref)`.
+    pub(crate) coarse: Vec<f64>,
+    lo: Vec<f64>,
+    hi: Vec<f64>,
+    suf_lo: Vec<f64>,
+    suf_hi: Vec<f64>,
+    xs: Vec<f32>,
+    es: Vec<f32>,
+    /// Consecutive draws the coarse bounds failed to decide, and draws since they were last
+    /// tried: after two failures in a row they are only retried every 8th draw (flat rows tend
+    /// to follow flat rows; this only affects speed).
+    coarse_fails: u8,
+    since_coarse: u8,
+    /// Whether `coarse` / `cref` hold sums from the last scan.
+    has_coarse: bool,
+}
+
+/// What the max pass found.
+pub(crate) enum Scan {
+    /// The row holds a NaN or `+inf` at this index.
+    Bad(usize),
+    /// Maximum value (may be `-inf` when every value is).
+    Max(f32),
+}
+
+/// Coarse sums may be taken relative to a reference at most this far below the block's values
+/// ([`exp_bound`] is valid up to `x = 61`).
+const REF_SLACK: f32 = 60.0;
+
+/// Max pass: per-block maximum, coarse exponential sums (each relative to the running maximum
+/// at that block, `cref`), NaN/`+inf` detection.
+pub(crate) fn scan_row(row: Row<'_>, s: &mut DistScratch) -> Scan {
+    scan_row_with(row, s, true)
+}
+
+/// [`scan_row`], optionally without the coarse sums (then only `cmax` is filled).
+fn scan_row_with(row: Row<'_>, s: &mut DistScratch, coarse: bool) -> Scan {
+    s.has_coarse = coarse;
+    if !coarse {
+        return scan_max(row, s);
+    }
+    let n = row.len();
+    let nb = n.div_ceil(BLOCK);
+    s.cmax.clear();
+    s.cref.clear();
+    s.coarse.clear();
+    let mut buf = [0f32; BLOCK];
+    let mut m = f32::NEG_INFINITY;
+    for b in 0..nb {
+        // NaN / +inf are checked on the caller's logits (as `check_logits` does), the maximum
+        // and sums on the patched values.
+        let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
+        let (mut c, bad, mut sum) = block_scan(raw, m);
+        if bad {
+            let i = raw.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0);
+            return Scan::Bad(b * BLOCK + i);
+        }
+        let x = row.block(b, &mut buf);
+        if x.as_ptr() != raw.as_ptr() {
+            (c, _, sum) = block_scan(x, m);
+        }
+        let mut cref = m;
+        if c > m {
+            m = c;
+            if !(c <= cref + REF_SLACK) {
+                cref = c;
+                (_, _, sum) = block_scan(x, c);
+            }
+        }
+        s.cmax.push(c);
+        s.cref.push(cref);
+        s.coarse.push(sum);
+    }
+    Scan::Max(m)
+}
+
+/// Max pass only: per-block maximum, NaN/`+inf` detection.
+fn scan_max(row: Row<'_>, s: &mut DistScratch) -> Scan {
+    let n = row.len();
+    let nb = n.div_ceil(BLOCK);
+    s.cmax.clear();
+    let mut buf = [0f32; BLOCK];
+    let mut m = f32::NEG_INFINITY;
+    for b in 0..nb {
+        let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
+        let (mut c, bad) = block_max(raw);
+        if bad {
+            let i = raw.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0);
+            return Scan::Bad(b * BLOCK + i);
+        }
+        let x = row.block(b, &mut buf);
+        if x.as_ptr() != raw.as_ptr() {
+            (c, _) = block_max(x);
+        }
+        s.cmax.push(c);
+        if c > m {
+            m = c;
+        }
+    }
+    Scan::Max(m)
+}
+
+simd_dispatch!(
+    /// (max, has NaN or +inf) over one block.
+    fn block_max(x: &[f32]) -> (f32, bool) = block_max_k
+);
+
+#[inline(always)]
+unsafe fn block_max_k<S: Simd>(x: &[f32]) -> (f32, bool) {
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let inf = S::splat(f32::INFINITY);
+        let mut m = [S::splat(f32::NEG_INFINITY); 4];
+        let mut bad = S::none();
+        let mut i = 0;
+        while i + 4 * S::N <= n {
+            for (k, mk) in m.iter_mut().enumerate() {
+                let a = S::load(p.add(i + k * S::N));
+                bad = S::or_m(bad, S::nlt(a, inf));
+                *mk = S::max(*mk, a);
+            }
+            i += 4 * S::N;
+        }
+        let mut mx = S::hmax(S::max(S::max(m[0], m[1]), S::max(m[2], m[3])));
+        let mut badt = S::any(bad);
+        for &v in &x[i..] {
+            badt |= !(v < f32::INFINITY);
+            if v > mx {
+                mx = v;
+            }
+        }
+        (mx, badt)
+    }
+}
+
+simd_dispatch!(
+    /// (max, has NaN or +inf, sum of `exp_bound(x - c)`) over one block.
+    fn block_scan(x: &[f32], c: f32) -> (f32, bool, f64) = block_scan_k
+);
+
+#[inline(always)]
+unsafe fn block_scan_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let inf = S::splat(f32::INFINITY);
+        let cv = S::splat(c);
+        let (mut m0, mut m1) = (S::splat(f32::NEG_INFINITY), S::splat(f32::NEG_INFINITY));
+        let (mut s0, mut s1) = (S::splat(0.0), S::splat(0.0));
+        let mut bad = S::none();
+        let mut i = 0;
+        while i + 2 * S::N <= n {
+            let a = S::load(p.add(i));
+            let b = S::load(p.add(i + S::N));
+            bad = S::or_m(bad, S::or_m(S::nlt(a, inf), S::nlt(b, inf)));
+            m0 = S::max(m0, a);
+            m1 = S::max(m1, b);
+            s0 = S::add(s0, exp_bound::<S>(S::sub(a, cv)));
+            s1 = S::add(s1, exp_bound::<S>(S::sub(b, cv)));
+            i += 2 * S::N;
+        }
+        let mut mx = S::hmax(S::max(m0, m1));
+        let mut badt = S::any(bad);
+        let mut sum = S::hsum_f64(s0) + S::hsum_f64(s1);
+        for &v in &x[i..] {
+            badt |= !(v < f32::INFINITY);
+            if v > mx {
+                mx = v;
+            }
+            sum += exp_bound::<Scalar>(v - c) as f64;
+        }
+        (mx, badt, sum)
+    }
+}
+
+simd_dispatch!(
+    /// Sum of `exp_near(x - m)` over one block (pairs of pairs in `f32`, then `f64`).
+    fn block_near(x: &[f32], m: f32) -> f64 = block_near_k
+);
+
+#[inline(always)]
+unsafe fn block_near_k<S: Simd>(x: &[f32], m: f32) -> f64 {
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let mv = S::splat(m);
+        let mut acc = S::dzero();
+        let mut i = 0;
+        while i + 4 * S::N <= n {
+            let e0 = exp_near::<S>(S::sub(S::load(p.add(i)), mv));
+            let e1 = exp_near::<S>(S::sub(S::load(p.add(i + S::N)), mv));
+            let e2 = exp_near::<S>(S::sub(S::load(p.add(i + 2 * S::N)), mv));
+            let e3 = exp_near::<S>(S::sub(S::load(p.add(i + 3 * S::N)), mv));
+            acc = S::dadd(acc, S::add(S::add(e0, e1), S::add(e2, e3)));
+            i += 4 * S::N;
+        }
+        let mut sum = S::dsum(acc);
+        for &v in &x[i..] {
+            sum += exp_near::<Scalar>(v - m) as f64;
+        }
+        sum
+    }
+}
+
+/// Exact `e_i = expf(v_i - m)` for block `b`, into `s.es` (length of the block).
+fn exact_block(row: Row<'_>, m: f32, b: usize, xs: &mut Vec<f32>, es: &mut Vec<f32>) {
+    let mut buf = [0f32; BLOCK];
+    let x = row.block(b, &mut buf);
+    xs.clear();
+    xs.extend(x.iter().map(|&v| v - m));
+    es.clear();
+    es.resize(xs.len(), 0.0);
+    expf_exact_slice(xs, es);
+}
+
+/// Draws llama.cpp's `dist` index over `row` (values in id order, maximum `m`, finite) with
+/// the uniform `u` already drawn. `s.cmax` / `s.coarse` must come from [`scan_row`].
+pub(crate) fn dist_index(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> (usize, DistTier) {
+    if u == 0.0 {
+        // target = 0 and run_0 >= 0: index 0, whatever its value.
+        return (0, DistTier::Coarse);
+    }
+    if s.has_coarse {
+        bounds_coarse(row.len(), m, s);
+        if let Some(j) = decide(row, m, u, s) {
+            s.coarse_fails = 0;
+            return (j, DistTier::Coarse);
+        }
+    } else {
+        let nb = s.cmax.len();
+        s.lo.clear();
+        s.hi.clear();
+        s.lo.resize(nb, 0.0);
+        s.hi.resize(nb, f64::INFINITY);
+        for (b, &c) in s.cmax.iter().enumerate() {
+            // Blocks far below the maximum: every term is below 2 exp(-(m - c)).
+            let d = m as f64 - c as f64;
+            if c == f32::NEG_INFINITY {
+                s.hi[b] = 0.0;
+            } else if d > 100.0 {
+                s.hi[b] = 2.0 * BLOCK as f64 * (-d).exp();
+            }
+        }
+    }
+    if s.has_coarse {
+        s.coarse_fails = s.coarse_fails.saturating_add(1);
+    }
+    bounds_near(row, m, s);
+    if let Some(j) = decide(row, m, u, s) {
+        return (j, DistTier::Near);
+    }
+    bounds_exact(row, m, s);
+    if let Some(j) = decide(row, m, u, s) {
+        return (j, DistTier::Exact);
+    }
+    (sequential(row, m, u, s), DistTier::Sequential)
+}
+
+/// Tier 1: per-block bounds from the max pass's coarse sums.
+fn bounds_coarse(n: usize, m: f32, s: &mut DistScratch) {
+    let nb = s.cmax.len();
+    s.lo.clear();
+    s.hi.clear();
+    let acc_err = BLOCK as f64 / 16_777_216.0; // f32 lane sums of <= BLOCK terms
+    for b in 0..nb {
+        let len = block_len(n, nb, b) as f64;
+        if s.cmax[b] == f32::NEG_INFINITY {
+            s.lo.push(0.0);
+            s.hi.push(0.0);
+            continue;
+        }
+        let d = m as f64 - s.cref[b] as f64;
+        let scale = (-d).exp();
+        if d > 120.0 {
+            s.lo.push(0.0);
+            s.hi.push(2.0 * len * scale);
+            continue;
+        }
+        // Rounding of l - cref (|.| <= 88 unless clamped) and of l - m, glibc's 0.502 ulp,
+        // f64 exp: relative.
+        let rho = (176.0 + d) * 1.01 / 16_777_216.0 + 1.0 / 4_194_304.0;
+        let f = s.coarse[b];
+        s.hi.push(f * (1.0 + acc_err) * BOUND_MUL * scale * (1.0 + rho) * (1.0 + 1e-12));
+        s.lo.push((f * (1.0 - acc_err) / BOUND_DIV * scale * (1.0 - rho) - len * TINY).max(0.0));
+    }
+}
+
+/// Tier 2: per-block bounds from 1-ulp exponentials (blocks far below the maximum keep their
+/// coarse bounds).
+fn bounds_near(row: Row<'_>, m: f32, s: &mut DistScratch) {
+    let n = row.len();
+    let nb = s.cmax.len();
+    let mut buf = [0f32; BLOCK];
+    let eps = NEAR_REL * 2.0 * 1.01;
+    for b in 0..nb {
+        if s.cmax[b] == f32::NEG_INFINITY || m as f64 - s.cmax[b] as f64 > 100.0 {
+            continue;
+        }
+        let x = row.block(b, &mut buf);
+        let sum = block_near(x, m);
+        let len = block_len(n, nb, b) as f64;
+        s.hi[b] = sum * (1.0 + eps) + 2.0 * len * TINY;
+        s.lo[b] = (sum * (1.0 - eps) - 2.0 * len * TINY).max(0.0);
+    }
+}
+
+/// Tier 3: exact values summed per block in `f64`.
+fn bounds_exact(row: Row<'_>, m: f32, s: &mut DistScratch) {
+    let (mut xs, mut es) = (std::mem::take(&mut s.xs), std::mem::take(&mut s.es));
+    for b in 0..s.cmax.len() {
+        if s.cmax[b] == f32::NEG_INFINITY {
+            continue;
+        }
+        exact_block(row, m, b, &mut xs, &mut es);
+        let sum: f64 = es.iter().map(|&e| e as f64).sum();
+        s.hi[b] = sum * (1.0 + 1e-12);
+        s.lo[b] = sum * (1.0 - 1e-12);
+    }
+    s.xs = xs;
+    s.es = es;
+}
+
+fn block_len(n: usize, nb: usize, b: usize) -> usize {
+    if b + 1 == nb {
+        n - b * BLOCK
+    } else {
+        BLOCK
+    }
+}
+
+/// Decides the draw from the per-block bounds in `s.lo` / `s.hi`, walking the crossing block
+/// with exact values. `None` when the bounds are too wide.
+fn decide(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> Option<usize> {
+    let n = row.len();
+    let nb = s.lo.len();
+    s.suf_lo.clear();
+    s.suf_hi.clear();
+    s.suf_lo.resize(nb + 1, 0.0);
+    s.suf_hi.resize(nb + 1, 0.0);
+    for b in (0..nb).rev() {
+        s.suf_lo[b] = s.suf_lo[b + 1] + s.lo[b];
+        s.suf_hi[b] = s.suf_hi[b + 1] + s.hi[b];
+    }
+    // f64 sums of non-negative terms: widen by a relative 2^-40 (far above their error).
+    let w = 1.0 + 1.0 / 1_099_511_627_776.0;
+    for b in 0..=nb {
+        s.suf_lo[b] /= w;
+        s.suf_hi[b] *= w;
+    }
+    let t_hi = s.suf_hi[0];
+    if !(t_hi.is_finite()) || t_hi <= 0.0 {
+        return None;
+    }
+    // llama.cpp's own rounding (running sum, total, target) plus ours.
+    let err = (2.02 * n as f64 / 9_007_199_254_740_992.0 + 1.0 / 281_474_976_710_656.0) * t_hi;
+    let err_walk = err + t_hi / 4_398_046_511_104.0; // + 2^-42 for the in-block f64 sums
+    let om = 1.0 - u;
+    let (mut p_lo, mut p_hi) = (0.0f64, 0.0f64);
+    let (mut xs, mut es) = (std::mem::take(&mut s.xs), std::mem::take(&mut s.es));
+    let mut result = None;
+    for b in 0..nb {
+        let d_hi = om * (p_hi + s.hi[b]) * w - u * s.suf_lo[b + 1] + err;
+        if d_hi < 0.0 {
+            p_lo += s.lo[b];
+            p_hi += s.hi[b];
+            continue;
+        }
+        if s.hi[b] == 0.0 {
+            continue;
+        }
+        exact_block(row, m, b, &mut xs, &mut es);
+        let bt: f64 = es.iter().map(|&e| e as f64).sum();
+        let mut run = 0.0f64;
+        let mut found = false;
+        for (k, &e) in es.iter().enumerate() {
+            run += e as f64;
+            let rest = bt - run;
+            let dh = om * (p_hi * w + run) - u * (s.suf_lo[b + 1] + rest) + err_walk;
+            if dh >= 0.0 {
+                let dl = om * (p_lo / w + run) - u * (s.suf_hi[b + 1] + rest) - err_walk;
+                if dl > 0.0 {
+                    result = Some(b * BLOCK + k);
+                }
+                found = true;
+                break;
+            }
+        }
+        if found {
+            break;
+        }
+        p_lo += bt;
+        p_hi += bt;
+    }
+    s.xs = xs;
+    s.es = es;
+    result
+}
+
+/// llama.cpp's dist arithmetic replayed in order (exact `e_i`, sequential `f64` sums).
+fn sequential(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> usize {
+    let nb = s.cmax.len();
+    let (mut xs, mut es) = (std::mem::take(&mut s.xs), std::mem::take(&mut s.es));
+    let mut total = 0.0f64;
+    for b in 0..nb {
+        exact_block(row, m, b, &mut xs, &mut es);
+        for &e in es.iter() {
+            total += e as f64;
+        }
+    }
+    let target = total * u;
+    let mut run = 0.0f64;
+    let mut sel = row.len() - 1;
+    'outer: for b in 0..nb {
+        exact_block(row, m, b, &mut xs, &mut es);
+        for (k, &e) in es.iter().enumerate() {
+            run += e as f64;
+            if run >= target {
+                sel = b * BLOCK + k;
+                break 'outer;
+            }
+        }
+    }
+    s.xs = xs;
+    s.es = es;
+    sel
+}
+
+/// The whole of llama.cpp's dist on a full row: scan, draw `u` (two engine outputs), select.
+/// Returns `Ok(None)` without touching the RNG when the row needs the full path (every value
+/// `-inf`), `Err(i)` for a NaN or `+inf` at `i`.
+pub(crate) fn dist_row(row: Row<'_>, rng: &mut LlamaRng, s: &mut DistScratch) -> Result<Option<usize>, usize> {
+    let coarse = s.coarse_fails < 2 || s.since_coarse >= 8;
+    s.since_coarse = if coarse { 0 } else { s.since_coarse + 1 };
+    let m = match scan_row_with(row, s, coarse) {
+        Scan::Bad(i) => return Err(i),
+        Scan::Max(m) => m,
+    };
+    if m == f32::NEG_INFINITY {
+        return Ok(None);
+    }
+    let u = rng.uniform_f64();
+    let (j, tier) = dist_index(row, m, u, s);
+    count(tier);
+    Ok(Some(j))
+}
+
+/// llama.cpp's dist over a short list of values (in id order; entries not listed are `-inf`
+/// and contribute nothing): exact arithmetic. `vals` must hold a finite maximum. Returns the
+/// position in `vals`, `None` when `u == 0` selects index 0 of the full array, or
+/// `Some(vals.len())` when no running sum reaches the target (llama.cpp then takes the last
+/// index of the full array).
+pub(crate) fn dist_list(vals: &[f32], u: f64, es: &mut Vec<f32>, xs: &mut Vec<f32>) -> Option<usize> {
+    if u == 0.0 {
+        return None;
+    }
+    let m = vals.iter().fold(vals[0], |m, &v| if v > m { v } else { m });
+    xs.clear();
+    xs.extend(vals.iter().map(|&v| v - m));
+    es.clear();
+    es.resize(vals.len(), 0.0);
+    expf_exact_slice(xs, es);
+    let total: f64 = es.iter().fold(0.0, |t, &e| t + e as f64);
+    let target = total * u;
+    let mut run = 0.0f64;
+    for (k, &e) in es.iter().enumerate() {
+        run += e as f64;
+        if run >= target {
+            return Some(k);
+        }
+    }
+    Some(vals.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candidates::Candidates;
+    use crate::samplers::dist::dist_select;
+
+    fn lcg_row(seed: u64, n: usize, spread: f32, levels: u32) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let r = ((x >> 33) as u32 % levels) as f32 / levels as f32;
+                (r - 0.5) * spread
+            })
+            .collect()
+    }
+
+    fn full(row: &[f32], patches: &[TokenData], seed: u32) -> usize {
+        let mut c = Candidates::new();
+        c.fill_f32(row);
+        for p in patches {
+            c.as_mut_slice()[p.id as usize].logit = p.logit;
+        }
+        let mut rng = LlamaRng::new(seed);
+        dist_select(&mut c, &mut rng).unwrap()
+    }
+
+    /// Rows that stress the bounds: ties, -inf, spikes, flat and nearly-equal values.
+    fn rows() -> Vec<Vec<f32>> {
+        let mut v = Vec::new();
+        for (seed, n, spread, levels) in
+            [(1, 5000, 4.0, 1000), (2, 70_000, 0.5, 50), (3, 3000, 60.0, 1 << 20), (4, 1500, 8.0, 3), (5, 40_000, 0.001, 1 << 20)]
+        {
+            let mut row = lcg_row(seed, n, spread, levels);
+            row[n / 3] += 30.0;
+            row[7] = f32::NEG_INFINITY;
+            v.push(row);
+        }
+        // All equal: running sums are integers, the target often sits near a boundary.
+        v.push(vec![0.25; 3000]);
+        // Two values, one block of -inf.
+        let mut r: Vec<f32> = (0..4096).map(|i| if i % 2 == 0 { 0.0 } else { -0.6931472 }).collect();
+        r[1024..2048].fill(f32::NEG_INFINITY);
+        v.push(r);
+        // Far below the maximum (blocks > 100 nats down).
+        let mut r = lcg_row(9, 5000, 2.0, 1000);
+        r[2048..4096].iter_mut().for_each(|x| *x -= 150.0);
+        v.push(r);
+        v
+    }
+
+    #[test]
+    fn every_tier_that_decides_gives_the_full_path_index() {
+        let mut s = DistScratch::default();
+        let mut decided = [0usize; 3];
+        for row in rows() {
+            let n = row.len();
+            let patches = [TokenData { id: 5, logit: 2.0, p: 0.0 }, TokenData { id: (n - 1) as i32, logit: -1.0, p: 0.0 }];
+            for p in [&patches[..], &[]] {
+                let r = Row { logits: &row, patches: p };
+                let Scan::Max(m) = scan_row(r, &mut s) else { panic!() };
+                for k in 0..300u32 {
+                    let mut rng = LlamaRng::new(k);
+                    let u = rng.uniform_f64();
+                    let want = full(&row, p, k);
+                    assert_eq!(sequential(r, m, u, &mut s), want, "sequential, rng {k}");
+                    bounds_coarse(n, m, &mut s);
+                    if let Some(j) = decide(r, m, u, &mut s) {
+                        assert_eq!(j, want, "coarse, rng {k}");
+                        decided[0] += 1;
+                    }
+                    bounds_near(r, m, &mut s);
+                    if let Some(j) = decide(r, m, u, &mut s) {
+                        assert_eq!(j, want, "near, rng {k}");
+                        decided[1] += 1;
+                    }
+                    bounds_exact(r, m, &mut s);
+                    if let Some(j) = decide(r, m, u, &mut s) {
+                        assert_eq!(j, want, "exact, rng {k}");
+                        decided[2] += 1;
+                    }
+                    assert_eq!(dist_index(r, m, u, &mut s).0, want);
+                }
+            }
+        }
+        assert!(decided.iter().all(|&d| d > 100), "{decided:?}");
+    }
+
+    #[test]
+    fn a_target_on_a_boundary_needs_the_sequential_replay() {
+        // 2048 equal weights and u = k / 2048 exactly: total * u is exactly a running sum.
+        let row = vec![0.0f32; 2048];
+        let r = Row { logits: &row, patches: &[] };
+        let mut s = DistScratch::default();
+        let Scan::Max(m) = scan_row(r, &mut s) else { panic!() };
+        for k in [1u32, 17, 1024, 2047] {
+            let u = k as f64 / 2048.0;
+            let (j, tier) = dist_index(r, m, u, &mut s);
+            assert_eq!(j, k as usize - 1);
+            assert_eq!(tier, DistTier::Sequential);
+        }
+    }
+}
+
+#[cfg(test)]
+mod bench {
+    use super::*;
+
+    fn flat(n: usize) -> Vec<f32> {
+        let mut x = 7u64.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut unif = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|_| {
+                let (u1, u2) = (unif(), unif());
+                let z = ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32;
+                0.8 * z - z * z * 0.05
+            })
+            .collect()
+    }
+
+    fn time(name: &str, mut f: impl FnMut()) {
+        let mut v: Vec<f64> = (0..300)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        eprintln!("{name}: min {:.1} us, median {:.1} us", v[0], v[150]);
+    }
+
+    #[test]
+    #[ignore]
+    fn kernel_timings() {
+        let row = flat(262_144);
+        let r = Row { logits: &row, patches: &[] };
+        let mut s = DistScratch::default();
+        let Scan::Max(m) = scan_row(r, &mut s) else { panic!() };
+        time("scan_row", || {
+            std::hint::black_box(scan_row(r, &mut s));
+        });
+        time("near pass", || {
+            let mut t = 0.0;
+            for c in row.chunks(BLOCK) {
+                t += block_near(c, m);
+            }
+            std::hint::black_box(t);
+        });
+        let mut out = vec![0f32; row.len()];
+        let xs: Vec<f32> = row.iter().map(|&v| v - m).collect();
+        time("replica pass", || {
+            expf_exact_slice(&xs, &mut out);
+        });
+        time("glibc pass", || {
+            for (o, &x) in out.iter_mut().zip(&xs) {
+                *o = x.exp();
+            }
+        });
+    }
+}

@@ -1,0 +1,762 @@
+//! top-n-sigma's cutoff straight from a logits row, with llama.cpp's exact result.
+//!
+//! llama.cpp masks every logit below `cutoff = max - n * sd`, where `mean` is a sequential `f32`
+//! sum over the finite logits divided by their count and `sd` comes from a sequential `f32`
+//! accumulator of `f64` squared deviations. Only the set of survivors matters downstream, so:
+//!
+//! 1. one vectorised pass gathers per-block max, count, `sum l` and `sum l^2`; from them and
+//!    rigorous bounds on llama.cpp's rounding (its running sums, the mean's rounding, the
+//!    deviations' rounding) comes an interval `[c_lo, c_hi]` holding llama.cpp's cutoff (the
+//!    cutoff is monotone in the accumulator, so the interval ends are evaluated with
+//!    llama.cpp's own `f32` operations);
+//! 2. the survivors are collected from the blocks whose max reaches `c_lo`; if none lies in
+//!    `[c_lo, c_hi)` the survivor set is exact;
+//! 3. otherwise both sequential sums are replayed exactly ([`exact_mean_acc`]): within a stretch
+//!    where the running sum stays in one binade, adding `x` rounds to `RN_ulp(x)`, which a
+//!    vector computes with the `1.5 * 2^k` rounding trick; stretches that leave the binade,
+//!    hit a tie, or carry huge terms are replayed one addition at a time.
+
+use crate::raw_dist::{Row, BLOCK};
+use crate::simd::{simd_dispatch, Scalar, Simd};
+
+/// Per-block statistics over the finite values.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Stats {
+    max: f32,
+    bad: bool,
+    cnt: u32,
+    /// The block's reference: `s1`, `s2` are sums of `d = RN(l - c)` and `d^2`.
+    c: f32,
+    s1: f64,
+    s2: f64,
+    has_ninf: bool,
+}
+
+/// Reusable buffers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SigmaScratch {
+    stats: Vec<Stats>,
+    /// Survivors: ids (ascending) and values.
+    pub(crate) ids: Vec<i32>,
+    pub(crate) vals: Vec<f32>,
+}
+
+/// How often the cutoff was decided by the bounds / needed the exact replay, process-wide.
+static TIERS: [std::sync::atomic::AtomicU64; 2] = [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+
+/// `[decided by the bounds, needed the exact replay]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 2] {
+    std::array::from_fn(|i| TIERS[i].load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Outcome of [`sigma_survivors`].
+pub(crate) enum Sigma {
+    /// NaN or `+inf` in the row at this index.
+    Bad(usize),
+    /// Every value is `-inf` (left to the full path).
+    Degenerate,
+    /// Survivors in `ids` / `vals`.
+    Done,
+}
+
+simd_dispatch!(
+    /// Max over all values, NaN/+inf check, count of the finite values and the sums of
+    /// `RN(l - c)` and its square over them.
+    fn block_stats(x: &[f32], c: f32) -> Stats = block_stats_k
+);
+
+#[inline(always)]
+unsafe fn block_stats_k<S: Simd>(x: &[f32], cr: f32) -> Stats {
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let cv = S::splat(cr);
+        let inf = S::splat(f32::INFINITY);
+        let ninf = S::splat(f32::NEG_INFINITY);
+        let z = S::splat(0.0);
+        let (mut mx, mut s1a, mut s1b, mut s2a, mut s2b) = (ninf, z, z, z, z);
+        let mut c = 0u32;
+        let mut bad = S::none();
+        let mut i = 0;
+        while i + 2 * S::N <= n {
+            let a = S::load(p.add(i));
+            let b = S::load(p.add(i + S::N));
+            bad = S::or_m(bad, S::or_m(S::nlt(a, inf), S::nlt(b, inf)));
+            mx = S::max(mx, S::max(a, b));
+            let (fa, fb) = (S::lt(ninf, a), S::lt(ninf, b));
+            let (ka, kb) = (S::keep(fa, S::sub(a, cv)), S::keep(fb, S::sub(b, cv)));
+            c += S::count(fa) + S::count(fb);
+            s1a = S::add(s1a, ka);
+            s1b = S::add(s1b, kb);
+            s2a = S::fmadd(ka, ka, s2a);
+            s2b = S::fmadd(kb, kb, s2b);
+            i += 2 * S::N;
+        }
+        let mut st = Stats {
+            max: S::hmax(mx),
+            bad: S::any(bad),
+            cnt: c,
+            c: cr,
+            s1: S::hsum_f64(s1a) + S::hsum_f64(s1b),
+            s2: S::hsum_f64(s2a) + S::hsum_f64(s2b),
+            has_ninf: false,
+        };
+        for &v in &x[i..] {
+            st.bad |= !(v < f32::INFINITY);
+            if v > st.max {
+                st.max = v;
+            }
+            if v == f32::NEG_INFINITY {
+                st.has_ninf = true;
+            } else {
+                let d = v - cr;
+                st.cnt += 1;
+                st.s1 += d as f64;
+                st.s2 += (d as f64) * (d as f64);
+            }
+        }
+        // Without NaN / +inf, every non-finite value is -inf.
+        st.has_ninf = (st.cnt as usize) < n;
+        st
+    }
+}
+
+/// llama.cpp's cutoff from its accumulator: `max - n * sqrt(acc / count)`, in `f32`.
+#[inline]
+fn cutoff_of(mx: f32, n: f32, acc: f32, cnt: u32) -> f32 {
+    let sd = (acc / cnt as f32).sqrt();
+    mx - n * sd
+}
+
+/// Smallest `f32` >= `x`.
+fn f32_up(x: f64) -> f32 {
+    let f = x as f32;
+    if (f as f64) < x {
+        f.next_up()
+    } else {
+        f
+    }
+}
+
+/// Largest `f32` <= `x`.
+fn f32_down(x: f64) -> f32 {
+    let f = x as f32;
+    if (f as f64) > x {
+        f.next_down()
+    } else {
+        f
+    }
+}
+
+/// llama.cpp's top-n-sigma survivors of `row` for `n` (finite, > 0): the ids whose value is
+/// not below the cutoff, in id order, with their values.
+pub(crate) fn sigma_survivors(row: Row<'_>, n: f32, s: &mut SigmaScratch) -> Sigma {
+    let len = row.len();
+    let nb = len.div_ceil(BLOCK);
+    s.stats.clear();
+    let mut buf = [0f32; BLOCK];
+    // Each block's sums are centred on the mean of the blocks before it (the first block on
+    // its first finite value), so sums of squares do not cancel.
+    let (mut tot, mut tcnt) = (0.0f64, 0u32);
+    for b in 0..nb {
+        let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(len)];
+        let x = row.block(b, &mut buf);
+        let c = if tcnt > 0 {
+            (tot / tcnt as f64) as f32
+        } else {
+            x.iter().copied().find(|v| v.is_finite()).unwrap_or(0.0)
+        };
+        let c = if c.is_finite() { c } else { 0.0 };
+        let mut st = block_stats(raw, c);
+        if st.bad {
+            let i = raw.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0);
+            return Sigma::Bad(b * BLOCK + i);
+        }
+        if x.as_ptr() != raw.as_ptr() {
+            st = block_stats(x, c);
+        }
+        tot += st.cnt as f64 * c as f64 + st.s1;
+        tcnt += st.cnt;
+        s.stats.push(st);
+    }
+    let cnt: u32 = s.stats.iter().map(|t| t.cnt).sum();
+    if cnt == 0 {
+        return Sigma::Degenerate;
+    }
+    let mx = s.stats.iter().fold(f32::NEG_INFINITY, |m, t| if t.max > m { t.max } else { m });
+
+    let (acc_lo, acc_hi) = acc_bounds(&s.stats, len, cnt);
+    let c_lo = if acc_hi.is_finite() { cutoff_of(mx, n, f32_up(acc_hi), cnt) } else { f32::NEG_INFINITY };
+    let c_hi = cutoff_of(mx, n, f32_down(acc_lo.max(0.0)), cnt);
+    let ambiguous = !(c_lo <= c_hi) || collect(row, c_lo, c_hi, s);
+    if !ambiguous {
+        TIERS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return Sigma::Done;
+    }
+    TIERS[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (_, acc) = exact_mean_acc(row, s);
+    let cutoff = cutoff_of(mx, n, acc, cnt);
+    // Keep the survivors of the exact cutoff (`l < cutoff` is masked; NaN masks nothing).
+    if c_lo <= cutoff && c_lo <= c_hi {
+        let mut w = 0;
+        for r in 0..s.ids.len() {
+            if !(s.vals[r] < cutoff) {
+                s.ids[w] = s.ids[r];
+                s.vals[w] = s.vals[r];
+                w += 1;
+            }
+        }
+        s.ids.truncate(w);
+        s.vals.truncate(w);
+    } else {
+        collect(row, cutoff, cutoff, s);
+    }
+    Sigma::Done
+}
+
+/// Collects (id, value) of every finite value `>= lo` (all finite values when `lo` is NaN or
+/// `-inf`); returns whether one of them is below `hi`.
+fn collect(row: Row<'_>, lo: f32, hi: f32, s: &mut SigmaScratch) -> bool {
+    s.ids.clear();
+    s.vals.clear();
+    let mut buf = [0f32; BLOCK];
+    let everything = !(lo > f32::NEG_INFINITY);
+    let mut below_hi = false;
+    for (b, st) in s.stats.iter().enumerate() {
+        if !everything && !(st.max >= lo) {
+            continue;
+        }
+        let x = row.block(b, &mut buf);
+        let base = b * BLOCK;
+        if everything {
+            for (k, &v) in x.iter().enumerate() {
+                if v != f32::NEG_INFINITY {
+                    s.ids.push((base + k) as i32);
+                    s.vals.push(v);
+                    below_hi |= !(v >= hi);
+                }
+            }
+        } else {
+            below_hi |= collect_block(x, lo, hi, base, &mut s.ids, &mut s.vals);
+        }
+    }
+    below_hi
+}
+
+/// Appends (base + index, value) of the values `>= thr` of `x`.
+pub(crate) fn collect_into(x: &[f32], thr: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
+    collect_block(x, thr, thr, base, ids, vals);
+}
+
+simd_dispatch!(
+    /// Appends the values `>= lo` of one block; returns whether one is below `hi`.
+    fn collect_block(x: &[f32], lo: f32, hi: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) -> bool = collect_block_k
+);
+
+#[inline(always)]
+unsafe fn collect_block_k<S: Simd>(x: &[f32], lo: f32, hi: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) -> bool {
+    unsafe {
+        let n = x.len();
+        let lv = S::splat(lo);
+        let mut below = false;
+        let mut i = 0;
+        let hv = S::splat(hi);
+        let mut bl = S::none();
+        while i + S::N <= n {
+            let v = S::load(x.as_ptr().add(i));
+            let m = S::ge(v, lv);
+            if S::any(m) {
+                S::push_masked(m, v, base + i, ids, vals);
+                bl = S::or_m(bl, S::and_m(m, S::lt(v, hv)));
+            }
+            i += S::N;
+        }
+        below |= S::any(bl);
+        for (k, &v) in x.iter().enumerate().skip(i) {
+            if v >= lo {
+                ids.push((base + k) as i32);
+                vals.push(v);
+                below |= v < hi;
+            }
+        }
+        below
+    }
+}
+
+/// Bounds on llama.cpp's final `f32` accumulator from the block statistics.
+///
+/// Per block, `d = RN(l - c)` is within `2^-24 |d|` of `l - c`, and the `f32` lane sums of
+/// `d` and `d^2` within `g` (relative to the sums of magnitudes). So `sum l` is known to within
+/// `E1`, and `Q(mu) = sum (l - mu)^2 = sum_b [D2 + 2 (c - mu) D1 + cnt (c - mu)^2]` to within
+/// `E_Q(mu) = sum_b [E2 + 2 |c - mu| E1]`. llama.cpp's mean is its rounded running sum (each
+/// step off by at most `2^-24` of the running magnitude) over the count, rounded; its
+/// accumulator adds `(1 + 2^-24)^2`-accurate squares with a relative `2^-24` rounding per
+/// step of the running value.
+fn acc_bounds(stats: &[Stats], len: usize, cnt: u32) -> (f64, f64) {
+    const U24: f64 = 1.0 / 16_777_216.0;
+    let slack = 1.0 / 35_184_372_088_832.0; // 2^-45, for our own f64 sums
+    let g = BLOCK as f64 * U24 * 1.01 + 2.0 * U24; // lane sums, plus the rounding of d
+    let cntf = cnt as f64;
+    // Growth of a running sum's magnitude over its exact counterpart: (1 + 2^-24)^n.
+    let grow = (len as f64 * U24).exp() * 1.001;
+    let a_of = |st: &Stats| (st.cnt as f64 * st.s2 * (1.0 + 2.0 * g)).sqrt() * (1.0 + 1e-12);
+    // sum l and its error; sum over tokens of |llama.cpp's running sum|.
+    let (mut sl, mut e1, mut prefix_abs, mut run_abs) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for st in stats {
+        let a = a_of(st);
+        sl += st.cnt as f64 * st.c as f64 + st.s1;
+        e1 += g * a;
+        prefix_abs += st.cnt as f64 * (st.c as f64).abs() + a;
+        run_abs += st.cnt as f64 * prefix_abs;
+    }
+    e1 += slack * prefix_abs;
+    let e_seq = U24 * grow * run_abs * 1.001;
+    let (q_lo, q_hi) = ((sl - e1 - e_seq) / cntf, (sl + e1 + e_seq) / cntf);
+    let mu_lo = q_lo - q_lo.abs() * 2.0 * U24 - f64::MIN_POSITIVE;
+    let mu_hi = q_hi + q_hi.abs() * 2.0 * U24 + f64::MIN_POSITIVE;
+    // One block's term of Q at mu, its error bound, and its magnitude (for our f64 rounding).
+    let term = |st: &Stats, mu: f64| -> (f64, f64, f64) {
+        let dc = st.c as f64 - mu;
+        let t = st.s2 + 2.0 * dc * st.s1 + st.cnt as f64 * dc * dc;
+        let e = g * st.s2 * (1.0 + 2.0 * g) + 2.0 * dc.abs() * g * a_of(st);
+        (t, e, st.s2 + 2.0 * (dc * st.s1).abs() + st.cnt as f64 * dc * dc)
+    };
+    // Q over blocks at mu, with its error bound.
+    let q_at = |blocks: &[Stats], mu: f64| -> (f64, f64) {
+        let (mut q, mut e, mut mag) = (0.0f64, 0.0f64, 0.0f64);
+        for st in blocks {
+            let (t, te, tm) = term(st, mu);
+            q += t;
+            e += te;
+            mag += tm;
+        }
+        (q, e + mag * slack)
+    };
+    // Q is a convex quadratic in mu (leading coefficient cnt): its range over [mu_lo, mu_hi]
+    // is at the ends or at the vertex; E_Q is convex too, so its maximum is at an end.
+    let (q1, e_a) = q_at(stats, mu_lo);
+    let (q2, e_b) = q_at(stats, mu_hi);
+    let e_q = e_a.max(e_b);
+    let vertex = sl / cntf;
+    let q_min = if mu_lo < vertex && vertex < mu_hi { q_at(stats, vertex).0.min(q1).min(q2) } else { q1.min(q2) };
+    let q_max = q1.max(q2);
+    let x_lo = (q_min - e_q).max(0.0);
+    let x_hi = q_max + e_q;
+    // llama.cpp's accumulator: each step's rounding is within 2^-24 (f32) + 2^-53 (f64) of the
+    // running value, itself at most `grow` times the exact prefix.
+    let mut run_acc = 0.0f64;
+    let (mut pa, mut pb, mut ea, mut eb) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for st in stats {
+        let (t, te, tm) = term(st, mu_lo);
+        pa += t;
+        ea += te + tm * slack;
+        let (t, te, tm) = term(st, mu_hi);
+        pb += t;
+        eb += te + tm * slack;
+        run_acc += st.cnt as f64 * (pa.max(pb) + ea.max(eb)).max(0.0);
+    }
+    let e_acc = U24 * (1.0 + 1e-8) * (1.0 + 4.0 * U24) * grow * run_acc * 1.001;
+    let acc_lo = x_lo * (1.0 - 4.0 * U24) - e_acc;
+    let acc_hi = (x_hi * (1.0 + 4.0 * U24) + e_acc) * (1.0 + slack);
+    (acc_lo, acc_hi)
+}
+
+/// llama.cpp's exact `sum` (sequential `f32` over the finite values) and final `acc`, replayed
+/// with binade-grid vector sums where that is provably identical, else one step at a time.
+pub(crate) fn exact_mean_acc(row: Row<'_>, s: &SigmaScratch) -> (f32, f32) {
+    let len = row.len();
+    let nb = len.div_ceil(BLOCK);
+    let mut buf = [0f32; BLOCK];
+    let cnt: u32 = s.stats.iter().map(|t| t.cnt).sum();
+    const U24: f64 = 1.0 / 16_777_216.0;
+    let g = BLOCK as f64 * U24 * 1.01 + 2.0 * U24; // as in acc_bounds
+    let mut sum = 0.0f32;
+    for b in 0..nb {
+        let x = row.block(b, &mut buf);
+        let st = &s.stats[b];
+        // sum |l| <= sum |l - c| + cnt |c| <= sqrt(cnt sum (l - c)^2) + cnt |c| (and max |l|).
+        let dev = (st.s2 * (1.0 + 2.0 * g)).sqrt() * (1.0 + 1e-9);
+        let c = (st.c as f64).abs();
+        let abs_sum = (st.cnt as f64).sqrt() * dev + st.cnt as f64 * c;
+        sum = seq_block_bounded(x, sum, st.has_ninf, false, 0.0, abs_sum * (1.0 + 1e-9), (dev + c) * (1.0 + 1e-9));
+    }
+    let mean = sum / cnt as f32;
+    let mut acc = 0.0f32;
+    let mu = mean as f64;
+    for b in 0..nb {
+        let x = row.block(b, &mut buf);
+        let st = &s.stats[b];
+        // sum (l - mu)^2 = sum (l - c)^2 + 2 (c - mu) sum (l - c) + cnt (c - mu)^2, with the
+        // statistics' error; each square (as rounded) within 2^-23 more.
+        let dc = st.c as f64 - mu;
+        let a = (st.cnt as f64 * st.s2 * (1.0 + 2.0 * g)).sqrt();
+        let t = st.s2 + 2.0 * dc * st.s1 + st.cnt as f64 * dc * dc;
+        let e = g * st.s2 * (1.0 + 2.0 * g) + 2.0 * dc.abs() * g * a;
+        let mag = st.s2 + 2.0 * (dc * st.s1).abs() + st.cnt as f64 * dc * dc;
+        let bound = ((t + e).max(0.0) + mag * 1e-12) * (1.0 + 4.0 * U24) + 1e-30;
+        acc = seq_block_bounded(x, acc, st.has_ninf, true, mean, bound, bound);
+    }
+    (mean, acc)
+}
+
+/// Sub-chunk lengths tried when a whole block does not qualify for the grid sum.
+const SUB: usize = 128;
+const SUB2: usize = 32;
+
+/// One block of llama.cpp's sequential `f32` sum starting at `s`: of the finite values (`sq ==
+/// false`), or of `(v - mean)^2` added through `f64` (`sq == true`). Exact.
+pub(crate) fn seq_block(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32) -> f32 {
+    match grid_chunk(x, s, has_ninf, sq, mean) {
+        Some(v) => v,
+        None => by_chunks(x, s, has_ninf, sq, mean),
+    }
+}
+
+/// [`seq_block`] for a block whose terms' total and largest magnitude are known to be at
+/// most `abs_sum` and `max_term` (from its statistics): the whole-block attempt then skips
+/// tracking them.
+fn seq_block_bounded(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32, abs_sum: f64, max_term: f64) -> f32 {
+    if let Some(b) = Binade::of(s) {
+        let mut g = grid_sum_untracked(x, b.m, b.u as f32, has_ninf, sq, mean);
+        g.abs_sum = abs_sum;
+        g.max_term = max_term;
+        if let Some(v) = b.apply(&g, s, x.len(), sq) {
+            return v;
+        }
+    }
+    by_chunks(x, s, has_ninf, sq, mean)
+}
+
+/// [`grid_chunk`] on SUB-long chunks, then SUB2-long ones, then one step at a time.
+fn by_chunks(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32) -> f32 {
+    let mut s = s;
+    for c in x.chunks(SUB) {
+        s = match grid_chunk(c, s, has_ninf, sq, mean) {
+            Some(v) => v,
+            None => {
+                for c2 in c.chunks(SUB2) {
+                    s = match grid_chunk(c2, s, has_ninf, sq, mean) {
+                        Some(v) => v,
+                        None => steps(c2, s, sq, mean),
+                    };
+                }
+                s
+            }
+        };
+    }
+    s
+}
+
+#[cfg(test)]
+pub(crate) static STEPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// llama.cpp's additions, one at a time.
+fn steps(x: &[f32], s: f32, sq: bool, mean: f32) -> f32 {
+    #[cfg(test)]
+    STEPS.fetch_add(x.len() * if sq { 1_000_000 } else { 1 }, std::sync::atomic::Ordering::Relaxed);
+    let mut s = s;
+    for &v in x {
+        if v != f32::NEG_INFINITY {
+            if sq {
+                let d = (v - mean) as f64;
+                s = (s as f64 + d * d) as f32;
+            } else {
+                s += v;
+            }
+        }
+    }
+    s
+}
+
+/// The binade `[lo, 2 lo)` holding `|s|`, its ulp `u` and the rounding constant `1.5 lo`.
+#[derive(Clone, Copy)]
+struct Binade {
+    lo: f64,
+    u: f64,
+    m: f32,
+}
+
+impl Binade {
+    fn of(s: f32) -> Option<Binade> {
+        if !s.is_finite() || s == 0.0 {
+            return None;
+        }
+        let e = s.abs().to_bits() >> 23;
+        if e <= 24 || e >= 250 {
+            return None;
+        }
+        let lo = f32::from_bits(e << 23) as f64;
+        Some(Binade { lo, u: lo / 8_388_608.0, m: (1.5 * lo) as f32 })
+    }
+
+    /// `s` plus the `len` additions summarised by `g` (computed with this binade's grid), when
+    /// provably identical to llama.cpp's sequential sum.
+    fn apply(&self, g: &Grid, s: f32, len: usize, sq: bool) -> Option<f32> {
+        if g.flag || g.max_term >= self.lo / 4.0 {
+            return None;
+        }
+        // Each term moves the running sum by at most |term| + u/2 (its rounding).
+        let slack = g.abs_sum + len as f64 * self.u;
+        let af = s.abs() as f64;
+        if af + slack >= 2.0 * self.lo || (!sq && af - slack < self.lo) {
+            return None;
+        }
+        // The grid sum is a multiple of u below 2^(k+1) in magnitude: exact in f32, and so is
+        // the new partial sum (a multiple of u in the same binade).
+        let r = g.sum as f32;
+        if r as f64 != g.sum {
+            return None;
+        }
+        Some(s + r)
+    }
+}
+
+/// `s` followed by the additions of `x` in one step, when provably identical to the
+/// sequential sum: with `s` in `[2^k, 2^(k+1))` (in magnitude), `u = 2^(k-23)`, every addition
+/// rounds its term to a multiple of `u` (`RN(1.5 * 2^k + t) - 1.5 * 2^k`) as long as every
+/// exact and rounded partial sum stays in that binade and no term is a tie (nor, for squares,
+/// close enough to a midpoint for the `f64` step's rounding to matter). `None` otherwise.
+pub(crate) fn grid_chunk(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32) -> Option<f32> {
+    let b = Binade::of(s)?;
+    let g = grid_sum(x, b.m, b.u as f32, has_ninf, sq, mean);
+    b.apply(&g, s, x.len(), sq)
+}
+
+/// What [`grid_sum`] found over a chunk.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Grid {
+    /// Sum of the grid-rounded terms.
+    sum: f64,
+    /// Sum of the terms' magnitudes (before rounding).
+    abs_sum: f64,
+    /// Largest term magnitude.
+    max_term: f64,
+    /// A term needs the exact replay.
+    flag: bool,
+}
+
+
+
+simd_dispatch!(
+    /// Grid-rounded terms of one chunk (`RN_u(v)`, or `RN_u((v - mean)^2)` with `sq`; `-inf`
+    /// values contribute nothing), with the magnitudes the caller checks and the tie flag.
+    fn grid_sum(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid = grid_sum_k
+);
+
+#[inline(always)]
+unsafe fn grid_sum_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
+    unsafe { grid_sum_impl::<S, true>(x, m, u, has_ninf, sq, mean) }
+}
+
+simd_dispatch!(
+    /// [`grid_sum`] without the magnitudes (`abs_sum` and `max_term` left at zero): for
+    /// callers that bound them otherwise.
+    fn grid_sum_untracked(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid = grid_sum_nt_k
+);
+
+#[inline(always)]
+unsafe fn grid_sum_nt_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
+    unsafe { grid_sum_impl::<S, false>(x, m, u, has_ninf, sq, mean) }
+}
+
+#[inline(always)]
+unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let mv = S::splat(m);
+        let half = S::splat(0.5 * u);
+        // Squares: |t + e| must stay below u/2 by more than the f64 step and our rounding.
+        let thr = S::splat(0.5 * u * (1.0 - 1.0 / 1_048_576.0));
+        let meanv = S::splat(mean);
+        let ninf = S::splat(f32::NEG_INFINITY);
+        let z = S::splat(0.0);
+        let (mut acc, mut abs, mut mx) = (z, z, z);
+        let mut flag = S::none();
+        let mut i = 0;
+        while i + S::N <= n {
+            let raw = S::load(p.add(i));
+            let v = if has_ninf { S::select(S::lt(ninf, raw), raw, if sq { meanv } else { z }) } else { raw };
+            if sq {
+                let d = S::sub(v, meanv);
+                let q = S::mul(d, d);
+                let ne = S::fnmadd(d, d, q); // q - d*d: minus the rounding error of q
+                let r = S::sub(S::add(q, mv), mv);
+                let te = S::sub(S::sub(q, r), ne); // (q - r) + e
+                flag = S::or_m(flag, S::ge(S::abs(te), thr));
+                acc = S::add(acc, r);
+                if TRACK {
+                    abs = S::add(abs, q);
+                    mx = S::max(mx, q);
+                }
+            } else {
+                let r = S::sub(S::add(v, mv), mv);
+                flag = S::or_m(flag, S::eq(S::abs(S::sub(v, r)), half));
+                acc = S::add(acc, r);
+                if TRACK {
+                    let av = S::abs(v);
+                    abs = S::add(abs, av);
+                    mx = S::max(mx, av);
+                }
+            }
+            i += S::N;
+        }
+        // The lanes of `acc` are multiples of u below 2^(k+1) in magnitude when the caller's
+        // checks pass, so their f32 reduction is exact then.
+        let mut g = Grid { sum: S::hsum_f32(acc) as f64, abs_sum: S::hsum_f32(abs) as f64, max_term: S::hmax(mx) as f64, flag: S::any(flag) };
+        for &v in &x[i..] {
+            if v == f32::NEG_INFINITY {
+                continue;
+            }
+            if sq {
+                let d = v - mean;
+                let q = d * d;
+                let ne = Scalar::fnmadd(d, d, q);
+                let r = (q + m) - m;
+                g.flag |= ((q - r) - ne).abs() >= 0.5 * u * (1.0 - 1.0 / 1_048_576.0);
+                g.sum += r as f64;
+                g.abs_sum += q as f64;
+                g.max_term = g.max_term.max(q as f64);
+            } else {
+                let r = (v + m) - m;
+                g.flag |= (v - r).abs() == 0.5 * u;
+                g.sum += r as f64;
+                g.abs_sum += v.abs() as f64;
+                g.max_term = g.max_term.max(v.abs() as f64);
+            }
+        }
+        // The lane sums above are f32: widen the magnitude sums by their worst rounding.
+        g.abs_sum *= 1.0 + (n as f64 + 32.0) / 8_388_608.0;
+        g.max_term *= 1.0 + 1.0 / 4_194_304.0;
+        g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::candidates::{Candidates, TokenData};
+    use crate::sampler::Sampler;
+    use crate::samplers::top_n_sigma::TopNSigma;
+
+    /// llama.cpp's sums, literally.
+    fn literal(x: &[f32]) -> (f32, f32) {
+        let mut sum = 0.0f32;
+        let mut cnt = 0u32;
+        for &v in x {
+            if v != f32::NEG_INFINITY {
+                sum += v;
+                cnt += 1;
+            }
+        }
+        let mean = sum / cnt as f32;
+        let mut acc = 0.0f32;
+        for &v in x {
+            if v != f32::NEG_INFINITY {
+                let d = (v - mean) as f64;
+                acc = (acc as f64 + d * d) as f32;
+            }
+        }
+        (mean, acc)
+    }
+
+    fn rows() -> Vec<Vec<f32>> {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut unif = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let mut out = Vec::new();
+        for (n, shape) in [(300_000usize, 0), (100_000, 1), (50_000, 2), (20_000, 3), (9000, 4), (70_000, 5), (4096, 6), (262_144, 7)] {
+            let v: Vec<f32> = (0..n)
+                .map(|i| {
+                    let z = ((-2.0 * unif().ln()).sqrt() * (2.0 * std::f64::consts::PI * unif()).cos()) as f32;
+                    match shape {
+                        0 => 0.8 * z - 0.05 * z * z,
+                        1 => 2.5 * z + if i % 997 == 3 { 15.0 } else { 0.0 },
+                        2 => half::bf16::from_f32(3.0 * z).to_f32(),
+                        3 => (z * 4.0).round() * 0.25 + 100.0,
+                        4 => if i % 7 == 0 { f32::NEG_INFINITY } else { z - 40.0 },
+                        5 => 1e-3 * z,
+                        6 => 0.5,
+                        _ => z * 1000.0,
+                    }
+                })
+                .collect();
+            out.push(v);
+        }
+        out
+    }
+
+    #[test]
+    fn exact_replay_equals_the_literal_sums() {
+        let mut s = SigmaScratch::default();
+        for row in rows() {
+            let r = Row { logits: &row, patches: &[] };
+            assert!(matches!(sigma_survivors(r, 1.0, &mut s), Sigma::Done));
+            let got = exact_mean_acc(r, &s);
+            let want = literal(&row);
+            assert_eq!((got.0.to_bits(), got.1.to_bits()), (want.0.to_bits(), want.1.to_bits()), "n {}", row.len());
+        }
+    }
+
+    #[test]
+    fn count_scalar_steps() {
+        let mut s = SigmaScratch::default();
+        for row in rows() {
+            let r = Row { logits: &row, patches: &[] };
+            sigma_survivors(r, 1.0, &mut s);
+            STEPS.store(0, std::sync::atomic::Ordering::Relaxed);
+            let (mean, acc) = exact_mean_acc(r, &s);
+            let st = STEPS.load(std::sync::atomic::Ordering::Relaxed);
+            eprintln!("n {} mean {mean} acc {acc}: scalar steps sum {} acc {}", row.len(), st % 1_000_000, st / 1_000_000);
+        }
+    }
+
+    #[test]
+    fn bounds_hold_the_literal_accumulator() {
+        let mut s = SigmaScratch::default();
+        for row in rows() {
+            let r = Row { logits: &row, patches: &[] };
+            sigma_survivors(r, 1.0, &mut s);
+            let cnt: u32 = s.stats.iter().map(|t| t.cnt).sum();
+            let (lo, hi) = acc_bounds(&s.stats, row.len(), cnt);
+            let (_, acc) = literal(&row);
+            assert!(lo <= acc as f64 && acc as f64 <= hi, "n {}: {lo} <= {acc} <= {hi}", row.len());
+            if acc > 0.0 {
+                assert!(hi - lo < 0.05 * acc as f64, "n {}: width {}", row.len(), (hi - lo) / acc as f64);
+            }
+            eprintln!("n {}: relative width {:e}", row.len(), (hi - lo) / acc as f64);
+        }
+    }
+
+    #[test]
+    fn survivors_equal_the_sampler() {
+        let mut s = SigmaScratch::default();
+        let mut exact_needed = 0;
+        for row in rows() {
+            for n in [0.5f32, 1.0, 2.0, 3.5] {
+                let patches = [TokenData { id: 11, logit: 30.0, p: 0.0 }, TokenData { id: 500, logit: f32::NEG_INFINITY, p: 0.0 }];
+                for p in [&patches[..], &[]] {
+                    let r = Row { logits: &row, patches: p };
+                    let before = tier_counts()[1];
+                    let Sigma::Done = sigma_survivors(r, n, &mut s) else { panic!() };
+                    exact_needed += (tier_counts()[1] - before) as usize;
+                    let mut c = Candidates::new();
+                    c.fill_f32(&row);
+                    for t in p {
+                        c.as_mut_slice()[t.id as usize].logit = t.logit;
+                    }
+                    TopNSigma::new(n).apply(&mut c);
+                    let want: Vec<(i32, f32)> =
+                        c.as_slice().iter().filter(|d| d.logit != f32::NEG_INFINITY).map(|d| (d.id, d.logit)).collect();
+                    let got: Vec<(i32, f32)> = s.ids.iter().copied().zip(s.vals.iter().copied()).collect();
+                    assert_eq!(got, want, "n_sigma {n}, row of {}", row.len());
+                }
+            }
+        }
+        assert!(exact_needed > 0);
+    }
+}

@@ -1,0 +1,290 @@
+//! top-p's nucleus straight from a logits row, when it lies within llama.cpp's first 256
+//! sorted candidates (a confident step): exact ids, order and cut, without the full array.
+//!
+//! llama.cpp computes `p_i = RN(e_i / s)` with `s` a sequential `f32` sum of
+//! `e_i = expf(l_i - max)` in id order, partially sorts the top 256 candidates with its bucket
+//! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`. Each addition of
+//! the id-order sum is off by at most `min(e_i, ulp(s)/2)`, so a 1-ulp vector exp pass that also
+//! sums `min(e_i, U/2)` (`U` an ulp bound of `s`) brackets `s` tightly when the tail is small.
+//! The partial sort's first 256 entries come from the top buckets: those are gathered and
+//! sorted with llama.cpp's algorithms (in id order, as its stable scatter leaves them). The
+//! running sum is monotone in `s`, so evaluating it at both ends of the bracket either fixes
+//! the cut or says it is ambiguous (then the caller runs the full path; nothing has been
+//! consumed).
+
+use crate::candidates::{Candidates, TokenData};
+use crate::raw_dist::{DistScratch, Row, BLOCK};
+use crate::simd::{simd_dispatch, Scalar, Simd};
+use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
+use crate::vec_exp::{exp_near, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
+
+/// Candidates llama.cpp's adaptive top-p sorts first.
+const FIRST: usize = 256;
+
+/// Reusable buffers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TopPScratch {
+    ids: Vec<i32>,
+    vals: Vec<f32>,
+    groups: Vec<TokenData>,
+    counts: Vec<u32>,
+}
+
+/// How often the nucleus was built here / left to the full path, process-wide.
+static TIERS: [std::sync::atomic::AtomicU64; 2] = [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+
+/// `[nucleus built, full path]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 2] {
+    std::array::from_fn(|i| TIERS[i].load(std::sync::atomic::Ordering::Relaxed))
+}
+
+simd_dispatch!(
+    /// (sum of `exp_near(x - m)`, sum of `min(exp_near(x - m), c)`) over one block; the second
+    /// is summed in `f32` lanes (its caller widens it by the lane sums' rounding).
+    fn block_near_min(x: &[f32], m: f32, c: f32) -> (f64, f64) = block_near_min_k
+);
+
+#[inline(always)]
+unsafe fn block_near_min_k<S: Simd>(x: &[f32], m: f32, c: f32) -> (f64, f64) {
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let (mv, cv) = (S::splat(m), S::splat(c));
+        let mut a = S::dzero();
+        let mut b = S::splat(0.0);
+        let mut i = 0;
+        while i + 2 * S::N <= n {
+            let e0 = exp_near::<S>(S::sub(S::load(p.add(i)), mv));
+            let e1 = exp_near::<S>(S::sub(S::load(p.add(i + S::N)), mv));
+            a = S::dadd(a, S::add(e0, e1));
+            b = S::add(b, S::add(S::min(e0, cv), S::min(e1, cv)));
+            i += 2 * S::N;
+        }
+        let (mut sa, mut sb) = (S::dsum(a), S::hsum_f64(b));
+        for &v in &x[i..] {
+            let e = exp_near::<Scalar>(v - m);
+            sa += e as f64;
+            sb += e.min(c) as f64;
+        }
+        (sa, sb)
+    }
+}
+
+/// Outcome of [`top_p_nucleus`].
+pub(crate) enum TopP {
+    /// Not decided here: run the full path.
+    Full,
+    /// `out` holds the nucleus (sorted, as llama.cpp's top-p leaves the view, `p` zero).
+    Nucleus,
+}
+
+/// llama.cpp's top-p over `row` (scanned into `d`, maximum `m` finite) for `p < 1` and
+/// `min_keep`, when the nucleus lies within the first 256 sorted candidates.
+pub(crate) fn top_p_nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, d: &DistScratch, s: &mut TopPScratch, out: &mut Candidates) -> TopP {
+    let r = nucleus(row, m, p, min_keep, d, s, out);
+    TIERS[matches!(r, TopP::Full) as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    r
+}
+
+fn nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, d: &DistScratch, s: &mut TopPScratch, out: &mut Candidates) -> TopP {
+    let n = row.len();
+    if min_keep > FIRST || !(p >= 0.0) {
+        return TopP::Full;
+    }
+    let nb = d.cmax.len();
+    // 1. A coarse upper bound of s from the scan (for the ulp bound U).
+    let (mut coarse_lo, mut coarse_hi) = (0.0f64, 0.0f64);
+    for b in 0..nb {
+        if d.cmax[b] == f32::NEG_INFINITY {
+            continue;
+        }
+        let dd = m as f64 - d.cref[b] as f64;
+        let rho = (176.0 + dd) * 1.01 / 16_777_216.0 + 1.0 / 4_194_304.0;
+        let acc_err = BLOCK as f64 / 16_777_216.0;
+        let f = d.coarse[b];
+        coarse_hi += f * (1.0 + acc_err) * BOUND_MUL * (-dd).exp() * (1.0 + rho) * (1.0 + 1e-9);
+        coarse_lo += (f * (1.0 - acc_err) / BOUND_DIV * (-dd).exp() * (1.0 - rho) - BLOCK as f64 * TINY).max(0.0);
+    }
+    if !coarse_hi.is_finite() {
+        return TopP::Full;
+    }
+    // llama.cpp's s never exceeds its real sum by more than the rounding, itself below the real
+    // sum: s < 2 * coarse_hi, so ulp(s) <= ulp(f32(2 * coarse_hi)).
+    let big = (2.0 * coarse_hi) as f32;
+    let ulp = f32::from_bits((big.to_bits() & 0x7f80_0000).max(24 << 23) - (23 << 23)) * 2.0;
+    let half_u = ulp / 2.0;
+    // 2. llama.cpp's first 256 sorted candidates: the buckets from the top down to the one
+    // where the count reaches 256. Gather everything above a logit threshold, lowering it until
+    // those buckets are wholly inside.
+    // The k-th largest block maximum is at most the k-th largest value: start at the 256th
+    // largest block maximum when there are that many blocks (one gather, usually enough).
+    let mut edge_bucket = if nb >= FIRST {
+        let mut mx: [f32; 2048] = [f32::NEG_INFINITY; 2048];
+        let take = nb.min(2048);
+        mx[..take].copy_from_slice(&d.cmax[..take]);
+        let mx = &mut mx[..take];
+        mx.select_nth_unstable_by(FIRST - 1, |a, b| b.total_cmp(a));
+        bucket_of(mx[FIRST - 1])
+    } else {
+        bucket_of(m)
+    };
+    let (ib, start_ib) = loop {
+        let thr = if edge_bucket == 0 { f32::NEG_INFINITY } else { ((edge_bucket as f64 - 64.0) / 6.4 - 1e-4) as f32 };
+        gather(row, thr, d, s);
+        s.counts.clear();
+        s.counts.resize(NBUCKETS, 0);
+        for &v in &s.vals {
+            s.counts[bucket_of(v)] += 1;
+        }
+        // Buckets >= edge_bucket are complete.
+        let mut have = 0usize;
+        let mut found = None;
+        for j in (edge_bucket..NBUCKETS).rev() {
+            let before = have;
+            have += s.counts[j] as usize;
+            if have >= FIRST || j == 0 {
+                found = Some((j, before));
+                break;
+            }
+        }
+        if let Some(f) = found {
+            break f;
+        }
+        if s.ids.len() > 16 * FIRST || edge_bucket == 0 {
+            return TopP::Full;
+        }
+        edge_bucket = edge_bucket.saturating_sub(8);
+    };
+    // Stable scatter of buckets >= ib, top down; std::sort above ib, partial sort at ib.
+    let mut start = [0u32; NBUCKETS];
+    let mut off = 0u32;
+    for j in (ib..NBUCKETS).rev() {
+        start[j] = off;
+        off += s.counts[j];
+    }
+    s.groups.clear();
+    s.groups.resize(off as usize, TokenData { id: 0, logit: 0.0, p: 0.0 });
+    for (&id, &v) in s.ids.iter().zip(&s.vals) {
+        let bk = bucket_of(v);
+        if bk >= ib {
+            s.groups[start[bk] as usize] = TokenData { id, logit: v, p: 0.0 };
+            start[bk] += 1;
+        }
+    }
+    let mut pos = 0usize;
+    for j in (ib + 1..NBUCKETS).rev() {
+        let cnt = s.counts[j] as usize;
+        std_sort(&mut s.groups[pos..pos + cnt], logit_before);
+        pos += cnt;
+    }
+    debug_assert_eq!(pos, start_ib);
+    let cnt = s.counts[ib] as usize;
+    let k = FIRST.min(n);
+    std_partial_sort(&mut s.groups[pos..pos + cnt], k - pos, logit_before);
+
+    // 3. The cut from the coarse bracket: each step of llama.cpp's sum is off by at most
+    // ulp(s)/2 <= U/2, n of them.
+    let rnd_all = n as f64 * half_u as f64;
+    let (c_lo, c_hi) = (f32_down(coarse_lo - rnd_all), f32_up(coarse_hi + rnd_all));
+    if c_lo > 0.0 && c_hi < f32::INFINITY {
+        if let Some(last) = cut(&s.groups, k, m, p, min_keep, c_lo, c_hi) {
+            out.fill_from(&s.groups[..last]);
+            out.set_sorted(true);
+            return TopP::Nucleus;
+        }
+    }
+    // 2'. The 1-ulp pass (when the coarse bracket did not decide): the real sum and the
+    // rounding bound.
+    let mut buf = [0f32; BLOCK];
+    let (mut sum, mut rnd) = (0.0f64, 0.0f64);
+    for b in 0..nb {
+        if d.cmax[b] == f32::NEG_INFINITY {
+            continue;
+        }
+        let x = row.block(b, &mut buf);
+        let (a, c) = block_near_min(x, m, half_u);
+        sum += a;
+        rnd += c;
+    }
+    let eps = NEAR_REL * 2.0 * 1.01 + 1e-12;
+    let t_lo = sum * (1.0 - eps) - 2.0 * n as f64 * TINY;
+    let t_hi = sum * (1.0 + eps) + 2.0 * n as f64 * TINY;
+    // sum min(e, c) <= (1 + 2^-23) sum min(exp_near, c) + n TINY; its f32 lane sums (at most
+    // BLOCK terms each) are within BLOCK 2^-24 of it.
+    let rnd = rnd * (1.0 + BLOCK as f64 / 8_388_608.0) + 2.0 * n as f64 * TINY;
+    let (s_lo, s_hi) = (f32_down(t_lo - rnd), f32_up(t_hi + rnd));
+    if !(s_lo > 0.0) || !(s_hi < f32::INFINITY) {
+        return TopP::Full;
+    }
+    match cut(&s.groups, k, m, p, min_keep, s_lo, s_hi) {
+        Some(last) => {
+            out.fill_from(&s.groups[..last]);
+            out.set_sorted(true);
+            TopP::Nucleus
+        }
+        None => TopP::Full,
+    }
+}
+
+
+/// The cut: llama.cpp's running f32 sum of `p = RN(e / s)` over the sorted candidates,
+/// bracketed by evaluating it at `s_hi` (smallest p) and `s_lo` (largest p). `None` when the
+/// bracket does not decide, or when the nucleus goes past the first `k` (llama.cpp then sorts
+/// everything).
+fn cut(groups: &[TokenData], k: usize, m: f32, p: f32, min_keep: usize, s_lo: f32, s_hi: f32) -> Option<usize> {
+    let (mut cum_lo, mut cum_hi) = (0.0f32, 0.0f32);
+    for (i, g) in groups.iter().enumerate().take(k) {
+        let e = (g.logit - m).exp();
+        cum_lo += e / s_hi;
+        cum_hi += e / s_lo;
+        let ok = i + 1 >= min_keep;
+        if cum_lo >= p && ok {
+            return Some(i + 1);
+        }
+        if cum_hi >= p && ok {
+            return None;
+        }
+    }
+    None
+}
+
+/// Collects (id, logit) of every token with logit >= `thr` into `s.ids` / `s.vals`, in id order.
+fn gather(row: Row<'_>, thr: f32, d: &DistScratch, s: &mut TopPScratch) {
+    s.ids.clear();
+    s.vals.clear();
+    let mut buf = [0f32; BLOCK];
+    for (b, &mx) in d.cmax.iter().enumerate() {
+        if !(mx >= thr) {
+            continue;
+        }
+        let x = row.block(b, &mut buf);
+        if thr == f32::NEG_INFINITY {
+            for (k, &v) in x.iter().enumerate() {
+                s.ids.push((b * BLOCK + k) as i32);
+                s.vals.push(v);
+            }
+        } else {
+            crate::raw_sigma::collect_into(x, thr, b * BLOCK, &mut s.ids, &mut s.vals);
+        }
+    }
+}
+
+/// Smallest `f32` >= `x`.
+fn f32_up(x: f64) -> f32 {
+    let f = x as f32;
+    if (f as f64) < x {
+        f.next_up()
+    } else {
+        f
+    }
+}
+
+/// Largest `f32` <= `x`.
+fn f32_down(x: f64) -> f32 {
+    let f = x as f32;
+    if (f as f64) > x {
+        f.next_down()
+    } else {
+        f
+    }
+}

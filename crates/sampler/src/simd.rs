@@ -1,0 +1,686 @@
+//! A minimal SIMD abstraction so each whole-vocabulary kernel is written once and compiled for
+//! AVX-512F, AVX2+FMA and plain scalar code (the portable fallback).
+//!
+//! Every operation maps to one IEEE operation per lane (FMA is a single fused rounding on every
+//! backend: `f32::mul_add` in scalar code), so the three backends give bit-identical results.
+//! Kernels are generic `#[inline(always)]` functions instantiated inside `#[target_feature]`
+//! wrappers; [`Level::detect`] picks the backend once at run time.
+
+#![allow(clippy::missing_safety_doc)]
+
+/// Which backend the CPU supports (checked once, cached).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// 16 lanes.
+    Avx512,
+    /// 8 lanes.
+    Avx2,
+    /// 1 lane.
+    Scalar,
+}
+
+impl Level {
+    /// The best backend on this CPU (cached after the first call). `NUCLEUS_SIMD=avx2` or
+    /// `NUCLEUS_SIMD=scalar` in the environment forces a lesser one (to test the fallbacks).
+    #[inline]
+    pub(crate) fn detect() -> Level {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        static CACHE: AtomicU8 = AtomicU8::new(0);
+        match CACHE.load(Ordering::Relaxed) {
+            1 => return Level::Avx512,
+            2 => return Level::Avx2,
+            3 => return Level::Scalar,
+            _ => {}
+        }
+        let l = Self::probe();
+        CACHE.store(
+            match l {
+                Level::Avx512 => 1,
+                Level::Avx2 => 2,
+                Level::Scalar => 3,
+            },
+            Ordering::Relaxed,
+        );
+        l
+    }
+
+    fn probe() -> Level {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::env::var_os("NUCLEUS_SIMD").is_some_and(|v| v == "scalar") {
+                return Level::Scalar;
+            }
+            let avx2 = std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+                && std::arch::is_x86_feature_detected!("popcnt");
+            if avx2 && std::arch::is_x86_feature_detected!("avx512f") {
+                if std::env::var_os("NUCLEUS_SIMD").is_some_and(|v| v == "avx2") {
+                    return Level::Avx2;
+                }
+                return Level::Avx512;
+            }
+            if avx2 {
+                return Level::Avx2;
+            }
+        }
+        Level::Scalar
+    }
+}
+
+/// Lane-wise `f32` operations (and the few integer ones the kernels need).
+pub(crate) trait Simd {
+    /// Lanes per vector.
+    const N: usize;
+    /// `N` x `f32`.
+    type V: Copy;
+    /// A lane mask.
+    type M: Copy;
+
+    unsafe fn load(p: *const f32) -> Self::V;
+    unsafe fn store(p: *mut f32, v: Self::V);
+    unsafe fn splat(x: f32) -> Self::V;
+    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn sub(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn mul(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn div(a: Self::V, b: Self::V) -> Self::V;
+    /// `a * b + c`, one rounding.
+    unsafe fn fmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// `c - a * b`, one rounding.
+    unsafe fn fnmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    /// `max(a, b)` for non-NaN inputs.
+    unsafe fn max(a: Self::V, b: Self::V) -> Self::V;
+    /// `min(a, b)` for non-NaN inputs.
+    unsafe fn min(a: Self::V, b: Self::V) -> Self::V;
+    /// `|a|`.
+    unsafe fn abs(a: Self::V) -> Self::V;
+    /// Lanes where `a >= b` (false for NaN).
+    unsafe fn ge(a: Self::V, b: Self::V) -> Self::M;
+    /// Lanes where `a < b` (false for NaN).
+    unsafe fn lt(a: Self::V, b: Self::V) -> Self::M;
+    /// Lanes where `!(a < b)` (true for NaN).
+    unsafe fn nlt(a: Self::V, b: Self::V) -> Self::M;
+    /// Lanes where `a == b`.
+    unsafe fn eq(a: Self::V, b: Self::V) -> Self::M;
+    unsafe fn or_m(a: Self::M, b: Self::M) -> Self::M;
+    unsafe fn and_m(a: Self::M, b: Self::M) -> Self::M;
+    unsafe fn none() -> Self::M;
+    unsafe fn any(m: Self::M) -> bool;
+    /// `v` where `m`, else `0.0`.
+    unsafe fn keep(m: Self::M, v: Self::V) -> Self::V;
+    /// `a` where `m`, else `b`.
+    unsafe fn select(m: Self::M, a: Self::V, b: Self::V) -> Self::V;
+    /// Adds `k << 23` to the bit pattern of each lane (`k` an integer-valued float in
+    /// `[-126, 127]`): multiplies by `2^k` when the result stays normal.
+    unsafe fn add_exponent(v: Self::V, k: Self::V) -> Self::V;
+    /// `round_nearest_even(v)` to an `i32`, reinterpreted as `f32` bits.
+    unsafe fn cvt_round_bits(v: Self::V) -> Self::V;
+    /// Sum of the lanes, each widened to `f64`, added in lane order.
+    unsafe fn hsum_f64(v: Self::V) -> f64;
+    /// Sum of the lanes in `f32` (some tree order).
+    unsafe fn hsum_f32(v: Self::V) -> f32;
+    /// Largest lane (no NaN).
+    unsafe fn hmax(v: Self::V) -> f32;
+    /// `v * 2^k` where `m` (`k` integral, result normal), `0.0` elsewhere (any `k` there).
+    unsafe fn keep_scale2(m: Self::M, v: Self::V, k: Self::V) -> Self::V;
+    /// Number of lanes set in `m`.
+    unsafe fn count(m: Self::M) -> u32;
+    /// Appends `(base + lane, v[lane])` for the lanes set in `m` (in lane order).
+    unsafe fn push_masked(m: Self::M, v: Self::V, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>);
+    /// Per-lane `f64` accumulators.
+    type D: Copy;
+    unsafe fn dzero() -> Self::D;
+    /// Adds the lanes of `v`, widened to `f64`.
+    unsafe fn dadd(d: Self::D, v: Self::V) -> Self::D;
+    /// Sum of the accumulators.
+    unsafe fn dsum(d: Self::D) -> f64;
+}
+
+/// The portable backend: one lane.
+pub(crate) struct Scalar;
+
+impl Simd for Scalar {
+    const N: usize = 1;
+    type V = f32;
+    type M = bool;
+
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> f32 {
+        unsafe { *p }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: f32) {
+        unsafe { *p = v }
+    }
+    #[inline(always)]
+    unsafe fn splat(x: f32) -> f32 {
+        x
+    }
+    #[inline(always)]
+    unsafe fn add(a: f32, b: f32) -> f32 {
+        a + b
+    }
+    #[inline(always)]
+    unsafe fn sub(a: f32, b: f32) -> f32 {
+        a - b
+    }
+    #[inline(always)]
+    unsafe fn mul(a: f32, b: f32) -> f32 {
+        a * b
+    }
+    #[inline(always)]
+    unsafe fn div(a: f32, b: f32) -> f32 {
+        a / b
+    }
+    #[inline(always)]
+    unsafe fn fmadd(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+    #[inline(always)]
+    unsafe fn fnmadd(a: f32, b: f32, c: f32) -> f32 {
+        (-a).mul_add(b, c)
+    }
+    #[inline(always)]
+    unsafe fn max(a: f32, b: f32) -> f32 {
+        if a > b {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    unsafe fn min(a: f32, b: f32) -> f32 {
+        if a < b {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    unsafe fn abs(a: f32) -> f32 {
+        a.abs()
+    }
+    #[inline(always)]
+    unsafe fn ge(a: f32, b: f32) -> bool {
+        a >= b
+    }
+    #[inline(always)]
+    unsafe fn lt(a: f32, b: f32) -> bool {
+        a < b
+    }
+    #[inline(always)]
+    unsafe fn nlt(a: f32, b: f32) -> bool {
+        !(a < b)
+    }
+    #[inline(always)]
+    unsafe fn eq(a: f32, b: f32) -> bool {
+        a == b
+    }
+    #[inline(always)]
+    unsafe fn or_m(a: bool, b: bool) -> bool {
+        a | b
+    }
+    #[inline(always)]
+    unsafe fn and_m(a: bool, b: bool) -> bool {
+        a & b
+    }
+    #[inline(always)]
+    unsafe fn none() -> bool {
+        false
+    }
+    #[inline(always)]
+    unsafe fn any(m: bool) -> bool {
+        m
+    }
+    #[inline(always)]
+    unsafe fn keep(m: bool, v: f32) -> f32 {
+        if m {
+            v
+        } else {
+            0.0
+        }
+    }
+    #[inline(always)]
+    unsafe fn select(m: bool, a: f32, b: f32) -> f32 {
+        if m {
+            a
+        } else {
+            b
+        }
+    }
+    #[inline(always)]
+    unsafe fn add_exponent(v: f32, k: f32) -> f32 {
+        f32::from_bits(v.to_bits().wrapping_add(((k as i32) << 23) as u32))
+    }
+    #[inline(always)]
+    unsafe fn cvt_round_bits(v: f32) -> f32 {
+        // cvtps2dq: round to nearest even; out of range gives i32::MIN.
+        let r = v.round_ties_even();
+        let i = if r.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&r) { i32::MIN } else { r as i32 };
+        f32::from_bits(i as u32)
+    }
+    #[inline(always)]
+    unsafe fn hsum_f64(v: f32) -> f64 {
+        v as f64
+    }
+    #[inline(always)]
+    unsafe fn hsum_f32(v: f32) -> f32 {
+        v
+    }
+    #[inline(always)]
+    unsafe fn hmax(v: f32) -> f32 {
+        v
+    }
+    #[inline(always)]
+    unsafe fn keep_scale2(m: bool, v: f32, k: f32) -> f32 {
+        if m {
+            unsafe { Self::add_exponent(v, k) }
+        } else {
+            0.0
+        }
+    }
+    #[inline(always)]
+    unsafe fn count(m: bool) -> u32 {
+        m as u32
+    }
+    #[inline(always)]
+    unsafe fn push_masked(m: bool, v: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
+        if m {
+            ids.push(base as i32);
+            vals.push(v);
+        }
+    }
+    type D = f64;
+    #[inline(always)]
+    unsafe fn dzero() -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    unsafe fn dadd(d: f64, v: f32) -> f64 {
+        d + v as f64
+    }
+    #[inline(always)]
+    unsafe fn dsum(d: f64) -> f64 {
+        d
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::{Avx2, Avx512};
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::Simd;
+    use std::arch::x86_64::*;
+
+    /// AVX-512F, 16 lanes (call only where [`super::Level::Avx512`] was detected).
+    pub(crate) struct Avx512;
+
+    /// AVX2 + FMA, 8 lanes (call only where [`super::Level::Avx2`] or better was detected).
+    pub(crate) struct Avx2;
+
+    impl Simd for Avx512 {
+        const N: usize = 16;
+        type V = __m512;
+        type M = __mmask16;
+
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> __m512 {
+            unsafe { _mm512_loadu_ps(p) }
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: __m512) {
+            unsafe { _mm512_storeu_ps(p, v) }
+        }
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> __m512 {
+            _mm512_set1_ps(x)
+        }
+        #[inline(always)]
+        unsafe fn add(a: __m512, b: __m512) -> __m512 {
+            _mm512_add_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn sub(a: __m512, b: __m512) -> __m512 {
+            _mm512_sub_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul(a: __m512, b: __m512) -> __m512 {
+            _mm512_mul_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn div(a: __m512, b: __m512) -> __m512 {
+            _mm512_div_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn fmadd(a: __m512, b: __m512, c: __m512) -> __m512 {
+            _mm512_fmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn fnmadd(a: __m512, b: __m512, c: __m512) -> __m512 {
+            _mm512_fnmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn max(a: __m512, b: __m512) -> __m512 {
+            _mm512_max_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn min(a: __m512, b: __m512) -> __m512 {
+            _mm512_min_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn abs(a: __m512) -> __m512 {
+            _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7FFF_FFFF)))
+        }
+        #[inline(always)]
+        unsafe fn ge(a: __m512, b: __m512) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_GE_OQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn lt(a: __m512, b: __m512) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn nlt(a: __m512, b: __m512) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn eq(a: __m512, b: __m512) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn or_m(a: __mmask16, b: __mmask16) -> __mmask16 {
+            a | b
+        }
+        #[inline(always)]
+        unsafe fn and_m(a: __mmask16, b: __mmask16) -> __mmask16 {
+            a & b
+        }
+        #[inline(always)]
+        unsafe fn none() -> __mmask16 {
+            0
+        }
+        #[inline(always)]
+        unsafe fn any(m: __mmask16) -> bool {
+            m != 0
+        }
+        #[inline(always)]
+        unsafe fn keep(m: __mmask16, v: __m512) -> __m512 {
+            _mm512_maskz_mov_ps(m, v)
+        }
+        #[inline(always)]
+        unsafe fn select(m: __mmask16, a: __m512, b: __m512) -> __m512 {
+            _mm512_mask_blend_ps(m, b, a)
+        }
+        #[inline(always)]
+        unsafe fn add_exponent(v: __m512, k: __m512) -> __m512 {
+            let ki = _mm512_slli_epi32::<23>(_mm512_cvtps_epi32(k));
+            _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(v), ki))
+        }
+        #[inline(always)]
+        unsafe fn cvt_round_bits(v: __m512) -> __m512 {
+            _mm512_castsi512_ps(_mm512_cvtps_epi32(v))
+        }
+        #[inline(always)]
+        unsafe fn hsum_f64(v: __m512) -> f64 {
+            let mut a = [0f32; 16];
+            unsafe { _mm512_storeu_ps(a.as_mut_ptr(), v) };
+            a.iter().map(|&x| x as f64).sum()
+        }
+        #[inline(always)]
+        unsafe fn hmax(v: __m512) -> f32 {
+            _mm512_reduce_max_ps(v)
+        }
+        #[inline(always)]
+        unsafe fn hsum_f32(v: __m512) -> f32 {
+            _mm512_reduce_add_ps(v)
+        }
+        #[inline(always)]
+        unsafe fn keep_scale2(m: __mmask16, v: __m512, k: __m512) -> __m512 {
+            _mm512_maskz_scalef_ps(m, v, k)
+        }
+        #[inline(always)]
+        unsafe fn count(m: __mmask16) -> u32 {
+            (m as u32).count_ones()
+        }
+        #[inline(always)]
+        unsafe fn push_masked(m: __mmask16, v: __m512, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
+            let k = (m as u32).count_ones() as usize;
+            ids.reserve(16);
+            vals.reserve(16);
+            let idv = _mm512_add_epi32(
+                _mm512_set1_epi32(base as i32),
+                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            );
+            // Compress in registers and store whole vectors (the memory form of the compress
+            // instructions is very slow on some CPUs); the spare lanes are overwritten later.
+            unsafe {
+                let (li, lv) = (ids.len(), vals.len());
+                _mm512_storeu_si512(ids.as_mut_ptr().add(li) as *mut _, _mm512_maskz_compress_epi32(m, idv));
+                _mm512_storeu_ps(vals.as_mut_ptr().add(lv), _mm512_maskz_compress_ps(m, v));
+                ids.set_len(li + k);
+                vals.set_len(lv + k);
+            }
+        }
+        type D = (__m512d, __m512d);
+        #[inline(always)]
+        unsafe fn dzero() -> Self::D {
+            (_mm512_setzero_pd(), _mm512_setzero_pd())
+        }
+        #[inline(always)]
+        unsafe fn dadd(d: Self::D, v: __m512) -> Self::D {
+            let lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+            let hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v))));
+            (_mm512_add_pd(d.0, lo), _mm512_add_pd(d.1, hi))
+        }
+        #[inline(always)]
+        unsafe fn dsum(d: Self::D) -> f64 {
+            let mut a = [0f64; 16];
+            unsafe {
+                _mm512_storeu_pd(a.as_mut_ptr(), d.0);
+                _mm512_storeu_pd(a.as_mut_ptr().add(8), d.1);
+            }
+            a.iter().sum()
+        }
+    }
+
+    impl Simd for Avx2 {
+        const N: usize = 8;
+        type V = __m256;
+        type M = __m256;
+
+        #[inline(always)]
+        unsafe fn load(p: *const f32) -> __m256 {
+            unsafe { _mm256_loadu_ps(p) }
+        }
+        #[inline(always)]
+        unsafe fn store(p: *mut f32, v: __m256) {
+            unsafe { _mm256_storeu_ps(p, v) }
+        }
+        #[inline(always)]
+        unsafe fn splat(x: f32) -> __m256 {
+            _mm256_set1_ps(x)
+        }
+        #[inline(always)]
+        unsafe fn add(a: __m256, b: __m256) -> __m256 {
+            _mm256_add_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn sub(a: __m256, b: __m256) -> __m256 {
+            _mm256_sub_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn mul(a: __m256, b: __m256) -> __m256 {
+            _mm256_mul_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn div(a: __m256, b: __m256) -> __m256 {
+            _mm256_div_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn fmadd(a: __m256, b: __m256, c: __m256) -> __m256 {
+            _mm256_fmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn fnmadd(a: __m256, b: __m256, c: __m256) -> __m256 {
+            _mm256_fnmadd_ps(a, b, c)
+        }
+        #[inline(always)]
+        unsafe fn max(a: __m256, b: __m256) -> __m256 {
+            _mm256_max_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn min(a: __m256, b: __m256) -> __m256 {
+            _mm256_min_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn abs(a: __m256) -> __m256 {
+            _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(a), _mm256_set1_epi32(0x7FFF_FFFF)))
+        }
+        #[inline(always)]
+        unsafe fn ge(a: __m256, b: __m256) -> __m256 {
+            _mm256_cmp_ps::<_CMP_GE_OQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn lt(a: __m256, b: __m256) -> __m256 {
+            _mm256_cmp_ps::<_CMP_LT_OQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn nlt(a: __m256, b: __m256) -> __m256 {
+            _mm256_cmp_ps::<_CMP_NLT_UQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn eq(a: __m256, b: __m256) -> __m256 {
+            _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn or_m(a: __m256, b: __m256) -> __m256 {
+            _mm256_or_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn and_m(a: __m256, b: __m256) -> __m256 {
+            _mm256_and_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn none() -> __m256 {
+            _mm256_setzero_ps()
+        }
+        #[inline(always)]
+        unsafe fn any(m: __m256) -> bool {
+            _mm256_movemask_ps(m) != 0
+        }
+        #[inline(always)]
+        unsafe fn keep(m: __m256, v: __m256) -> __m256 {
+            _mm256_and_ps(m, v)
+        }
+        #[inline(always)]
+        unsafe fn select(m: __m256, a: __m256, b: __m256) -> __m256 {
+            _mm256_blendv_ps(b, a, m)
+        }
+        #[inline(always)]
+        unsafe fn add_exponent(v: __m256, k: __m256) -> __m256 {
+            let ki = _mm256_slli_epi32::<23>(_mm256_cvtps_epi32(k));
+            _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(v), ki))
+        }
+        #[inline(always)]
+        unsafe fn cvt_round_bits(v: __m256) -> __m256 {
+            _mm256_castsi256_ps(_mm256_cvtps_epi32(v))
+        }
+        #[inline(always)]
+        unsafe fn hsum_f64(v: __m256) -> f64 {
+            let mut a = [0f32; 8];
+            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
+            a.iter().map(|&x| x as f64).sum()
+        }
+        #[inline(always)]
+        unsafe fn hsum_f32(v: __m256) -> f32 {
+            let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps::<1>(s, s)))
+        }
+        #[inline(always)]
+        unsafe fn hmax(v: __m256) -> f32 {
+            let mut a = [0f32; 8];
+            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
+            a.iter().fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
+        }
+        #[inline(always)]
+        unsafe fn keep_scale2(m: __m256, v: __m256, k: __m256) -> __m256 {
+            unsafe { Self::keep(m, Self::add_exponent(v, Self::select(m, k, _mm256_setzero_ps()))) }
+        }
+        #[inline(always)]
+        unsafe fn count(m: __m256) -> u32 {
+            (_mm256_movemask_ps(m) as u32).count_ones()
+        }
+        #[inline(always)]
+        unsafe fn push_masked(m: __m256, v: __m256, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
+            let bits = _mm256_movemask_ps(m) as u32;
+            if bits != 0 {
+                let mut a = [0f32; 8];
+                unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
+                for (j, &x) in a.iter().enumerate() {
+                    if bits & (1 << j) != 0 {
+                        ids.push((base + j) as i32);
+                        vals.push(x);
+                    }
+                }
+            }
+        }
+        type D = (__m256d, __m256d);
+        #[inline(always)]
+        unsafe fn dzero() -> Self::D {
+            (_mm256_setzero_pd(), _mm256_setzero_pd())
+        }
+        #[inline(always)]
+        unsafe fn dadd(d: Self::D, v: __m256) -> Self::D {
+            let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+            let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(v));
+            (_mm256_add_pd(d.0, lo), _mm256_add_pd(d.1, hi))
+        }
+        #[inline(always)]
+        unsafe fn dsum(d: Self::D) -> f64 {
+            let mut a = [0f64; 8];
+            unsafe {
+                _mm256_storeu_pd(a.as_mut_ptr(), d.0);
+                _mm256_storeu_pd(a.as_mut_ptr().add(4), d.1);
+            }
+            a.iter().sum()
+        }
+    }
+}
+
+/// Defines `$vis fn $name(args) -> ret` that runs the generic kernel `$generic::<S: Simd>`
+/// on the best backend, each instantiation inside a `#[target_feature]` wrapper so the
+/// intrinsics inline.
+macro_rules! simd_dispatch {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $generic:ident) => {
+        $(#[$meta])*
+        #[allow(clippy::too_many_arguments)]
+        $vis fn $name($($arg: $ty),*) -> $ret {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx2,fma,popcnt")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn avx512($($arg: $ty),*) -> $ret {
+                    // SAFETY: AVX-512F is available (checked by the caller).
+                    unsafe { $generic::<$crate::simd::Avx512>($($arg),*) }
+                }
+                #[target_feature(enable = "avx2,fma,popcnt")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn avx2($($arg: $ty),*) -> $ret {
+                    // SAFETY: AVX2 and FMA are available (checked by the caller).
+                    unsafe { $generic::<$crate::simd::Avx2>($($arg),*) }
+                }
+                match $crate::simd::Level::detect() {
+                    // SAFETY: the level was detected on this CPU.
+                    $crate::simd::Level::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: as above.
+                    $crate::simd::Level::Avx2 => return unsafe { avx2($($arg),*) },
+                    $crate::simd::Level::Scalar => {}
+                }
+            }
+            // SAFETY: the scalar backend has no requirement.
+            unsafe { $generic::<$crate::simd::Scalar>($($arg),*) }
+        }
+    };
+}
+pub(crate) use simd_dispatch;

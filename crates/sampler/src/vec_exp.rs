@@ -1,0 +1,363 @@
+//! Vector `expf` for the whole-vocabulary fast paths: a close approximation with a proven
+//! error bound against glibc's `expf`, a cheap two-sided bound, and a bit-exact replica of
+//! glibc's `expf` (FMA variant) used when a decision needs the exact values.
+//!
+//! The bounds are what the fast paths' margins rest on; the tests check them exhaustively over
+//! every `f32` in the input range the samplers use (`x <= 0`).
+
+use crate::simd::Simd;
+
+/// Inputs below this give `0` from [`exp_near`] and [`exp_bound_x`] clamps to it; the true
+/// `expf(x)` there is below [`TINY`].
+pub(crate) const EXP_CUT: f32 = -86.5;
+
+/// `expf(EXP_CUT)` is below this, so every input under the cut has `expf(x) < TINY`.
+pub(crate) const TINY: f64 = 3.0e-38; // 2^-124.6
+
+/// [`exp_near`]'s error bound: `|exp_near(x) - expf(x)| <= NEAR_REL * expf(x) + TINY` for every
+/// `x <= 0` (tested exhaustively; measured maximum 1 ulp).
+pub(crate) const NEAR_REL: f64 = 1.0 / 8_388_608.0; // 2^-23
+
+/// [`exp_bound`]'s bracket: `f / BOUND_DIV <= expf(x) <= f * BOUND_MUL` for `x` in
+/// `[EXP_CUT, 61]` (tested exhaustively).
+pub(crate) const BOUND_DIV: f64 = 1.0617;
+/// See [`BOUND_DIV`].
+pub(crate) const BOUND_MUL: f64 = 1.0 + 1.0 / 65536.0;
+
+/// `expf(x)` to within 1 ulp (Cephes' `expf` coefficients, one Horner chain of FMAs): `x <= 0`; `x < EXP_CUT`
+/// (and `-inf`) gives `0`.
+#[inline(always)]
+#[allow(clippy::excessive_precision)]
+pub(crate) unsafe fn exp_near<S: Simd>(x: S::V) -> S::V {
+    unsafe {
+        let magic = S::splat(12_582_912.0); // 1.5 * 2^23: adding it rounds to an integer
+        let kf = S::fmadd(x, S::splat(std::f32::consts::LOG2_E), magic);
+        let k = S::sub(kf, magic);
+        let r = S::fnmadd(k, S::splat(0.693_359_375), x);
+        let r = S::fnmadd(k, S::splat(-2.121_944_40e-4), r);
+        let mut p = S::splat(1.987_569_150_0e-4);
+        p = S::fmadd(p, r, S::splat(1.398_199_950_7e-3));
+        p = S::fmadd(p, r, S::splat(8.333_451_907_3e-3));
+        p = S::fmadd(p, r, S::splat(4.166_579_589_4e-2));
+        p = S::fmadd(p, r, S::splat(1.666_666_545_9e-1));
+        p = S::fmadd(p, r, S::splat(5.000_000_120_1e-1));
+        p = S::fmadd(p, r, S::splat(1.0));
+        p = S::fmadd(p, r, S::splat(1.0));
+        // k >= -125 where x >= EXP_CUT, so the scaled result stays normal.
+        S::keep_scale2(S::ge(x, S::splat(EXP_CUT)), p, k)
+    }
+}
+
+/// A cheap stand-in for `expf(x)` with a two-sided bound (Schraudolph's trick: the exponent
+/// bits are written directly): for `x` in `[EXP_CUT, 61]`,
+/// `f / BOUND_DIV <= expf(x) <= f * BOUND_MUL`. Inputs below the cut are clamped to it (so the
+/// upper bound still holds). `x` must not be NaN.
+#[inline(always)]
+pub(crate) unsafe fn exp_bound<S: Simd>(x: S::V) -> S::V {
+    unsafe {
+        let x = S::max(x, S::splat(EXP_CUT));
+        let y = S::fmadd(x, S::splat(8_388_608.0 * std::f32::consts::LOG2_E), S::splat(127.0 * 8_388_608.0));
+        S::cvt_round_bits(y)
+    }
+}
+
+/// glibc's `expf` constants (`__exp2f_data`, 32-entry table) for the replica.
+mod glibc {
+    pub(super) const INV_LN2_N: u64 = 0x4047_1547_652b_82fe;
+    pub(super) const SHIFT: u64 = 0x4338_0000_0000_0000;
+    pub(super) const C0: u64 = 0x3ebc_6af8_4b91_2394;
+    pub(super) const C1: u64 = 0x3f2e_bfce_50fa_c4f3;
+    pub(super) const C2: u64 = 0x3f96_2e42_ff0c_52d6;
+    pub(super) const TAB: [u64; 32] = [
+        0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+        0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+        0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+        0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+        0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+        0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+        0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+        0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+    ];
+}
+
+/// Scalar replica of glibc's FMA `expf` main path (`|x| < 88`); other inputs go to `f32::exp`.
+#[inline]
+fn expf_replica_scalar(x: f32) -> f32 {
+    let abstop = (x.to_bits() >> 20) & 0x7ff;
+    if abstop > 0x42a {
+        return x.exp();
+    }
+    let f = f64::from_bits;
+    let xd = x as f64;
+    let kds = f(glibc::INV_LN2_N).mul_add(xd, f(glibc::SHIFT));
+    let ki = kds.to_bits();
+    let kd = kds - f(glibc::SHIFT);
+    let r = f(glibc::INV_LN2_N).mul_add(xd, -kd);
+    let t = glibc::TAB[(ki & 31) as usize].wrapping_add(ki << 47);
+    let s = f64::from_bits(t);
+    let z = r.mul_add(f(glibc::C0), f(glibc::C1));
+    let r2 = r * r;
+    let y = r.mul_add(f(glibc::C2), 1.0);
+    let y = z.mul_add(r2, y);
+    (y * s) as f32
+}
+
+/// Exact `expf` (what llama.cpp computes) for every element of `xs`, written to `out`.
+/// Uses the AVX-512 replica of glibc's `expf` when it was verified against this process's
+/// `expf` at first use, otherwise calls `f32::exp` element by element.
+pub(crate) fn expf_exact_slice(xs: &[f32], out: &mut [f32]) {
+    debug_assert_eq!(xs.len(), out.len());
+    #[cfg(target_arch = "x86_64")]
+    {
+        if replica_ok() {
+            // SAFETY: replica_ok() implies AVX-512F is available.
+            unsafe { expf_replica_avx512(xs, out) };
+            return;
+        }
+    }
+    for (o, &x) in out.iter_mut().zip(xs) {
+        *o = x.exp();
+    }
+}
+
+/// Whether the vector replica may stand in for `f32::exp`: AVX-512F and FMA are present (so
+/// glibc runs its FMA variant) and the replica matched `f32::exp` on a check set at first use.
+pub(crate) fn replica_ok() -> bool {
+    use std::sync::OnceLock;
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::simd::Level::detect() != crate::simd::Level::Avx512 || !std::arch::is_x86_feature_detected!("fma") {
+                return false;
+            }
+            // Every 4099th float in [-104, 0] plus values near rounding-sensitive points.
+            let mut xs: Vec<f32> = Vec::with_capacity(300_000);
+            let lo = (-104.0f32).to_bits();
+            let mut b = 0x8000_0000u32;
+            while b <= lo {
+                xs.push(f32::from_bits(b));
+                b += 4099;
+            }
+            xs.extend((0..20_000).map(|i| -(i as f32) * 0.000_731));
+            xs.push(f32::NEG_INFINITY);
+            let mut out = vec![0f32; xs.len()];
+            // SAFETY: AVX-512F detected above.
+            unsafe { expf_replica_avx512(&xs, &mut out) };
+            xs.iter().zip(&out).all(|(&x, &y)| x.exp().to_bits() == y.to_bits() && expf_replica_scalar(x) == y)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn expf_replica_avx512(xs: &[f32], out: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let f = |b: u64| _mm512_set1_pd(f64::from_bits(b));
+    let (inv, shift, c0, c1, c2, one) =
+        (f(glibc::INV_LN2_N), f(glibc::SHIFT), f(glibc::C0), f(glibc::C1), f(glibc::C2), _mm512_set1_pd(1.0));
+    let tp = glibc::TAB.as_ptr() as *const i64;
+    // SAFETY: the table has 32 entries.
+    let (t0, t1, t2, t3) = unsafe {
+        (
+            _mm512_loadu_si512(tp as *const _),
+            _mm512_loadu_si512(tp.add(8) as *const _),
+            _mm512_loadu_si512(tp.add(16) as *const _),
+            _mm512_loadu_si512(tp.add(24) as *const _),
+        )
+    };
+    let half = |x: __m256| -> __m256 {
+        let xd = _mm512_cvtps_pd(x);
+        let kds = _mm512_fmadd_pd(inv, xd, shift);
+        let kd = _mm512_sub_pd(kds, shift);
+        let r = _mm512_fmsub_pd(inv, xd, kd);
+        let ki = _mm512_castpd_si512(kds);
+        let lo = _mm512_permutex2var_epi64(t0, ki, t1);
+        let hi = _mm512_permutex2var_epi64(t2, ki, t3);
+        let t = _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), lo, hi);
+        let s = _mm512_castsi512_pd(_mm512_add_epi64(t, _mm512_slli_epi64::<47>(ki)));
+        let z = _mm512_fmadd_pd(r, c0, c1);
+        let r2 = _mm512_mul_pd(r, r);
+        let y = _mm512_fmadd_pd(r, c2, one);
+        let y = _mm512_fmadd_pd(z, r2, y);
+        _mm512_cvtpd_ps(_mm512_mul_pd(y, s))
+    };
+    let n = xs.len();
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: i + 16 <= n for both slices.
+        let x = unsafe { _mm512_loadu_ps(xs.as_ptr().add(i)) };
+        let lo = half(_mm512_castps512_ps256(x));
+        let hi = half(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(x))));
+        let y = _mm512_insertf64x4::<1>(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi));
+        // SAFETY: as above.
+        unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(i), _mm512_castpd_ps(y)) };
+        // Lanes outside the main path (|x| >= 88, -inf, NaN) take glibc's special cases.
+        let top = _mm512_and_si512(_mm512_srli_epi32::<20>(_mm512_castps_si512(x)), _mm512_set1_epi32(0x7ff));
+        let special = _mm512_cmpgt_epi32_mask(top, _mm512_set1_epi32(0x42a));
+        if special != 0 {
+            for j in 0..16 {
+                if special & (1 << j) != 0 {
+                    out[i + j] = xs[i + j].exp();
+                }
+            }
+        }
+        i += 16;
+    }
+    for j in i..n {
+        out[j] = expf_replica_scalar(xs[j]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::{Level, Scalar};
+
+    /// Runs `f` (a generic kernel) on `xs` with the given backend.
+    fn run(level: Level, xs: &[f32], out: &mut [f32], which: u8) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use crate::simd::{Avx2, Avx512};
+            #[target_feature(enable = "avx512f")]
+            unsafe fn a512(xs: &[f32], out: &mut [f32], which: u8) {
+                unsafe { apply::<Avx512>(xs, out, which) }
+            }
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn a2(xs: &[f32], out: &mut [f32], which: u8) {
+                unsafe { apply::<Avx2>(xs, out, which) }
+            }
+            let best = Level::detect();
+            match level {
+                Level::Avx512 if best == Level::Avx512 => return unsafe { a512(xs, out, which) },
+                Level::Avx2 if best != Level::Scalar => return unsafe { a2(xs, out, which) },
+                Level::Scalar => {}
+                _ => return, // not available here: leave `out` as is
+            }
+        }
+        unsafe { apply::<Scalar>(xs, out, which) }
+    }
+
+    unsafe fn apply<S: Simd>(xs: &[f32], out: &mut [f32], which: u8) {
+        let mut i = 0;
+        while i + S::N <= xs.len() {
+            unsafe {
+                let x = S::load(xs.as_ptr().add(i));
+                let y = if which == 0 { exp_near::<S>(x) } else { exp_bound::<S>(x) };
+                S::store(out.as_mut_ptr().add(i), y);
+            }
+            i += S::N;
+        }
+        for j in i..xs.len() {
+            unsafe { out[j] = if which == 0 { exp_near::<Scalar>(xs[j]) } else { exp_bound::<Scalar>(xs[j]) } };
+        }
+    }
+
+    /// Every float in [lo, 0] (exhaustive in release builds, every 97th in debug builds); with
+    /// `positive`, their negations instead.
+    fn inputs_signed(lo: f32, positive: bool, chunk: usize, mut f: impl FnMut(&[f32])) {
+        let step = if cfg!(debug_assertions) { 97 } else { 1 };
+        let last = lo.to_bits();
+        let mut b = 0x8000_0000u32;
+        let mut buf = Vec::with_capacity(chunk);
+        while b <= last {
+            let x = f32::from_bits(b);
+            buf.push(if positive { -x } else { x });
+            if buf.len() == chunk {
+                f(&buf);
+                buf.clear();
+            }
+            b = b.saturating_add(step);
+        }
+        if !positive {
+            buf.push(f32::NEG_INFINITY);
+        }
+        f(&buf);
+    }
+
+    fn inputs(lo: f32, chunk: usize, f: impl FnMut(&[f32])) {
+        inputs_signed(lo, false, chunk, f)
+    }
+
+    #[test]
+    fn exp_near_is_within_its_bound_everywhere() {
+        let mut out = vec![0f32; 4096];
+        let mut worst = 0f64;
+        inputs(-104.0, 4096, |xs| {
+            let out = &mut out[..xs.len()];
+            run(Level::detect(), xs, out, 0);
+            for (&x, &y) in xs.iter().zip(out.iter()) {
+                let e = x.exp() as f64;
+                let err = (y as f64 - e).abs();
+                assert!(err <= NEAR_REL * e + TINY, "x {x:e}: near {y:e} vs expf {e:e}");
+                if e > 1e-30 {
+                    worst = worst.max(err / e);
+                }
+                if x < EXP_CUT {
+                    assert_eq!(y, 0.0);
+                }
+            }
+        });
+        assert!(worst > 0.0);
+    }
+
+    #[test]
+    fn exp_bound_brackets_expf_everywhere() {
+        let mut out = vec![0f32; 4096];
+        inputs_signed(-61.0, true, 4096, |xs| {
+            let out = &mut out[..xs.len()];
+            run(Level::detect(), xs, out, 1);
+            for (&x, &f) in xs.iter().zip(out.iter()) {
+                let e = x.exp() as f64;
+                let f = f as f64;
+                assert!(e <= f * BOUND_MUL && f / BOUND_DIV <= e, "x {x:e}: bound {f:e} vs expf {e:e}");
+            }
+        });
+        inputs(-104.0, 4096, |xs| {
+            let out = &mut out[..xs.len()];
+            run(Level::detect(), xs, out, 1);
+            for (&x, &f) in xs.iter().zip(out.iter()) {
+                let e = x.exp() as f64;
+                let f = f as f64;
+                assert!(e <= f * BOUND_MUL, "x {x:e}: bound {f:e} below expf {e:e}");
+                if x >= EXP_CUT {
+                    assert!(f / BOUND_DIV <= e, "x {x:e}: bound {f:e} too far above expf {e:e}");
+                }
+            }
+        });
+    }
+
+    #[test]
+    fn backends_agree_bit_for_bit() {
+        let xs: Vec<f32> = (0..200_000).map(|i| -(i as f32) * 4.37e-4 - (i % 7) as f32 * 1e-7).collect();
+        for which in 0..2 {
+            let mut want = vec![0f32; xs.len()];
+            run(Level::Scalar, &xs, &mut want, which);
+            for level in [Level::Avx2, Level::Avx512] {
+                let mut got = want.clone();
+                run(level, &xs, &mut got, which);
+                for (i, (a, b)) in want.iter().zip(&got).enumerate() {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{level:?} kernel {which} at x = {}", xs[i]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn replica_equals_glibc_expf_everywhere() {
+        let mut out = vec![0f32; 4096];
+        let use_vec = replica_ok();
+        inputs(-110.0, 4096, |xs| {
+            let out = &mut out[..xs.len()];
+            expf_exact_slice(xs, out);
+            for (&x, &y) in xs.iter().zip(out.iter()) {
+                assert_eq!(y.to_bits(), x.exp().to_bits(), "x {x:e} (vector replica in use: {use_vec})");
+                if (x.to_bits() >> 20) & 0x7ff <= 0x42a {
+                    assert_eq!(expf_replica_scalar(x).to_bits(), x.exp().to_bits(), "scalar replica at {x:e}");
+                }
+            }
+        });
+    }
+}
