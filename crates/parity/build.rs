@@ -4,9 +4,5 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=shim/dry_shim.cpp");
-    cc::Build::new()
-        .cpp(true)
-        .std("c++17")
-        .file("shim/dry_shim.cpp")
-        .compile("nucleus_parity_shim");
+    cc::Build::new().cpp(true).std("c++17").file("shim/dry_shim.cpp").compile("nucleus_parity_shim");
 }

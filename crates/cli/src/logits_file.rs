@@ -13,11 +13,7 @@ pub fn read_logits(path: &Path) -> Result<Vec<f32>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read logits file {}: {e}", path.display()))?;
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("f32")) {
         if bytes.len() % 4 != 0 {
-            return Err(format!(
-                "{}: raw f32 file has {} bytes, not a multiple of 4",
-                path.display(),
-                bytes.len()
-            ));
+            return Err(format!("{}: raw f32 file has {} bytes, not a multiple of 4", path.display(), bytes.len()));
         }
         return Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
     }
@@ -33,10 +29,9 @@ pub fn read_logits(path: &Path) -> Result<Vec<f32>, String> {
     arr.iter()
         .enumerate()
         .map(|(i, x)| match x {
-            Value::Number(n) => n
-                .as_f64()
-                .map(|f| f as f32)
-                .ok_or_else(|| format!("{}: logit {i} is not a number", path.display())),
+            Value::Number(n) => {
+                n.as_f64().map(|f| f as f32).ok_or_else(|| format!("{}: logit {i} is not a number", path.display()))
+            }
             Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
                 "-inf" | "-infinity" => Ok(f32::NEG_INFINITY),
                 "inf" | "+inf" | "infinity" | "+infinity" => Ok(f32::INFINITY),

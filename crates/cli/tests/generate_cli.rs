@@ -107,13 +107,18 @@ fn grammar_and_json_schema_constrain_the_output() {
         p.to_string_lossy().into_owned()
     };
     let yn = file("yn.gbnf", "root ::= (\"yes\" | \"no\")\n");
-    let args = [&["generate", "--chat", "Is the sky green?", "--grammar", &yn, "--seed", "3", "--temp", "1.5"], &FAST[2..]].concat();
+    let args =
+        [&["generate", "--chat", "Is the sky green?", "--grammar", &yn, "--seed", "3", "--temp", "1.5"], &FAST[2..]]
+            .concat();
     let (code, out, err) = nucleus(&args, &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out == "yes" || out == "no", "{out:?}");
 
-    let schema = file("s.json", r#"{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}},
-        "required": ["n"], "additionalProperties": false}"#);
+    let schema = file(
+        "s.json",
+        r#"{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}},
+        "required": ["n"], "additionalProperties": false}"#,
+    );
     let args = [&["generate", "--chat", "Pick a number as JSON.", "--json-schema", &schema, "-n", "32"], FAST].concat();
     let (code, out, err) = nucleus(&args, &[]);
     assert_eq!(code, 0, "{err}");

@@ -57,8 +57,21 @@ fn dist_stream_matches_llama_for_all_input_formats() {
 fn n_probs_history_and_bias() {
     let p = write("b.json", serde_json::to_string(&small_logits()).unwrap().as_bytes());
     let (code, out, err) = nucleus(&[
-        "sample", "--logits", p.to_str().unwrap(), "--seed", "7", "--n-probs", "2", "--logit-bias", "3-inf",
-        "--history", "2,2", "--repeat-penalty", "5", "--draws", "3",
+        "sample",
+        "--logits",
+        p.to_str().unwrap(),
+        "--seed",
+        "7",
+        "--n-probs",
+        "2",
+        "--logit-bias",
+        "3-inf",
+        "--history",
+        "2,2",
+        "--repeat-penalty",
+        "5",
+        "--draws",
+        "3",
     ]);
     assert_eq!(code, 0, "{err}");
     let v = json_of(&out);
@@ -124,6 +137,7 @@ fn bad_input_is_a_clear_error() {
         assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     }
     // `none` clears the breaker list and is fine without a vocabulary.
-    let (code, _, err) = nucleus(&["sample", "--logits", g, "--dry-sequence-breaker", "none", "--dry-multiplier", "0.8"]);
+    let (code, _, err) =
+        nucleus(&["sample", "--logits", g, "--dry-sequence-breaker", "none", "--dry-multiplier", "0.8"]);
     assert_eq!(code, 0, "{err}");
 }

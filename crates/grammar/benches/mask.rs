@@ -38,12 +38,18 @@ fn synthetic_vocab(n: usize) -> Vec<Box<[u8]>> {
     for b in 0..=255u8 {
         push(vec![b], &mut out);
     }
-    let punct = ["{", "}", "[", "]", "\"", ":", ",", "\":", "\",", "{\"", "\"}", "\"]", "[\"", "},", "],", ": \"", "\": \"", "\": ", ", \"", "\n", "  ", "    ", "\n  ", "\n    ", "\\n", "\\\"", "\\u", "true", "false", "null", " true", " false", " null", "-", ".", "e", "E"];
+    let punct = [
+        "{", "}", "[", "]", "\"", ":", ",", "\":", "\",", "{\"", "\"}", "\"]", "[\"", "},", "],", ": \"", "\": \"",
+        "\": ", ", \"", "\n", "  ", "    ", "\n  ", "\n    ", "\\n", "\\\"", "\\u", "true", "false", "null", " true",
+        " false", " null", "-", ".", "e", "E",
+    ];
     for p in punct {
         push(p.as_bytes().to_vec(), &mut out);
     }
     let letters = b"etaoinshrdlcumwfgypbvkjxqz";
-    let accents = ["é", "è", "ü", "ñ", "ç", "ö", "ß", "日", "本", "語", "の", "は", "中", "文", "ж", "д", "α", "β", "🙂", "—", "’"];
+    let accents = [
+        "é", "è", "ü", "ñ", "ç", "ö", "ß", "日", "本", "語", "の", "は", "中", "文", "ж", "д", "α", "β", "🙂", "—", "’",
+    ];
     while out.len() < n - 1 {
         let kind = rng.next() % 100;
         let mut t = Vec::new();
@@ -154,7 +160,8 @@ fn pct(v: &mut [Duration], p: f64) -> f64 {
 fn dev_schema_report(vocab: &Arc<VocabIndex>, label: &str) {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
     let Ok(rd) = std::fs::read_dir(dir) else { return };
-    let mut files: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut files: Vec<_> =
+        rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
     files.sort();
     let (mut walk, mut cached, mut first) = (Vec::new(), Vec::new(), Vec::new());
     let mut n_schemas = 0;
@@ -175,7 +182,11 @@ fn dev_schema_report(vocab: &Arc<VocabIndex>, label: &str) {
         walk.extend(mask_times(vocab, &g.gbnf, &tokens, false, true));
         cached.extend(mask_times(vocab, &g.gbnf, &tokens, true, true));
     }
-    for (mode, v) in [("cold (fresh automaton, cache on)", &mut first), ("walk (cache off, automaton warm)", &mut walk), ("cached (warm, cache on)", &mut cached)] {
+    for (mode, v) in [
+        ("cold (fresh automaton, cache on)", &mut first),
+        ("walk (cache off, automaton warm)", &mut walk),
+        ("cached (warm, cache on)", &mut cached),
+    ] {
         let n = v.len();
         let mean = v.iter().map(|d| d.as_secs_f64()).sum::<f64>() / n as f64 * 1e6;
         println!(
@@ -198,7 +209,9 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("json-grammar-mask/{n}"));
         g.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
         g.throughput(criterion::Throughput::Elements(tokens.len() as u64));
-        g.bench_function(BenchmarkId::new("walk", tokens.len()), |b| b.iter(|| mask_times(&vocab, json, &tokens, false, false)));
+        g.bench_function(BenchmarkId::new("walk", tokens.len()), |b| {
+            b.iter(|| mask_times(&vocab, json, &tokens, false, false))
+        });
         g.bench_function(BenchmarkId::new("cached", tokens.len()), |b| {
             let warm = GrammarSampler::with_index(vocab.clone(), json, "root").unwrap();
             let mut w = warm.clone();

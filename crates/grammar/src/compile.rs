@@ -14,7 +14,11 @@ impl Grammar {
     }
 
     /// Like [`Grammar::parse`], resolving `<text>` token items through `tokens`.
-    pub fn parse_with_tokens(text: &str, start: &str, tokens: Option<&dyn TokenLookup>) -> Result<Arc<Grammar>, BuildError> {
+    pub fn parse_with_tokens(
+        text: &str,
+        start: &str,
+        tokens: Option<&dyn TokenLookup>,
+    ) -> Result<Arc<Grammar>, BuildError> {
         let parsed = parse_gbnf(text, tokens)?;
         Ok(Arc::new(build(parsed, start)?))
     }

@@ -67,22 +67,38 @@ impl ContinuationSet {
     /// Parses and validates a descriptor for the loaded model (`model_id`, `n_vocab` tokens).
     pub fn from_descriptor(desc: &Value, model_id: &str, n_vocab: usize) -> Result<Self, DescriptorError> {
         let e = |m: String| DescriptorError(m);
-        let got = desc.get("modelId").and_then(Value::as_str).ok_or_else(|| e("missing string field \"modelId\"".into()))?;
+        let got =
+            desc.get("modelId").and_then(Value::as_str).ok_or_else(|| e("missing string field \"modelId\"".into()))?;
         if got != model_id {
             return Err(e(format!("modelId {got:?} is not the loaded model {model_id:?}")));
         }
-        let list = desc.get("descriptors").and_then(Value::as_array).ok_or_else(|| e("missing array field \"descriptors\"".into()))?;
+        let list = desc
+            .get("descriptors")
+            .and_then(Value::as_array)
+            .ok_or_else(|| e("missing array field \"descriptors\"".into()))?;
         let mut tries = HashMap::new();
         for (i, d) in list.iter().enumerate() {
-            let path = d.get("path").and_then(Value::as_str).ok_or_else(|| e(format!("descriptors[{i}]: missing string field \"path\"")))?;
-            let leaves = d.get("leaves").and_then(Value::as_array).ok_or_else(|| e(format!("descriptors[{i}] ({path}): missing array field \"leaves\"")))?;
+            let path = d
+                .get("path")
+                .and_then(Value::as_str)
+                .ok_or_else(|| e(format!("descriptors[{i}]: missing string field \"path\"")))?;
+            let leaves = d
+                .get("leaves")
+                .and_then(Value::as_array)
+                .ok_or_else(|| e(format!("descriptors[{i}] ({path}): missing array field \"leaves\"")))?;
             if leaves.is_empty() {
                 return Err(e(format!("descriptors[{i}] ({path}): zero leaves")));
             }
             let mut trie = TokenTrie::new();
             for (j, leaf) in leaves.iter().enumerate() {
-                let name = leaf.get("name").and_then(Value::as_str).ok_or_else(|| e(format!("{path}: leaves[{j}] has no string \"name\"")))?;
-                let toks = leaf.get("tokens").and_then(Value::as_array).ok_or_else(|| e(format!("{path}: leaf {name:?} has no array \"tokens\"")))?;
+                let name = leaf
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| e(format!("{path}: leaves[{j}] has no string \"name\"")))?;
+                let toks = leaf
+                    .get("tokens")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| e(format!("{path}: leaf {name:?} has no array \"tokens\"")))?;
                 if toks.is_empty() {
                     return Err(e(format!("{path}: leaf {name:?} has no tokens")));
                 }
@@ -142,7 +158,12 @@ impl TrieCache {
     }
 
     /// The built set for `desc`, from the cache or built (and cached) now.
-    pub fn get_or_build(&mut self, desc: &Value, model_id: &str, n_vocab: usize) -> Result<Arc<ContinuationSet>, DescriptorError> {
+    pub fn get_or_build(
+        &mut self,
+        desc: &Value,
+        model_id: &str,
+        n_vocab: usize,
+    ) -> Result<Arc<ContinuationSet>, DescriptorError> {
         let key = descriptor_hash(desc);
         if let Some(s) = self.lru.get(&key) {
             if s.model_id == model_id {

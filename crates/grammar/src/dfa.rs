@@ -78,7 +78,17 @@ impl Dfa {
         let mut arena = StackArena::new(grammar);
         let mut init = Vec::new();
         arena.initial(&mut init);
-        let mut dfa = Dfa { arena, states: Vec::new(), ids: HashMap::new(), initial: 0, scratch: Vec::new(), trans: Vec::new(), end_ok: Vec::new(), self_loops: Vec::new(), loops_known: Vec::new() };
+        let mut dfa = Dfa {
+            arena,
+            states: Vec::new(),
+            ids: HashMap::new(),
+            initial: 0,
+            scratch: Vec::new(),
+            trans: Vec::new(),
+            end_ok: Vec::new(),
+            self_loops: Vec::new(),
+            loops_known: Vec::new(),
+        };
         dfa.initial = dfa.intern(init, Partial::default());
         dfa
     }
@@ -314,7 +324,10 @@ impl Dfa {
         let kept: Vec<u32> = stacks
             .iter()
             .copied()
-            .filter(|&st| st != EMPTY && matches!(self.arena.top_elem(st), Elem::Char(c) if g.classes[c as usize].intersects(lo, hi)))
+            .filter(|&st| {
+                st != EMPTY
+                    && matches!(self.arena.top_elem(st), Elem::Char(c) if g.classes[c as usize].intersects(lo, hi))
+            })
             .collect();
         if kept.is_empty() {
             return DEAD;

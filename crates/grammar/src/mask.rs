@@ -119,7 +119,14 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
 }
 
 /// The trie walk: depth-first over the token trie, one automaton step per node.
-fn walk_trie(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut TokenMask, scratch: &mut WalkScratch, seeded: bool) {
+fn walk_trie(
+    dfa: &mut Dfa,
+    state: u32,
+    vocab: &VocabIndex,
+    mask: &mut TokenMask,
+    scratch: &mut WalkScratch,
+    seeded: bool,
+) {
     let nodes = &vocab.nodes;
     let toks = &vocab.node_tokens;
     scratch.states.clear();

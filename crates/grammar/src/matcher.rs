@@ -115,5 +115,4 @@ impl Matcher {
             Err(AcceptError::Incomplete(token))
         }
     }
-
 }

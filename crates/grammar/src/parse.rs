@@ -220,7 +220,9 @@ impl<'a> Parser<'a> {
                 let mut v: u32 = 0;
                 for k in 0..n {
                     let c = self.at(pos + 2 + k);
-                    let d = (c as char).to_digit(16).ok_or((pos, format!("expecting {n} hex chars at {}", self.snippet(pos))))?;
+                    let d = (c as char)
+                        .to_digit(16)
+                        .ok_or((pos, format!("expecting {n} hex chars at {}", self.snippet(pos))))?;
                     v = v.wrapping_shl(4) | d;
                 }
                 Ok((v, pos + 2 + n))
@@ -430,7 +432,15 @@ impl<'a> Parser<'a> {
 
     /// Rewrites the items since `start` as llama.cpp does: `S{m,n}` = m copies of S then a
     /// chain of nested optional helper rules; `S{m,}` = m copies then `S' ::= S S' |`.
-    fn repeat(&mut self, seq: &mut Vec<Item>, start: usize, rule_name: &str, min: u64, max: Option<u64>, op: usize) -> PResult<()> {
+    fn repeat(
+        &mut self,
+        seq: &mut Vec<Item>,
+        start: usize,
+        rule_name: &str,
+        min: u64,
+        max: Option<u64>,
+        op: usize,
+    ) -> PResult<()> {
         if start == seq.len() {
             return Err((op, format!("expecting preceding item to */+/?/{{ at {}", self.snippet(op))));
         }

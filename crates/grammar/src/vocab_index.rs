@@ -87,7 +87,15 @@ impl VocabIndex {
             .filter(|&i| !eog[i as usize] && !Self::effective(&pieces[i as usize]).is_empty())
             .collect();
         order.sort_by(|&a, &b| Self::effective(&pieces[a as usize]).cmp(Self::effective(&pieces[b as usize])));
-        let mut nodes = vec![TrieNode { byte: 0, depth: 0, subtree_end: 0, tok_start: 0, tok_end: 0, subtree_tok_end: 0, bytes: 0 }];
+        let mut nodes = vec![TrieNode {
+            byte: 0,
+            depth: 0,
+            subtree_end: 0,
+            tok_start: 0,
+            tok_end: 0,
+            subtree_tok_end: 0,
+            bytes: 0,
+        }];
         let mut node_tokens = Vec::with_capacity(order.len());
         // path[d] = node index at depth d of the current branch.
         let mut path: Vec<usize> = vec![0];
@@ -104,7 +112,15 @@ impl VocabIndex {
             }
             for (d, &b) in text.iter().enumerate().skip(common) {
                 let t = node_tokens.len() as u32;
-                nodes.push(TrieNode { byte: b, depth: d as u32 + 1, subtree_end: 0, tok_start: t, tok_end: t, subtree_tok_end: 0, bytes: 0 });
+                nodes.push(TrieNode {
+                    byte: b,
+                    depth: d as u32 + 1,
+                    subtree_end: 0,
+                    tok_start: t,
+                    tok_end: t,
+                    subtree_tok_end: 0,
+                    bytes: 0,
+                });
                 utf8_ok.push(true);
                 path.push(nodes.len() - 1);
             }

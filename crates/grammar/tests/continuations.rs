@@ -29,7 +29,8 @@ fn allowed_forced_and_greedy() {
     assert!(c.advance(5).is_err());
 
     let mut g = set.constraint("action", Mode::Greedy).unwrap();
-    let mut cands = Candidates::from_token_data((0..200).map(|id| TokenData { id, logit: (id % 13) as f32, p: 0.0 }).collect());
+    let mut cands =
+        Candidates::from_token_data((0..200).map(|id| TokenData { id, logit: (id % 13) as f32, p: 0.0 }).collect());
     g.apply(&mut cands);
     assert_eq!(cands.selected_token().unwrap().id, 100); // logit 100 % 13 = 9 beats 7 % 13 = 7
     assert_eq!(cands.len(), 1);

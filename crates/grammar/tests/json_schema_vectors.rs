@@ -74,6 +74,11 @@ fn schema_integration() {
 fn resolves_to_string_cases() {
     let v = common::vectors();
     for case in v["resolves_to_string"].as_array().unwrap() {
-        assert_eq!(resolves_to_string(&case["schema"]), case["resolves_to_string"].as_bool().unwrap(), "{}", case["name"]);
+        assert_eq!(
+            resolves_to_string(&case["schema"]),
+            case["resolves_to_string"].as_bool().unwrap(),
+            "{}",
+            case["name"]
+        );
     }
 }

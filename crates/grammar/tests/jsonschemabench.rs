@@ -9,7 +9,12 @@ use nucleus_grammar::Matcher;
 #[test]
 fn jsonschemabench_dev() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
     files.sort();
     let (mut compiled, mut refused, mut ok, mut wrong) = (0, 0, 0, 0);
     let mut wrong_list = Vec::new();
@@ -37,7 +42,11 @@ fn jsonschemabench_dev() {
                 ok += 1;
             } else {
                 wrong += 1;
-                wrong_list.push(format!("{name}: valid={valid} accepted={} at {:?}", verdict.accepted, &verdict.text[verdict.text.len().saturating_sub(80)..]));
+                wrong_list.push(format!(
+                    "{name}: valid={valid} accepted={} at {:?}",
+                    verdict.accepted,
+                    &verdict.text[verdict.text.len().saturating_sub(80)..]
+                ));
             }
         }
     }

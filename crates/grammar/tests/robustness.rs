@@ -9,9 +9,15 @@ use nucleus_grammar::{Grammar, Matcher};
 #[test]
 fn mutated_grammars_do_not_panic() {
     let v = common::vectors();
-    let mut texts: Vec<String> = v["grammar_integration"].as_array().unwrap().iter().map(|c| c["grammar"].as_str().unwrap().to_string()).collect();
+    let mut texts: Vec<String> = v["grammar_integration"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["grammar"].as_str().unwrap().to_string())
+        .collect();
     texts.extend(nucleus_grammar::builtin::BUILTINS.iter().map(|(_, t)| t.to_string()));
-    let inserts = ["\"", "[", "]", "(", ")", "{", "}", "\\", "|", "*", "{2001}", "<", "!", "::=", "\n", "é", "\\x", "{3,1}", "#"];
+    let inserts =
+        ["\"", "[", "]", "(", ")", "{", "}", "\\", "|", "*", "{2001}", "<", "!", "::=", "\n", "é", "\\x", "{3,1}", "#"];
     let mut n = 0;
     for t in &texts {
         let chars: Vec<char> = t.chars().collect();
@@ -60,7 +66,11 @@ fn odd_schemas_do_not_panic() {
         serde_json::json!([1, 2]),
     ];
     for s in &schemas {
-        for opts in [SchemaOptions::default(), SchemaOptions::llama_cpp(), SchemaOptions { lenient: true, ..Default::default() }] {
+        for opts in [
+            SchemaOptions::default(),
+            SchemaOptions::llama_cpp(),
+            SchemaOptions { lenient: true, ..Default::default() },
+        ] {
             if let Ok(g) = schema_to_gbnf(s, &opts) {
                 let _ = g.grammar();
             }
@@ -70,7 +80,11 @@ fn odd_schemas_do_not_panic() {
 
 #[test]
 fn odd_descriptors_do_not_panic() {
-    for d in [serde_json::json!(null), serde_json::json!({"modelId": 3}), serde_json::json!({"modelId": "m", "descriptors": [1, {"path": 2}]})] {
+    for d in [
+        serde_json::json!(null),
+        serde_json::json!({"modelId": 3}),
+        serde_json::json!({"modelId": "m", "descriptors": [1, {"path": 2}]}),
+    ] {
         assert!(ContinuationSet::from_descriptor(&d, "m", 10).is_err());
     }
 }

@@ -37,8 +37,9 @@ impl Vocab for ToyVocab {
 fn toy_vocab() -> ToyVocab {
     let mut pieces: Vec<Vec<u8>> = (1u8..=255).map(|b| vec![b]).collect();
     for s in [
-        "{\"", "\":", "\",", " \"", "true", "false", "null", "12", "3.5", "é", "ab", "abc", "name", "\"name", "\n", "  ", "}",
-        "]", "[{", "\"}", "\\u", "\\n", "\\nab", "\\n\\\"", "ab\\n", "<tool>", "é\"", "日本", "x\u{0}y", "", "\"a\":", "-1", "e+5", ",\"",
+        "{\"", "\":", "\",", " \"", "true", "false", "null", "12", "3.5", "é", "ab", "abc", "name", "\"name", "\n",
+        "  ", "}", "]", "[{", "\"}", "\\u", "\\n", "\\nab", "\\n\\\"", "ab\\n", "<tool>", "é\"", "日本", "x\u{0}y", "",
+        "\"a\":", "-1", "e+5", ",\"",
     ] {
         pieces.push(s.as_bytes().to_vec());
     }
@@ -74,7 +75,12 @@ fn check_masks_along(text: &str, gbnf: &str) {
     for &t in &tokenize(&vocab, text.as_bytes()) {
         let mask = s.mask();
         for id in 0..vocab.pieces.len() as Token {
-            assert_eq!(mask.contains(id), s.is_allowed(id), "token {id} {:?} after some of {text:?}", String::from_utf8_lossy(&vocab.pieces[id as usize]));
+            assert_eq!(
+                mask.contains(id),
+                s.is_allowed(id),
+                "token {id} {:?} after some of {text:?}",
+                String::from_utf8_lossy(&vocab.pieces[id as usize])
+            );
         }
         assert!(mask.contains(t), "token {t} of {text:?} must be allowed");
         assert!(!mask.contains(vocab.eog));
@@ -101,7 +107,8 @@ fn apply_masks_candidates_and_eog() {
     let mut c = Candidates::from_token_data((0..n as i32).map(|id| TokenData { id, logit: 1.0, p: 0.0 }).collect());
     s.apply(&mut c);
     let allowed: Vec<i32> = c.as_slice().iter().filter(|d| d.logit.is_finite()).map(|d| d.id).collect();
-    let texts: Vec<String> = allowed.iter().map(|&id| String::from_utf8_lossy(&vocab.pieces[id as usize]).into_owned()).collect();
+    let texts: Vec<String> =
+        allowed.iter().map(|&id| String::from_utf8_lossy(&vocab.pieces[id as usize]).into_owned()).collect();
     assert_eq!(texts, vec!["a", "ab", "abc"]);
     s.accept(tokenize(&vocab, b"ab")[0]);
     assert!(s.last_error().is_none());

@@ -9,13 +9,19 @@ fn main() {
     let slow = std::env::args().nth(3).is_some_and(|s| s == "slow");
     let only = std::env::var("SHAPE").unwrap_or_default();
     for shape in [Shape::Confident, Shape::Flat] {
-        if !only.is_empty() && only != shape.name() { continue; }
+        if !only.is_empty() && only != shape.name() {
+            continue;
+        }
         let row = logits(n, shape, 7);
         for (l, _, p) in chains() {
-            if !which.contains(l) { continue; }
+            if !which.contains(l) {
+                continue;
+            }
             let mut s = TokenSampler::new(p.build(n, None).unwrap());
             s.set_fast_path(!slow);
-            for t in 0..64 { s.accept(((t * 7919) % n) as i32); }
+            for t in 0..64 {
+                s.accept(((t * 7919) % n) as i32);
+            }
             let before = nucleus_sampler::session::dist_tier_counts();
             let sb = nucleus_sampler::session::sigma_tier_counts();
             let mb = nucleus_sampler::session::mirostat_tier_counts();
@@ -24,9 +30,17 @@ fn main() {
             let mut v = vec![];
             while v.len() < iters {
                 s.reset();
-                for t in 0..64 { s.accept(((t * 7919) % n) as i32); }
-                for _ in 0..3 { s.sample(&row).unwrap(); }
-                for _ in 0..30 { let t0 = Instant::now(); std::hint::black_box(s.sample(&row).unwrap()); v.push(t0.elapsed().as_secs_f64()*1e6); }
+                for t in 0..64 {
+                    s.accept(((t * 7919) % n) as i32);
+                }
+                for _ in 0..3 {
+                    s.sample(&row).unwrap();
+                }
+                for _ in 0..30 {
+                    let t0 = Instant::now();
+                    std::hint::black_box(s.sample(&row).unwrap());
+                    v.push(t0.elapsed().as_secs_f64() * 1e6);
+                }
             }
             let iters = v.len();
             let after = nucleus_sampler::session::dist_tier_counts();
@@ -37,8 +51,18 @@ fn main() {
             let mir: Vec<u64> = (0..2).map(|i| ma[i] - mb[i]).collect();
             let pa = nucleus_sampler::session::top_p_tier_counts();
             let topp: Vec<u64> = (0..2).map(|i| pa[i] - pb[i]).collect();
-            v.sort_by(|a,b| a.partial_cmp(b).unwrap());
-            println!("{l} {:>9}: median {:8.1} us  min {:8.1}  p90 {:8.1}  dist {:?} sigma {:?} miro {:?} top-p {:?}", shape.name(), v[iters/2], v[0], v[iters*9/10], tiers, sig, mir, topp);
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            println!(
+                "{l} {:>9}: median {:8.1} us  min {:8.1}  p90 {:8.1}  dist {:?} sigma {:?} miro {:?} top-p {:?}",
+                shape.name(),
+                v[iters / 2],
+                v[0],
+                v[iters * 9 / 10],
+                tiers,
+                sig,
+                mir,
+                topp
+            );
         }
     }
 }

@@ -47,11 +47,7 @@ pub fn chains() -> Vec<(&'static str, &'static str, SamplingParams)> {
                 ..d.clone()
             },
         ),
-        (
-            "i",
-            "XTC (0.5, 0.1) + default",
-            SamplingParams { xtc_probability: 0.5, xtc_threshold: 0.1, ..d },
-        ),
+        ("i", "XTC (0.5, 0.1) + default", SamplingParams { xtc_probability: 0.5, xtc_threshold: 0.1, ..d }),
     ]
 }
 

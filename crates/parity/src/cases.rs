@@ -249,9 +249,8 @@ impl Case {
                     Rows::Gen { shape, .. } => Some(shape.safe),
                     Rows::Explicit(_) => None,
                 };
-                let mut ids: Vec<usize> = (0..row.len())
-                    .filter(|&i| Some(i) == safe || rng.random::<f32>() < keep)
-                    .collect();
+                let mut ids: Vec<usize> =
+                    (0..row.len()).filter(|&i| Some(i) == safe || rng.random::<f32>() < keep).collect();
                 if ids.is_empty() && !row.is_empty() {
                     ids.push(0);
                 }
@@ -275,7 +274,13 @@ impl Case {
     /// A one-line summary: vocabulary, steps, history length and chain kinds.
     pub fn summary(&self) -> String {
         let kinds: Vec<&str> = self.chain.iter().map(|s| s.kind()).collect();
-        let mut s = format!("V={} steps={} history={} chain=[{}]", self.vocab, self.steps, self.history.len(), kinds.join(", "));
+        let mut s = format!(
+            "V={} steps={} history={} chain=[{}]",
+            self.vocab,
+            self.steps,
+            self.history.len(),
+            kinds.join(", ")
+        );
         match &self.layout {
             Layout::Identity => {}
             Layout::Shuffled { keep, .. } => s += &format!(" layout=shuffled(keep {keep})"),
@@ -593,11 +598,11 @@ impl Gen {
             self.near(p)
         } else {
             match self.rng.random_range(0..10) {
-            0..=2 => 0.1,
-            3 => 0.6,
-            4 => 0.5,
-            5 => 0.0,
-            _ => self.uf(0.001, 0.5),
+                0..=2 => 0.1,
+                3 => 0.6,
+                4 => 0.5,
+                5 => 0.0,
+                _ => self.uf(0.001, 0.5),
             }
         };
         SamplerSpec::Xtc { probability, threshold, min_keep: self.min_keep(), seed: self.seed() }
@@ -738,7 +743,11 @@ impl Gen {
             // The first cut is at surprise `-log2(p) > mu = 2 * tau`.
             let j = self.top_index();
             let t = -self.top[j].1.log2() / 2.0;
-            if t.is_finite() { self.near(t) } else { 5.0 }
+            if t.is_finite() {
+                self.near(t)
+            } else {
+                5.0
+            }
         } else if self.p(0.5) {
             5.0
         } else {
@@ -755,12 +764,12 @@ impl Gen {
             self.near(p)
         } else {
             match self.rng.random_range(0..10) {
-            0 => -1.0,
-            1 => 0.0,
-            2 => 1.0,
-            3 => 1.5,
-            4 | 5 => 0.5,
-            _ => self.uf(0.0, 1.0),
+                0 => -1.0,
+                1 => 0.0,
+                2 => 1.0,
+                3 => 1.5,
+                4 | 5 => 0.5,
+                _ => self.uf(0.0, 1.0),
             }
         };
         let decay = match self.rng.random_range(0..8) {
@@ -817,7 +826,14 @@ impl Gen {
         // (penalties, dry, top_n_sigma, top_k, typical, top_p, min_p, xtc, temp_ext)
         let off = [
             S::Penalties { n_vocab: self.vocab as i32, last_n: 64, repeat: 1.0, freq: 0.0, present: 0.0 },
-            S::Dry { n_vocab: self.vocab as i32, multiplier: 0.0, base: 1.75, allowed_length: 2, last_n: -1, breakers: vec![] },
+            S::Dry {
+                n_vocab: self.vocab as i32,
+                multiplier: 0.0,
+                base: 1.75,
+                allowed_length: 2,
+                last_n: -1,
+                breakers: vec![],
+            },
             S::TopNSigma { n: -1.0 },
             S::TopK { k: 0 },
             S::Typical { p: 1.0, min_keep: 0 },

@@ -18,9 +18,13 @@ pub fn llama_chain(p: &SamplingParams, n_vocab: usize) -> LlamaSampler {
             let mut adaptive = false;
             for &s in &p.samplers {
                 let next = match s {
-                    SamplerType::Penalties => {
-                        LlamaSampler::penalties(nv, p.penalty_last_n, p.penalty_repeat, p.penalty_freq, p.penalty_present)
-                    }
+                    SamplerType::Penalties => LlamaSampler::penalties(
+                        nv,
+                        p.penalty_last_n,
+                        p.penalty_repeat,
+                        p.penalty_freq,
+                        p.penalty_present,
+                    ),
                     SamplerType::Dry => {
                         LlamaSampler::dry(p.dry_multiplier, p.dry_base, p.dry_allowed_length, p.dry_penalty_last_n, &[])
                     }

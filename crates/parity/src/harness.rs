@@ -156,7 +156,8 @@ pub fn run_case(case: &Case) -> Result<Outcome, Mismatch> {
     };
     for &t in &case.history {
         lchain.accept(t);
-        catch_unwind(AssertUnwindSafe(|| nchain.accept(t))).map_err(|e| panicked(usize::MAX, &format!("accept({t})"), e))?;
+        catch_unwind(AssertUnwindSafe(|| nchain.accept(t)))
+            .map_err(|e| panicked(usize::MAX, &format!("accept({t})"), e))?;
         if let Some(ts) = session.as_mut() {
             catch_unwind(AssertUnwindSafe(|| ts.accept(t)))
                 .map_err(|e| session_err(panicked(usize::MAX, &format!("accept({t})"), e)))?;
@@ -177,7 +178,8 @@ pub fn run_case(case: &Case) -> Result<Outcome, Mismatch> {
             lchain = lchain.duplicate();
             nchain = catch_unwind(AssertUnwindSafe(|| nchain.clone())).map_err(|e| panicked(step, "clone", e))?;
             if let Some(ts) = session.as_mut() {
-                *ts = catch_unwind(AssertUnwindSafe(|| ts.clone())).map_err(|e| session_err(panicked(step, "clone", e)))?;
+                *ts = catch_unwind(AssertUnwindSafe(|| ts.clone()))
+                    .map_err(|e| session_err(panicked(step, "clone", e)))?;
             }
         }
         let row = case.row(step);
@@ -194,7 +196,8 @@ pub fn run_case(case: &Case) -> Result<Outcome, Mismatch> {
             session = None;
         }
         lchain.accept(tok);
-        catch_unwind(AssertUnwindSafe(|| nchain.accept(tok))).map_err(|e| panicked(step, &format!("accept({tok})"), e))?;
+        catch_unwind(AssertUnwindSafe(|| nchain.accept(tok)))
+            .map_err(|e| panicked(step, &format!("accept({tok})"), e))?;
         if let Some(ts) = session.as_mut() {
             catch_unwind(AssertUnwindSafe(|| ts.accept(tok)))
                 .map_err(|e| session_err(panicked(step, &format!("accept({tok})"), e)))?;
@@ -485,7 +488,16 @@ fn restrict(case: &Case, keep: &[usize]) -> Case {
         Layout::Explicit(ids) => Layout::Explicit(ids.iter().map(|&t| m(t)).filter(|&t| t >= 0).collect()),
         l => l.clone(),
     };
-    Case { vocab: nv, rows: Rows::Explicit(rows), chain, history, steps: case.steps, layout, edits: Vec::new(), ..case.clone() }
+    Case {
+        vocab: nv,
+        rows: Rows::Explicit(rows),
+        chain,
+        history,
+        steps: case.steps,
+        layout,
+        edits: Vec::new(),
+        ..case.clone()
+    }
 }
 
 /// Shrinks a failing case: fewer steps, fewer samplers, a shorter history, fewer vocabulary
@@ -809,7 +821,14 @@ pub fn trace(case: &Case, max_show: usize) -> String {
         fill_both(case, &row, &mut lc, &mut nc);
         lchain.apply(&mut lc);
         nchain.apply(&mut nc);
-        let _ = writeln!(s, "step {step}: llama len {} selected {:?} | nucleus len {} selected {:?}", lc.len(), lc.selected(), nc.len(), nc.selected());
+        let _ = writeln!(
+            s,
+            "step {step}: llama len {} selected {:?} | nucleus len {} selected {:?}",
+            lc.len(),
+            lc.selected(),
+            nc.len(),
+            nc.selected()
+        );
         for (i, d) in lc.as_slice().iter().take(max_show).enumerate() {
             let n = nc.as_slice().get(i);
             let _ = writeln!(
@@ -851,7 +870,9 @@ mod tests {
     fn oracle_detects_differences() {
         let logits: Vec<f32> = (0..100).map(|i| ((i * 37 % 101) as f32) * 0.1).collect();
         let d = SamplerSpec::Dist { seed: 5 };
-        assert!(both(&[SamplerSpec::TopK { k: 40 }, d.clone()], &[SamplerSpec::TopK { k: 40 }, d.clone()], &logits).is_ok());
+        assert!(
+            both(&[SamplerSpec::TopK { k: 40 }, d.clone()], &[SamplerSpec::TopK { k: 40 }, d.clone()], &logits).is_ok()
+        );
         let e = both(&[SamplerSpec::TopK { k: 40 }, d.clone()], &[SamplerSpec::TopK { k: 39 }, d.clone()], &logits);
         assert!(e.is_err());
         let e = both(&[SamplerSpec::Temp { t: 0.8 }], &[SamplerSpec::Temp { t: 0.81 }], &logits).unwrap_err();

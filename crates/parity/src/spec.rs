@@ -3,8 +3,8 @@
 
 use nucleus_sampler::samplers::{
     adaptive_p::AdaptiveP, dist::Dist, dry::Dry, greedy::Greedy, logit_bias::LogitBias, min_p::MinP,
-    mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt,
-    top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
+    mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK,
+    top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
 };
 use nucleus_sampler::Sampler;
 
@@ -61,9 +61,7 @@ impl SamplerSpec {
             Typical { p, min_keep } => LlamaSampler::typical(p, min_keep),
             Temp { t } => LlamaSampler::temp(t),
             TempExt { t, delta, exponent } => LlamaSampler::temp_ext(t, delta, exponent),
-            Xtc { probability, threshold, min_keep, seed } => {
-                LlamaSampler::xtc(probability, threshold, min_keep, seed)
-            }
+            Xtc { probability, threshold, min_keep, seed } => LlamaSampler::xtc(probability, threshold, min_keep, seed),
             TopNSigma { n } => LlamaSampler::top_n_sigma(n),
             Mirostat { n_vocab, seed, tau, eta, m } => LlamaSampler::mirostat(n_vocab, seed, tau, eta, m),
             MirostatV2 { seed, tau, eta } => LlamaSampler::mirostat_v2(seed, tau, eta),

@@ -7,7 +7,17 @@ use nucleus_parity::harness::{assert_parity, trace};
 use nucleus_parity::SamplerSpec as S;
 
 fn explicit(rows: Vec<Vec<f32>>, chain: Vec<S>, history: Vec<i32>, steps: usize) -> Case {
-    Case { vocab: rows[0].len(), rows: Rows::Explicit(rows), chain, history, steps, layout: Layout::Identity, reset_before: None, clone_before: None, edits: vec![] }
+    Case {
+        vocab: rows[0].len(),
+        rows: Rows::Explicit(rows),
+        chain,
+        history,
+        steps,
+        layout: Layout::Identity,
+        reset_before: None,
+        clone_before: None,
+        edits: vec![],
+    }
 }
 
 fn check(case: &Case) {

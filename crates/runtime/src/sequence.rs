@@ -228,8 +228,7 @@ impl Sequence {
     /// Picks and accepts the next token: the chain (with `min_tokens` bans), checked against
     /// the grammar if there is one.
     fn sample(&mut self, logits: &[f32]) -> Result<Token> {
-        let banned: &[Token] =
-            if self.generated.len() < self.opts.min_tokens { &self.banned } else { &[] };
+        let banned: &[Token] = if self.generated.len() < self.opts.min_tokens { &self.banned } else { &[] };
         let ban = |c: &mut nucleus_sampler::Candidates| {
             let data = c.as_mut_slice();
             for &b in banned {
@@ -246,7 +245,8 @@ impl Sequence {
                 self.sampler.sample_steered(logits, ban)?
             });
         };
-        let first = if banned.is_empty() { self.sampler.apply(logits)? } else { self.sampler.apply_steered(logits, ban)? };
+        let first =
+            if banned.is_empty() { self.sampler.apply(logits)? } else { self.sampler.apply_steered(logits, ban)? };
         let token = if g.is_allowed(first) {
             first
         } else {

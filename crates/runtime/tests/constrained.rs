@@ -16,9 +16,16 @@ use nucleus_sampler::SamplingParams;
 use serde_json::{json, Value};
 
 /// Generates a chat answer to `question` under `c`; returns the text and why it stopped.
-fn constrained(model: &LlamaCppModel, question: &str, c: &OutputConstraint, params: &SamplingParams, max: usize) -> (String, StopReason) {
+fn constrained(
+    model: &LlamaCppModel,
+    question: &str,
+    c: &OutputConstraint,
+    params: &SamplingParams,
+    max: usize,
+) -> (String, StopReason) {
     let prompt = prompt_tokens(model, &Prompt::Chat(vec![ChatMessage::user(question)])).expect("prompt");
-    let mut seq = Sequence::new(model, params, SequenceOptions { max_tokens: Some(max), ..Default::default() }).unwrap();
+    let mut seq =
+        Sequence::new(model, params, SequenceOptions { max_tokens: Some(max), ..Default::default() }).unwrap();
     seq.set_grammar(grammar_sampler(model, c).expect("constraint builds"));
     let mut ctx = context(model, N_CTX);
     let mut text = String::new();
@@ -80,8 +87,13 @@ fn json_schema_output_parses_and_validates() {
 #[test]
 fn json_object_is_any_json_object() {
     let model = smollm2();
-    let (text, stop) =
-        constrained(model, "What is the capital of France? Answer as JSON like {\"capital\": \"...\"}.", &OutputConstraint::JsonObject, &SamplingParams { temp: 0.0, ..Default::default() }, 64);
+    let (text, stop) = constrained(
+        model,
+        "What is the capital of France? Answer as JSON like {\"capital\": \"...\"}.",
+        &OutputConstraint::JsonObject,
+        &SamplingParams { temp: 0.0, ..Default::default() },
+        64,
+    );
     assert_eq!(stop, StopReason::EndOfGeneration, "{text:?}");
     let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
     assert!(v.is_object(), "{text}");

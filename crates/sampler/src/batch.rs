@@ -81,13 +81,13 @@ mod tests {
         let (b, v) = (8, 3000);
         let logits: Vec<f32> = (0..b * v).map(|i| ((i * 7919 % 1000) as f32) / 100.0 - 5.0).collect();
         let make = |i: usize| {
-            let p = SamplingParams { seed: 100 + i as u32, top_k: if i % 2 == 0 { 40 } else { 0 }, ..Default::default() };
+            let p =
+                SamplingParams { seed: 100 + i as u32, top_k: if i % 2 == 0 { 40 } else { 0 }, ..Default::default() };
             TokenSampler::new(p.build(v, None).unwrap())
         };
         let mut single: Vec<TokenSampler> = (0..b).map(make).collect();
-        let want: Vec<Vec<Token>> = (0..b)
-            .map(|i| (0..5).map(|_| single[i].sample(&logits[i * v..(i + 1) * v]).unwrap()).collect())
-            .collect();
+        let want: Vec<Vec<Token>> =
+            (0..b).map(|i| (0..5).map(|_| single[i].sample(&logits[i * v..(i + 1) * v]).unwrap()).collect()).collect();
         for threads in [1, 2, 3] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let mut batch = BatchSampler::new((0..b).map(make).collect());

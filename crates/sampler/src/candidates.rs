@@ -77,15 +77,19 @@ impl Candidates {
     pub fn fill(&mut self, logits: Logits<'_>) {
         self.buf.clear();
         match logits {
-            Logits::F32(l) => self.buf.extend(
-                l.iter().enumerate().map(|(i, &x)| TokenData { id: i as Token, logit: x, p: 0.0 }),
-            ),
-            Logits::F16(l) => self.buf.extend(
-                l.iter().enumerate().map(|(i, &x)| TokenData { id: i as Token, logit: x.to_f32(), p: 0.0 }),
-            ),
-            Logits::Bf16(l) => self.buf.extend(
-                l.iter().enumerate().map(|(i, &x)| TokenData { id: i as Token, logit: x.to_f32(), p: 0.0 }),
-            ),
+            Logits::F32(l) => {
+                self.buf.extend(l.iter().enumerate().map(|(i, &x)| TokenData { id: i as Token, logit: x, p: 0.0 }))
+            }
+            Logits::F16(l) => self.buf.extend(l.iter().enumerate().map(|(i, &x)| TokenData {
+                id: i as Token,
+                logit: x.to_f32(),
+                p: 0.0,
+            })),
+            Logits::Bf16(l) => self.buf.extend(l.iter().enumerate().map(|(i, &x)| TokenData {
+                id: i as Token,
+                logit: x.to_f32(),
+                p: 0.0,
+            })),
         }
         self.offset = 0;
         self.len = self.buf.len();

@@ -11,8 +11,8 @@ use crate::rng::DEFAULT_SEED;
 use crate::sampler_type::{SamplerType, DEFAULT_SAMPLERS};
 use crate::samplers::{
     adaptive_p::AdaptiveP, dist::Dist, dry::Dry, infill::Infill, logit_bias::LogitBias, min_p::MinP,
-    mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt,
-    top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
+    mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK,
+    top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
 };
 use crate::vocab::Vocab;
 
@@ -276,11 +276,9 @@ impl SamplingParams {
                             self.min_keep,
                             seed,
                         ))),
-                        SamplerType::Temperature => chain.push(Box::new(TempExt::new(
-                            self.temp,
-                            self.dynatemp_range,
-                            self.dynatemp_exponent,
-                        ))),
+                        SamplerType::Temperature => {
+                            chain.push(Box::new(TempExt::new(self.temp, self.dynatemp_range, self.dynatemp_exponent)))
+                        }
                         SamplerType::Infill => {
                             let v = vocab.clone().ok_or_else(|| {
                                 ParamError::new("samplers", "infill", "the infill sampler needs a model vocabulary")
@@ -340,7 +338,9 @@ mod tests {
         assert_eq!(bad(SamplingParams { adaptive_decay: 1.0, ..Default::default() }), "adaptive_decay");
         assert_eq!(bad(SamplingParams { logit_bias: vec![(10, 1.0)], ..Default::default() }), "logit_bias");
         assert_eq!(bad(SamplingParams { logit_bias: vec![(1, f32::NAN)], ..Default::default() }), "logit_bias");
-        assert!(SamplingParams { logit_bias: vec![(1, f32::NEG_INFINITY)], ..Default::default() }.validate(Some(10)).is_ok());
+        assert!(SamplingParams { logit_bias: vec![(1, f32::NEG_INFINITY)], ..Default::default() }
+            .validate(Some(10))
+            .is_ok());
         assert!(MirostatMode::from_i32(3).is_err());
     }
 

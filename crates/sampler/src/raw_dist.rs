@@ -607,9 +607,13 @@ mod tests {
     /// Rows that stress the bounds: ties, -inf, spikes, flat and nearly-equal values.
     fn rows() -> Vec<Vec<f32>> {
         let mut v = Vec::new();
-        for (seed, n, spread, levels) in
-            [(1, 5000, 4.0, 1000), (2, 70_000, 0.5, 50), (3, 3000, 60.0, 1 << 20), (4, 1500, 8.0, 3), (5, 40_000, 0.001, 1 << 20)]
-        {
+        for (seed, n, spread, levels) in [
+            (1, 5000, 4.0, 1000),
+            (2, 70_000, 0.5, 50),
+            (3, 3000, 60.0, 1 << 20),
+            (4, 1500, 8.0, 3),
+            (5, 40_000, 0.001, 1 << 20),
+        ] {
             let mut row = lcg_row(seed, n, spread, levels);
             row[n / 3] += 30.0;
             row[7] = f32::NEG_INFINITY;
@@ -634,7 +638,8 @@ mod tests {
         let mut decided = [0usize; 3];
         for row in rows() {
             let n = row.len();
-            let patches = [TokenData { id: 5, logit: 2.0, p: 0.0 }, TokenData { id: (n - 1) as i32, logit: -1.0, p: 0.0 }];
+            let patches =
+                [TokenData { id: 5, logit: 2.0, p: 0.0 }, TokenData { id: (n - 1) as i32, logit: -1.0, p: 0.0 }];
             for p in [&patches[..], &[]] {
                 let r = Row { logits: &row, patches: p };
                 let Scan::Max(m) = scan_row(r, &mut s) else { panic!() };

@@ -15,8 +15,8 @@
 
 use crate::candidates::{Candidates, TokenData};
 use crate::raw_dist::{Row, BLOCK};
-use crate::simd::{simd_dispatch, Simd};
 use crate::raw_sigma::seq_block;
+use crate::simd::{simd_dispatch, Simd};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
 use crate::vec_exp::expf_exact_slice;
 
@@ -117,7 +117,13 @@ fn scaled(l: f32, t: Option<f32>) -> f32 {
 
 /// Builds mirostat v2's kept prefix for `row` (values after the sparse samplers) with
 /// temperature `t` and the current `mu`, into `out` (sorted, p not yet computed).
-pub(crate) fn mirostat_prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut Candidates) -> Miro {
+pub(crate) fn mirostat_prefix(
+    row: Row<'_>,
+    t: Option<f32>,
+    mu: f32,
+    s: &mut MiroScratch,
+    out: &mut Candidates,
+) -> Miro {
     let r = prefix(row, t, mu, s, out);
     match r {
         Miro::Prefix => TIERS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed),

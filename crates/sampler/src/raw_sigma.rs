@@ -254,7 +254,14 @@ simd_dispatch!(
 );
 
 #[inline(always)]
-unsafe fn collect_block_k<S: Simd>(x: &[f32], lo: f32, hi: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) -> bool {
+unsafe fn collect_block_k<S: Simd>(
+    x: &[f32],
+    lo: f32,
+    hi: f32,
+    base: usize,
+    ids: &mut Vec<i32>,
+    vals: &mut Vec<f32>,
+) -> bool {
     unsafe {
         let n = x.len();
         let lv = S::splat(lo);
@@ -535,8 +542,6 @@ pub(crate) struct Grid {
     flag: bool,
 }
 
-
-
 simd_dispatch!(
     /// Grid-rounded terms of one chunk (`RN_u(v)`, or `RN_u((v - mean)^2)` with `sq`; `-inf`
     /// values contribute nothing), with the magnitudes the caller checks and the tie flag.
@@ -560,7 +565,14 @@ unsafe fn grid_sum_nt_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: 
 }
 
 #[inline(always)]
-unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
+unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
+    x: &[f32],
+    m: f32,
+    u: f32,
+    has_ninf: bool,
+    sq: bool,
+    mean: f32,
+) -> Grid {
     unsafe {
         let n = x.len();
         let p = x.as_ptr();
@@ -603,7 +615,12 @@ unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(x: &[f32], m: f32, u: f32, h
         }
         // The lanes of `acc` are multiples of u below 2^(k+1) in magnitude when the caller's
         // checks pass, so their f32 reduction is exact then.
-        let mut g = Grid { sum: S::hsum_f32(acc) as f64, abs_sum: S::hsum_f32(abs) as f64, max_term: S::hmax(mx) as f64, flag: S::any(flag) };
+        let mut g = Grid {
+            sum: S::hsum_f32(acc) as f64,
+            abs_sum: S::hsum_f32(abs) as f64,
+            max_term: S::hmax(mx) as f64,
+            flag: S::any(flag),
+        };
         for &v in &x[i..] {
             if v == f32::NEG_INFINITY {
                 continue;
@@ -669,7 +686,9 @@ mod tests {
             ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
         };
         let mut out = Vec::new();
-        for (n, shape) in [(300_000usize, 0), (100_000, 1), (50_000, 2), (20_000, 3), (9000, 4), (70_000, 5), (4096, 6), (262_144, 7)] {
+        for (n, shape) in
+            [(300_000usize, 0), (100_000, 1), (50_000, 2), (20_000, 3), (9000, 4), (70_000, 5), (4096, 6), (262_144, 7)]
+        {
             let v: Vec<f32> = (0..n)
                 .map(|i| {
                     let z = ((-2.0 * unif().ln()).sqrt() * (2.0 * std::f64::consts::PI * unif()).cos()) as f32;
@@ -678,7 +697,13 @@ mod tests {
                         1 => 2.5 * z + if i % 997 == 3 { 15.0 } else { 0.0 },
                         2 => half::bf16::from_f32(3.0 * z).to_f32(),
                         3 => (z * 4.0).round() * 0.25 + 100.0,
-                        4 => if i % 7 == 0 { f32::NEG_INFINITY } else { z - 40.0 },
+                        4 => {
+                            if i % 7 == 0 {
+                                f32::NEG_INFINITY
+                            } else {
+                                z - 40.0
+                            }
+                        }
                         5 => 1e-3 * z,
                         6 => 0.5,
                         _ => z * 1000.0,
@@ -711,7 +736,12 @@ mod tests {
             STEPS.store(0, std::sync::atomic::Ordering::Relaxed);
             let (mean, acc) = exact_mean_acc(r, &s);
             let st = STEPS.load(std::sync::atomic::Ordering::Relaxed);
-            eprintln!("n {} mean {mean} acc {acc}: scalar steps sum {} acc {}", row.len(), st % 1_000_000, st / 1_000_000);
+            eprintln!(
+                "n {} mean {mean} acc {acc}: scalar steps sum {} acc {}",
+                row.len(),
+                st % 1_000_000,
+                st / 1_000_000
+            );
         }
     }
 
@@ -738,7 +768,10 @@ mod tests {
         let mut exact_needed = 0;
         for row in rows() {
             for n in [0.5f32, 1.0, 2.0, 3.5] {
-                let patches = [TokenData { id: 11, logit: 30.0, p: 0.0 }, TokenData { id: 500, logit: f32::NEG_INFINITY, p: 0.0 }];
+                let patches = [
+                    TokenData { id: 11, logit: 30.0, p: 0.0 },
+                    TokenData { id: 500, logit: f32::NEG_INFINITY, p: 0.0 },
+                ];
                 for p in [&patches[..], &[]] {
                     let r = Row { logits: &row, patches: p };
                     let before = tier_counts()[1];

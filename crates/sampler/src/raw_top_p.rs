@@ -80,13 +80,29 @@ pub(crate) enum TopP {
 
 /// llama.cpp's top-p over `row` (scanned into `d`, maximum `m` finite) for `p < 1` and
 /// `min_keep`, when the nucleus lies within the first 256 sorted candidates.
-pub(crate) fn top_p_nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, d: &DistScratch, s: &mut TopPScratch, out: &mut Candidates) -> TopP {
+pub(crate) fn top_p_nucleus(
+    row: Row<'_>,
+    m: f32,
+    p: f32,
+    min_keep: usize,
+    d: &DistScratch,
+    s: &mut TopPScratch,
+    out: &mut Candidates,
+) -> TopP {
     let r = nucleus(row, m, p, min_keep, d, s, out);
     TIERS[matches!(r, TopP::Full) as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     r
 }
 
-fn nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, d: &DistScratch, s: &mut TopPScratch, out: &mut Candidates) -> TopP {
+fn nucleus(
+    row: Row<'_>,
+    m: f32,
+    p: f32,
+    min_keep: usize,
+    d: &DistScratch,
+    s: &mut TopPScratch,
+    out: &mut Candidates,
+) -> TopP {
     let n = row.len();
     if min_keep > FIRST || !(p >= 0.0) {
         return TopP::Full;
@@ -225,7 +241,6 @@ fn nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, d: &DistScratch, s: &m
         None => TopP::Full,
     }
 }
-
 
 /// The cut: llama.cpp's running f32 sum of `p = RN(e / s)` over the sorted candidates,
 /// bracketed by evaluating it at `s_hi` (smallest p) and `s_lo` (largest p). `None` when the

@@ -38,8 +38,8 @@ use crate::logits::{check_logits, Logits};
 use crate::raw_dist::{dist_list, dist_row, scan_row, DistScratch, Row, Scan};
 use crate::raw_mirostat::{mirostat_prefix, Miro, MiroScratch};
 use crate::raw_sigma::{sigma_survivors, Sigma, SigmaScratch};
-use crate::raw_top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
 use crate::raw_top_k::{raw_top_k, BadLogit};
+use crate::raw_top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
 use crate::sampler::{FastPath, Sampler};
 use crate::samplers::dist::{dist_normalize, Dist};
 use crate::samplers::mirostat_v2::MirostatV2;
@@ -91,18 +91,36 @@ struct Deferred {
 enum Plan {
     Full,
     /// Members `..at` are no-op or sparse; member `at` is a top-k with this `k`.
-    TopK { at: usize, k: usize },
+    TopK {
+        at: usize,
+        k: usize,
+    },
     /// Members `..at` are no-op or sparse; member `at` is `dist`.
-    Dist { at: usize },
+    Dist {
+        at: usize,
+    },
     /// Members `..at` are no-op or sparse, `at` is top-n-sigma, then no-ops and at most one
     /// plain temperature (`temp`), then `dist` at `dist_at`.
-    Sigma { at: usize, n: f32, temp: Option<f32>, dist_at: usize },
+    Sigma {
+        at: usize,
+        n: f32,
+        temp: Option<f32>,
+        dist_at: usize,
+    },
     /// Members `..at` are no-op or sparse, then at most one plain temperature and no-ops,
     /// then `mirostat-v2` at `miro_at`.
-    Mirostat { at: usize, temp: Option<f32>, miro_at: usize },
+    Mirostat {
+        at: usize,
+        temp: Option<f32>,
+        miro_at: usize,
+    },
     /// Members `..at` are no-op or sparse, `at` is top-p, then only no-ops, min-p, plain
     /// temperatures and `dist` (which recompute or ignore `p`).
-    TopP { at: usize, p: f32, min_keep: usize },
+    TopP {
+        at: usize,
+        p: f32,
+        min_keep: usize,
+    },
 }
 
 impl TokenSampler {

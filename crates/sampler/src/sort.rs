@@ -79,25 +79,14 @@ fn adjust_heap<T: Copy, F: FnMut(&T, &T) -> bool>(
 /// Heap of `len` elements at `base`: puts its top at `result` and re-inserts the old
 /// `v[result]` from the root (libstdc++ `__pop_heap`).
 #[inline]
-fn pop_heap<T: Copy, F: FnMut(&T, &T) -> bool>(
-    v: &mut [T],
-    base: usize,
-    len: usize,
-    result: usize,
-    less: &mut F,
-) {
+fn pop_heap<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], base: usize, len: usize, result: usize, less: &mut F) {
     let value = v[result];
     v[result] = v[base];
     adjust_heap(v, base, 0, len as isize, value, less);
 }
 
 /// Builds a heap over `v[base .. base + len]`, last parent first (libstdc++ `__make_heap`).
-fn make_heap<T: Copy, F: FnMut(&T, &T) -> bool>(
-    v: &mut [T],
-    base: usize,
-    len: usize,
-    less: &mut F,
-) {
+fn make_heap<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], base: usize, len: usize, less: &mut F) {
     if len < 2 {
         return;
     }
@@ -115,12 +104,7 @@ fn make_heap<T: Copy, F: FnMut(&T, &T) -> bool>(
 
 /// Sorts the heap `v[base .. base + len]` by popping its top to the back repeatedly
 /// (libstdc++ `__sort_heap`).
-fn sort_heap<T: Copy, F: FnMut(&T, &T) -> bool>(
-    v: &mut [T],
-    base: usize,
-    mut len: usize,
-    less: &mut F,
-) {
+fn sort_heap<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], base: usize, mut len: usize, less: &mut F) {
     while len > 1 {
         len -= 1;
         pop_heap(v, base, len, base + len, less);
@@ -253,11 +237,7 @@ fn introsort_loop<T: Copy, F: FnMut(&T, &T) -> bool>(
 /// Inserts `v[i]` into the sorted run to its left, relying on an element that stops the scan
 /// (libstdc++ `__unguarded_linear_insert`); bounded at index 0 for inconsistent comparators.
 #[inline]
-fn unguarded_linear_insert<T: Copy, F: FnMut(&T, &T) -> bool>(
-    v: &mut [T],
-    mut i: usize,
-    less: &mut F,
-) {
+fn unguarded_linear_insert<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], mut i: usize, less: &mut F) {
     let val = v[i];
     while i > 0 && less(&val, &v[i - 1]) {
         v[i] = v[i - 1];
@@ -268,12 +248,7 @@ fn unguarded_linear_insert<T: Copy, F: FnMut(&T, &T) -> bool>(
 
 /// Straight insertion sort of `v[first..last]`: an element that beats `v[first]` is moved to the
 /// front directly, others are linearly inserted (libstdc++ `__insertion_sort`).
-fn insertion_sort<T: Copy, F: FnMut(&T, &T) -> bool>(
-    v: &mut [T],
-    first: usize,
-    last: usize,
-    less: &mut F,
-) {
+fn insertion_sort<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], first: usize, last: usize, less: &mut F) {
     if first == last {
         return;
     }
@@ -309,11 +284,7 @@ fn final_insertion_sort<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], less: &m
 /// `std::partial_sort(v, v + middle, v + len, less)` as libstdc++ 12 does it: afterwards
 /// `v[..middle]` holds the `middle` first elements in order, the rest in unspecified order.
 /// `middle` is clamped to `v.len()` (C++ would be undefined beyond it).
-pub fn std_partial_sort<T: Copy, F: FnMut(&T, &T) -> bool>(
-    v: &mut [T],
-    middle: usize,
-    mut less: F,
-) {
+pub fn std_partial_sort<T: Copy, F: FnMut(&T, &T) -> bool>(v: &mut [T], middle: usize, mut less: F) {
     let middle = middle.min(v.len());
     let last = v.len();
     partial_sort_range(v, 0, middle, last, &mut less);
@@ -384,14 +355,7 @@ pub fn bucket_partial_sort(view: &[TokenData], n: usize, scratch: &mut Scratch) 
     }
     let out = &mut scratch.tokens;
     out.clear();
-    out.resize(
-        nhave,
-        TokenData {
-            id: 0,
-            logit: 0.0,
-            p: 0.0,
-        },
-    );
+    out.resize(nhave, TokenData { id: 0, logit: 0.0, p: 0.0 });
     for t in view {
         let j = bucket_of(t.logit);
         if j >= ib {
@@ -450,11 +414,7 @@ mod tests {
         (0..n)
             .map(|i| {
                 x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                TokenData {
-                    id: i as i32,
-                    logit: ((x >> 16) % distinct) as f32,
-                    p: 0.0,
-                }
+                TokenData { id: i as i32, logit: ((x >> 16) % distinct) as f32, p: 0.0 }
             })
             .collect()
     }
@@ -464,15 +424,7 @@ mod tests {
     }
 
     fn tokens(logits: &[f32]) -> Vec<TokenData> {
-        logits
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| TokenData {
-                id: i as i32,
-                logit: l,
-                p: 0.0,
-            })
-            .collect()
+        logits.iter().enumerate().map(|(i, &l)| TokenData { id: i as i32, logit: l, p: 0.0 }).collect()
     }
 
     /// Logits sorted descending with a total order (what any correct sort must yield, ties aside).
@@ -582,19 +534,12 @@ mod tests {
         partial_sort_inplace(&mut c, 200);
         assert_eq!(c.len(), 200);
         assert!(c.as_slice().iter().all(|t| t.id != 0));
-        assert_eq!(
-            ids(&c.as_slice()[..8]),
-            [49, 99, 149, 199, 249, 299, 48, 98]
-        );
+        assert_eq!(ids(&c.as_slice()[..8]), [49, 99, 149, 199, 249, 299, 48, 98]);
     }
 
     #[test]
     fn bucket_partial_sort_output_layout() {
-        let v = tokens(
-            &(0..1000)
-                .map(|i| ((i * 7919) % 1000) as f32 / 50.0 - 10.0)
-                .collect::<Vec<_>>(),
-        );
+        let v = tokens(&(0..1000).map(|i| ((i * 7919) % 1000) as f32 / 50.0 - 10.0).collect::<Vec<_>>());
         let mut s = Scratch::default();
         let k = bucket_partial_sort(&v, 300, &mut s);
         assert!(k >= 300);
@@ -610,16 +555,7 @@ mod tests {
 
     #[test]
     fn no_panic_on_nan_and_inf() {
-        let specials = [
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            0.0,
-            1.0,
-            -1.0,
-            20.0,
-            -20.0,
-        ];
+        let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, 1.0, -1.0, 20.0, -20.0];
         for n in [0usize, 1, 2, 17, 40, 129, 300, 2000] {
             for pat in 0..6u32 {
                 let l: Vec<f32> = (0..n)
@@ -667,11 +603,7 @@ mod tests {
     }
 
     fn logit_strategy() -> impl Strategy<Value = f32> {
-        prop_oneof![
-            (-30i32..30).prop_map(|x| x as f32 * 0.5),
-            -12.0f32..12.0,
-            Just(f32::NEG_INFINITY),
-        ]
+        prop_oneof![(-30i32..30).prop_map(|x| x as f32 * 0.5), -12.0f32..12.0, Just(f32::NEG_INFINITY),]
     }
 
     proptest! {

@@ -13,7 +13,13 @@ fn row_strategy() -> impl Strategy<Value = Vec<f32>> {
             .map(|i| {
                 x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
                 let v = ((x >> 8) % levels) as f32 / 97.0 - 8.0;
-                if spikes && i % 613 == 5 { v + 12.0 } else if x % 97 == 0 { f32::NEG_INFINITY } else { v }
+                if spikes && i % 613 == 5 {
+                    v + 12.0
+                } else if x % 97 == 0 {
+                    f32::NEG_INFINITY
+                } else {
+                    v
+                }
             })
             .collect()
     })
@@ -29,7 +35,13 @@ fn compare(fast: TokenSampler, row: &[f32], history: &[i32], steps: usize) -> Re
 }
 
 /// Like `compare`; with `deferred`, every successful step must have taken a deferring fast path.
-fn compare_deferred(mut fast: TokenSampler, row: &[f32], history: &[i32], steps: usize, deferred: bool) -> Result<(), TestCaseError> {
+fn compare_deferred(
+    mut fast: TokenSampler,
+    row: &[f32],
+    history: &[i32],
+    steps: usize,
+    deferred: bool,
+) -> Result<(), TestCaseError> {
     let mut slow = fast.clone();
     slow.set_fast_path(false);
     for &t in history {
@@ -78,9 +90,15 @@ fn big_row_strategy() -> impl Strategy<Value = Vec<f32>> {
     (1024usize..300_000, 0u8..8, any::<u64>(), 0u32..40).prop_map(|(n, shape, seed, ninf)| {
         let mut g = Gen(seed | 1);
         let mut v: Vec<f32> = match shape {
-            0 => (0..n).map(|_| { let z = g.normal(); 0.8 * z - 0.05 * z * z }).collect(),
+            0 => (0..n)
+                .map(|_| {
+                    let z = g.normal();
+                    0.8 * z - 0.05 * z * z
+                })
+                .collect(),
             1 => {
-                let mut v: Vec<f32> = (0..n).map(|i| 2.5 * g.normal() + if i % 997 == 3 { 15.0 } else { 0.0 }).collect();
+                let mut v: Vec<f32> =
+                    (0..n).map(|i| 2.5 * g.normal() + if i % 997 == 3 { 15.0 } else { 0.0 }).collect();
                 v[(seed as usize) % n] += 25.0;
                 v
             }
@@ -247,7 +265,15 @@ fn nan_and_inf_are_errors_on_both_paths() {
 
     // Whole-vocabulary chains, with the bad value under a logit bias (still an error).
     for p in [
-        SamplingParams { seed: 1, temp: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, logit_bias: vec![(4000, -1.0)], ..Default::default() },
+        SamplingParams {
+            seed: 1,
+            temp: 1.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            logit_bias: vec![(4000, -1.0)],
+            ..Default::default()
+        },
         SamplingParams {
             seed: 1,
             top_n_sigma: 1.0,

@@ -184,7 +184,11 @@ fn rng_reference_values() {
         let mut r = LlamaRng::new(seed);
         let w = [0.1f32, 0.2, 0.3, 0.4];
         for want in s["discrete_distribution_over_0.1_0.2_0.3_0.4_first8"].as_array().unwrap() {
-            assert_eq!(discrete_pick(w.iter().copied(), 4, &mut r) as u64, want.as_u64().unwrap(), "seed {seed} discrete");
+            assert_eq!(
+                discrete_pick(w.iter().copied(), 4, &mut r) as u64,
+                want.as_u64().unwrap(),
+                "seed {seed} discrete"
+            );
         }
     }
 }

@@ -4,12 +4,12 @@
 mod common;
 
 use common::alloc_count::{allocs, CountingAlloc};
-use nucleus_sampler::samplers::{
-    adaptive_p::AdaptiveP, dry::Dry, logit_bias::LogitBias, mirostat::Mirostat, mirostat_v2::MirostatV2,
-    penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP,
-    typical::Typical, xtc::Xtc, min_p::MinP,
-};
 use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution};
+use nucleus_sampler::samplers::{
+    adaptive_p::AdaptiveP, dry::Dry, logit_bias::LogitBias, min_p::MinP, mirostat::Mirostat, mirostat_v2::MirostatV2,
+    penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP,
+    typical::Typical, xtc::Xtc,
+};
 use nucleus_sampler::{Chain, Logits, MirostatMode, SamplerType, SamplingParams, TokenSampler};
 
 #[global_allocator]
@@ -100,7 +100,18 @@ fn sampling_allocates_nothing_after_warmup() {
     let mut both = rows.clone();
     both.extend((0..4).map(|s| shaped(n * 8, s)));
     let chains = [
-        ("dist only", SamplingParams { seed: 3, temp: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, penalty_repeat: 1.1, ..Default::default() }),
+        (
+            "dist only",
+            SamplingParams {
+                seed: 3,
+                temp: 1.0,
+                top_k: 0,
+                top_p: 1.0,
+                min_p: 0.0,
+                penalty_repeat: 1.1,
+                ..Default::default()
+            },
+        ),
         (
             "top-n-sigma",
             SamplingParams {

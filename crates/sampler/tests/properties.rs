@@ -22,42 +22,54 @@ fn params_strategy() -> impl Strategy<Value = SamplingParams> {
     (
         (any::<u32>(), -5i32..60, 0.0f32..=1.0, 0.0f32..=1.0, 0.0f32..=1.0, -0.5f32..2.0),
         (0.0f32..=1.0, 0.0f32..=0.6, -1.0f32..3.0, 0.0f32..1.0, 0usize..4),
-        (0i32..3, 0.5f32..1.5, -1.0f32..1.0, 0.0f32..1.0, prop::sample::subsequence(
-            vec![
-                SamplerType::Penalties,
-                SamplerType::Dry,
-                SamplerType::TopNSigma,
-                SamplerType::TopK,
-                SamplerType::TypicalP,
-                SamplerType::TopP,
-                SamplerType::MinP,
-                SamplerType::Xtc,
-                SamplerType::Temperature,
-            ],
-            0..9,
-        )),
+        (
+            0i32..3,
+            0.5f32..1.5,
+            -1.0f32..1.0,
+            0.0f32..1.0,
+            prop::sample::subsequence(
+                vec![
+                    SamplerType::Penalties,
+                    SamplerType::Dry,
+                    SamplerType::TopNSigma,
+                    SamplerType::TopK,
+                    SamplerType::TypicalP,
+                    SamplerType::TopP,
+                    SamplerType::MinP,
+                    SamplerType::Xtc,
+                    SamplerType::Temperature,
+                ],
+                0..9,
+            ),
+        ),
     )
-        .prop_map(|((seed, top_k, top_p, min_p, typ_p, temp), (xp, xt, sigma, dyn_range, min_keep), (miro, rep, freq, dry, samplers))| {
-            SamplingParams {
-                seed,
-                top_k,
-                top_p,
-                min_p,
-                typ_p,
-                temp,
-                xtc_probability: xp,
-                xtc_threshold: xt,
-                top_n_sigma: sigma,
-                dynatemp_range: dyn_range,
-                min_keep,
-                mirostat: MirostatMode::from_i32(miro).unwrap(),
-                penalty_repeat: rep,
-                penalty_freq: freq,
-                dry_multiplier: dry,
-                samplers,
-                ..Default::default()
-            }
-        })
+        .prop_map(
+            |(
+                (seed, top_k, top_p, min_p, typ_p, temp),
+                (xp, xt, sigma, dyn_range, min_keep),
+                (miro, rep, freq, dry, samplers),
+            )| {
+                SamplingParams {
+                    seed,
+                    top_k,
+                    top_p,
+                    min_p,
+                    typ_p,
+                    temp,
+                    xtc_probability: xp,
+                    xtc_threshold: xt,
+                    top_n_sigma: sigma,
+                    dynatemp_range: dyn_range,
+                    min_keep,
+                    mirostat: MirostatMode::from_i32(miro).unwrap(),
+                    penalty_repeat: rep,
+                    penalty_freq: freq,
+                    dry_multiplier: dry,
+                    samplers,
+                    ..Default::default()
+                }
+            },
+        )
 }
 
 fn run(params: &SamplingParams, logits: &[f32], steps: usize) -> Vec<Result<i32, String>> {

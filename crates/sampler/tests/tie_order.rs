@@ -54,9 +54,5 @@ fn no_allocation_after_warm_up() {
         partial_sort_inplace(&mut c, k);
         assert_eq!(c.len(), k);
     }
-    assert_eq!(
-        allocs(),
-        before,
-        "partial_sort_inplace allocated after warm-up"
-    );
+    assert_eq!(allocs(), before, "partial_sort_inplace allocated after warm-up");
 }

@@ -63,9 +63,7 @@ impl Vocab for ToyVocab {
 
 fn toy_vocab() -> ToyVocab {
     ToyVocab {
-        pieces: vec![
-            b"</s>", b"\n", b"the", b" cat", b" sat", b".\n", b"Q", b":", b" A", b"Q:", b"x",
-        ],
+        pieces: vec![b"</s>", b"\n", b"the", b" cat", b" sat", b".\n", b"Q", b":", b" A", b"Q:", b"x"],
         eog: vec![0],
     }
 }
@@ -75,15 +73,7 @@ fn dry_logits(d: &mut Dry, n: usize, hist: &[Token]) -> Vec<f32> {
     for &t in hist {
         d.accept(t);
     }
-    let mut c = Candidates::from_token_data(
-        (0..n)
-            .map(|k| TokenData {
-                id: k as Token,
-                logit: 0.0,
-                p: 0.0,
-            })
-            .collect(),
-    );
+    let mut c = Candidates::from_token_data((0..n).map(|k| TokenData { id: k as Token, logit: 0.0, p: 0.0 }).collect());
     d.apply(&mut c);
     logits_of(&c)
 }
@@ -95,21 +85,8 @@ fn dry_string_breakers_match_equivalent_token_breakers() {
     // "\n" is contained in tokens 1 and 5; ":" in 7 and 9; "Q: A" is contained in no token:
     // token 6 "Q" ends with its prefix (tail ": A" -> [7, 8]) and so does 9 "Q:" (tail " A" -> [8]).
     let configs: [(&[&str], Vec<Vec<Token>>); 2] = [
-        (
-            &["\n", ":", "Q: A"],
-            vec![
-                vec![1],
-                vec![5],
-                vec![7],
-                vec![9],
-                vec![6, 7, 8],
-                vec![9, 8],
-            ],
-        ),
-        (
-            &["Q: A", "\n"],
-            vec![vec![6, 7, 8], vec![9, 8], vec![1], vec![5]],
-        ),
+        (&["\n", ":", "Q: A"], vec![vec![1], vec![5], vec![7], vec![9], vec![6, 7, 8], vec![9, 8]]),
+        (&["Q: A", "\n"], vec![vec![6, 7, 8], vec![9, 8], vec![1], vec![5]]),
     ];
     let histories: [&[Token]; 5] = [
         // the cat sat .\n the cat sat .\n the cat
@@ -126,11 +103,7 @@ fn dry_string_breakers_match_equivalent_token_breakers() {
         for hist in histories {
             let mut a = Dry::new(&v, 0.8, 1.75, 2, 64, strings);
             let mut b = Dry::from_token_breakers(n, 0.8, 1.75, 2, 64, tokens);
-            assert_eq!(
-                dry_logits(&mut a, n, hist),
-                dry_logits(&mut b, n, hist),
-                "{strings:?} {hist:?}"
-            );
+            assert_eq!(dry_logits(&mut a, n, hist), dry_logits(&mut b, n, hist), "{strings:?} {hist:?}");
         }
     }
     let pen = |e: f64| -((0.8f32 as f64 * (1.75f32 as f64).powf(e)) as f32);
@@ -163,14 +136,7 @@ fn out_of_vocabulary_history_never_panics() {
         }
     }
     let mut c = Candidates::from_token_data(
-        [-1, 0, 5, 7, i32::MAX, 1_000_000]
-            .iter()
-            .map(|&id| TokenData {
-                id,
-                logit: 1.0,
-                p: 0.0,
-            })
-            .collect(),
+        [-1, 0, 5, 7, i32::MAX, 1_000_000].iter().map(|&id| TokenData { id, logit: 1.0, p: 0.0 }).collect(),
     );
     p.apply(&mut c);
     d.apply(&mut c);
@@ -206,17 +172,8 @@ fn steady_state_is_deterministic() {
         d.accept(t);
         p.accept(t);
     }
-    let fresh = || {
-        Candidates::from_token_data(
-            (0..16)
-                .map(|k| TokenData {
-                    id: k,
-                    logit: k as f32 * 0.1,
-                    p: 0.0,
-                })
-                .collect(),
-        )
-    };
+    let fresh =
+        || Candidates::from_token_data((0..16).map(|k| TokenData { id: k, logit: k as f32 * 0.1, p: 0.0 }).collect());
     let mut c1 = fresh();
     d.apply(&mut c1);
     p.apply(&mut c1);
@@ -238,23 +195,11 @@ fn steady_state_is_deterministic() {
 fn hot_path_does_not_allocate_after_warm_up() {
     let n_vocab = 512;
     let mut chain: Vec<Box<dyn Sampler>> = vec![
-        Box::new(LogitBias::new(
-            n_vocab,
-            vec![(3, 1.0), (700, 2.0), (9, f32::NEG_INFINITY)],
-        )),
+        Box::new(LogitBias::new(n_vocab, vec![(3, 1.0), (700, 2.0), (9, f32::NEG_INFINITY)])),
         Box::new(Penalties::new(n_vocab, 64, 1.1, 0.1, 0.2)),
-        Box::new(Dry::from_token_breakers(
-            n_vocab,
-            0.8,
-            1.75,
-            2,
-            64,
-            &[vec![1], vec![2, 3, 4]],
-        )),
+        Box::new(Dry::from_token_breakers(n_vocab, 0.8, 1.75, 2, 64, &[vec![1], vec![2, 3, 4]])),
     ];
-    let logits: Vec<f32> = (0..n_vocab)
-        .map(|k| ((k * 37 % 101) as f32) * 0.05)
-        .collect();
+    let logits: Vec<f32> = (0..n_vocab).map(|k| ((k * 37 % 101) as f32) * 0.05).collect();
     let mut c = Candidates::with_capacity(n_vocab);
     let mut state = 7u32;
     let mut next = move || {
@@ -288,9 +233,5 @@ fn hot_path_does_not_allocate_after_warm_up() {
     for _ in 0..2000 {
         round(&mut c, &mut chain);
     }
-    assert_eq!(
-        allocs() - before,
-        0,
-        "allocations on the hot path after warm-up"
-    );
+    assert_eq!(allocs() - before, 0, "allocations on the hot path after warm-up");
 }

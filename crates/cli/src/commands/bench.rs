@@ -45,7 +45,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let mut rows: Vec<Row> = Vec::new();
     let mut floors = serde_json::Map::new();
     if !args.json {
-        println!("{:<5} {:>7} {:<10} {:>11} {:>11} {:>11} {:>11} {:>8}", "chain", "vocab", "shape", "nucleus_med", "nucleus_p90", "llama_med", "llama_p90", "ratio");
+        println!(
+            "{:<5} {:>7} {:<10} {:>11} {:>11} {:>11} {:>11} {:>8}",
+            "chain", "vocab", "shape", "nucleus_med", "nucleus_p90", "llama_med", "llama_p90", "ratio"
+        );
     }
     for &v in &args.vocab {
         for shape in [Shape::Confident, Shape::Flat] {
@@ -58,7 +61,14 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                 if !args.json {
                     println!(
                         "{:<5} {:>7} {:<10} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>7.1}x",
-                        r.chain, r.vocab, r.shape.name(), r.nucleus_us_median, r.nucleus_us_p90, r.llama_us_median, r.llama_us_p90, r.ratio()
+                        r.chain,
+                        r.vocab,
+                        r.shape.name(),
+                        r.nucleus_us_median,
+                        r.nucleus_us_p90,
+                        r.llama_us_median,
+                        r.llama_us_p90,
+                        r.ratio()
                     );
                 }
                 rows.push(r);

@@ -1,7 +1,7 @@
 //! One module per subcommand.
 
+pub mod bench;
 pub mod generate;
 pub mod pull;
-pub mod bench;
 pub mod sample;
 pub mod serve;

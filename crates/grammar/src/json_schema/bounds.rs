@@ -8,7 +8,11 @@ use super::int_range::min_max_int;
 use crate::error::SchemaError;
 
 impl Converter<'_> {
-    pub(super) fn int_bounds(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<(Option<i64>, Option<i64>), SchemaError> {
+    pub(super) fn int_bounds(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<(Option<i64>, Option<i64>), SchemaError> {
         let strict = self.opts.strict;
         let num = |k: &str| obj.get(k).and_then(Value::as_f64);
         const LIMIT: f64 = 1e15;
@@ -51,13 +55,15 @@ impl Converter<'_> {
     /// Strict mode: a `number` with integral, non-negative bounds (no exponent form).
     pub(super) fn number_bounds(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<String, SchemaError> {
         let get = |k: &str| obj.get(k).and_then(Value::as_f64);
-        let mut lo: Option<(f64, bool)> = get("minimum").map(|v| (v, obj.get("exclusiveMinimum") == Some(&Value::Bool(true))));
+        let mut lo: Option<(f64, bool)> =
+            get("minimum").map(|v| (v, obj.get("exclusiveMinimum") == Some(&Value::Bool(true))));
         if let Some(v) = get("exclusiveMinimum") {
             if lo.is_none_or(|(l, _)| v >= l) {
                 lo = Some((v, true));
             }
         }
-        let mut hi: Option<(f64, bool)> = get("maximum").map(|v| (v, obj.get("exclusiveMaximum") == Some(&Value::Bool(true))));
+        let mut hi: Option<(f64, bool)> =
+            get("maximum").map(|v| (v, obj.get("exclusiveMaximum") == Some(&Value::Bool(true))));
         if let Some(v) = get("exclusiveMaximum") {
             if hi.is_none_or(|(h, _)| v <= h) {
                 hi = Some((v, true));

@@ -27,7 +27,11 @@ pub struct Converter<'a> {
 }
 
 pub(super) fn err(keyword: &str, ptr: &str, reason: impl Into<String>) -> SchemaError {
-    SchemaError { keyword: keyword.into(), pointer: if ptr.is_empty() { "#".into() } else { format!("#{ptr}") }, reason: reason.into() }
+    SchemaError {
+        keyword: keyword.into(),
+        pointer: if ptr.is_empty() { "#".into() } else { format!("#{ptr}") },
+        reason: reason.into(),
+    }
 }
 
 pub(super) fn esc_ptr(s: &str) -> String {
@@ -190,7 +194,13 @@ impl<'a> Converter<'a> {
 
     /// Strict mode: the keywords of `obj` that constrain instances of the type this branch
     /// produces but are not in `honored`.
-    pub(super) fn check_honored(&mut self, obj: &Map<String, Value>, ptr: &str, produces: &[&str], honored: &[&str]) -> Result<(), SchemaError> {
+    pub(super) fn check_honored(
+        &mut self,
+        obj: &Map<String, Value>,
+        ptr: &str,
+        produces: &[&str],
+        honored: &[&str],
+    ) -> Result<(), SchemaError> {
         if !self.opts.strict {
             return Ok(());
         }
@@ -236,7 +246,11 @@ impl<'a> Converter<'a> {
                 Some(Value::Array(a)) => a.iter().any(|t| t == "string"),
                 _ => true,
             };
-            if strings_possible && STANDARD_FORMATS.contains(&f) && !ENFORCED_FORMATS.contains(&f) && !f.starts_with("uuid") {
+            if strings_possible
+                && STANDARD_FORMATS.contains(&f)
+                && !ENFORCED_FORMATS.contains(&f)
+                && !f.starts_with("uuid")
+            {
                 self.refuse("format", ptr, &format!("format {f:?} cannot be enforced"))?;
             }
         }
@@ -303,7 +317,11 @@ impl<'a> Converter<'a> {
                     match super::shape::merge_schemas(&Value::Object(sib.clone()), &a) {
                         Ok(m) => merged.push(m),
                         Err(reason) => {
-                            self.refuse(kw, &format!("{ptr}/{kw}/{i}"), &format!("cannot combine with the sibling keywords: {reason}"))?;
+                            self.refuse(
+                                kw,
+                                &format!("{ptr}/{kw}/{i}"),
+                                &format!("cannot combine with the sibling keywords: {reason}"),
+                            )?;
                             merged.push(a);
                         }
                     }
@@ -423,7 +441,12 @@ impl<'a> Converter<'a> {
         }
         if matches!(ty_str, None | Some("array")) && (obj.contains_key("items") || obj.contains_key("prefixItems")) {
             if strict {
-                self.check_honored(obj, ptr, &["array"], &["type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "additionalItems"])?;
+                self.check_honored(
+                    obj,
+                    ptr,
+                    &["array"],
+                    &["type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "additionalItems"],
+                )?;
                 if obj.contains_key("items") && obj.contains_key("prefixItems") {
                     self.refuse("prefixItems", ptr, "prefixItems together with items is not supported")?;
                 }
@@ -448,7 +471,10 @@ impl<'a> Converter<'a> {
             let item = self.visit(&items, &sub, &format!("{ptr}/{kw}"))?;
             let min = as_count(obj.get("minItems"));
             let max = obj.get("maxItems").map(|v| as_count(Some(v)));
-            if strict && (min > crate::parse::MAX_REPETITIONS as usize || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize)) {
+            if strict
+                && (min > crate::parse::MAX_REPETITIONS as usize
+                    || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize))
+            {
                 self.refuse("maxItems", ptr, "item counts above 2000 are not supported")?;
             }
             if max.is_some_and(|m| m < min) {
@@ -470,7 +496,8 @@ impl<'a> Converter<'a> {
             let body = pattern_to_gbnf(&pat, &ch).map_err(|e| err("pattern", ptr, e))?;
             return Ok(self.add_rule(&rule_name, &format!("\"\\\"\" {body} \"\\\"\" space")));
         }
-        let uuid_fmt = fmt == "uuid" || (fmt.len() == 5 && fmt.starts_with("uuid") && matches!(fmt.as_bytes()[4], b'1'..=b'5'));
+        let uuid_fmt =
+            fmt == "uuid" || (fmt.len() == 5 && fmt.starts_with("uuid") && matches!(fmt.as_bytes()[4], b'1'..=b'5'));
         if matches!(ty_str, None | Some("string")) && uuid_fmt {
             if strict {
                 self.check_honored(obj, ptr, &["string"], &["type", "format"])?;
@@ -496,7 +523,10 @@ impl<'a> Converter<'a> {
             if max.is_some_and(|m| m < min) {
                 return Err(err("maxLength", ptr, "maxLength is below minLength: no string is valid"));
             }
-            if strict && (min > crate::parse::MAX_REPETITIONS as usize || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize)) {
+            if strict
+                && (min > crate::parse::MAX_REPETITIONS as usize
+                    || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize))
+            {
                 if min > 2_000_000 || max.is_some_and(|m| m > 2_000_000) {
                     self.refuse("maxLength", ptr, "lengths above 2,000,000 are not supported")?;
                 }
@@ -506,7 +536,8 @@ impl<'a> Converter<'a> {
             let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
             return Ok(self.add_rule(&rule_name, &body));
         }
-        let has_bounds = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"].iter().any(|k| obj.contains_key(*k));
+        let has_bounds =
+            ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"].iter().any(|k| obj.contains_key(*k));
         if matches!(ty_str, None | Some("integer")) && has_bounds && (ty_str.is_some() || !strict) {
             let (lo, hi) = self.int_bounds(obj, ptr)?;
             if let (Some(l), Some(h)) = (lo, hi) {
@@ -520,7 +551,12 @@ impl<'a> Converter<'a> {
             return Ok(self.add_rule(&rule_name, &body));
         }
         if strict && ty_str == Some("number") && has_bounds {
-            self.check_honored(obj, ptr, &["number"], &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"])?;
+            self.check_honored(
+                obj,
+                ptr,
+                &["number"],
+                &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"],
+            )?;
             let body = self.number_bounds(obj, ptr)?;
             return Ok(self.add_rule(&rule_name, &body));
         }
@@ -550,9 +586,14 @@ impl<'a> Converter<'a> {
         self.add_primitive(&n, t)
     }
 
-
     /// Strict mode: keeps the enum values that satisfy the sibling assertions we can check.
-    fn check_enum_siblings(&mut self, obj: &Map<String, Value>, vals: &[Value], ptr: &str, kw: &str) -> Result<Vec<Value>, SchemaError> {
+    fn check_enum_siblings(
+        &mut self,
+        obj: &Map<String, Value>,
+        vals: &[Value],
+        ptr: &str,
+        kw: &str,
+    ) -> Result<Vec<Value>, SchemaError> {
         for k in obj.keys() {
             if SUPPORTED.contains(&k.as_str()) && !matches!(k.as_str(), "type" | "enum" | "const") {
                 if applies_to(k).is_some() && !vals.iter().any(|v| json_type_matches(v, applies_to(k).unwrap())) {
@@ -573,19 +614,16 @@ impl<'a> Converter<'a> {
         }
         Ok(kept)
     }
-
-
-
-
-
-
 }
 
 /// The reason given when a schema admits no instance.
 pub(super) const UNSAT: &str = "no value satisfies the schema";
 
 pub(super) fn is_unsatisfiable(e: &SchemaError) -> bool {
-    e.reason.starts_with(UNSAT) || e.reason.contains("no number satisfies") || e.reason.contains("is below") || e.reason.contains("is above")
+    e.reason.starts_with(UNSAT)
+        || e.reason.contains("no number satisfies")
+        || e.reason.contains("is below")
+        || e.reason.contains("is above")
 }
 
 pub(super) fn as_count(v: Option<&Value>) -> usize {

@@ -3,23 +3,78 @@
 
 /// Keywords with no effect on validation (ignored everywhere).
 pub const ANNOTATIONS: &[&str] = &[
-    "title", "description", "default", "examples", "example", "$schema", "$id", "id", "$comment", "deprecated",
-    "readOnly", "writeOnly", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "contentMediaType",
-    "contentEncoding", "contentSchema", "$vocabulary", "$defs", "definitions",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "$schema",
+    "$id",
+    "id",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$anchor",
+    "$dynamicAnchor",
+    "$recursiveAnchor",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "$vocabulary",
+    "$defs",
+    "definitions",
 ];
 
 /// Assertion keywords this converter never enforces: a strict compile rejects them.
 pub const UNSUPPORTED: &[&str] = &[
-    "not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies", "contains",
-    "minContains", "maxContains", "minProperties", "maxProperties", "patternProperties", "propertyNames",
-    "multipleOf", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "dependentRequired",
+    "dependencies",
+    "contains",
+    "minContains",
+    "maxContains",
+    "minProperties",
+    "maxProperties",
+    "patternProperties",
+    "propertyNames",
+    "multipleOf",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
 ];
 
 /// Keywords the converter understands (enforced by some branch).
 pub const SUPPORTED: &[&str] = &[
-    "type", "enum", "const", "properties", "required", "additionalProperties", "items", "prefixItems",
-    "additionalItems", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength", "pattern", "format",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf", "oneOf", "allOf", "$ref",
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
 ];
 
 /// The instance type an assertion keyword constrains (`None` = any type).
@@ -28,8 +83,15 @@ pub fn applies_to(keyword: &str) -> Option<&'static str> {
         "minLength" | "maxLength" | "pattern" | "format" => "string",
         "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => "number",
         "items" | "prefixItems" | "additionalItems" | "minItems" | "maxItems" | "uniqueItems" | "contains" => "array",
-        "properties" | "required" | "additionalProperties" | "minProperties" | "maxProperties"
-        | "patternProperties" | "propertyNames" | "dependentRequired" | "dependencies" => "object",
+        "properties"
+        | "required"
+        | "additionalProperties"
+        | "minProperties"
+        | "maxProperties"
+        | "patternProperties"
+        | "propertyNames"
+        | "dependentRequired"
+        | "dependencies" => "object",
         _ => return None,
     })
 }
@@ -37,9 +99,25 @@ pub fn applies_to(keyword: &str) -> Option<&'static str> {
 /// Standard formats a validator may check; the ones we cannot enforce are rejected. Other
 /// (custom) format names are annotations and ignored.
 pub const STANDARD_FORMATS: &[&str] = &[
-    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6",
-    "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
-    "relative-json-pointer", "regex",
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
 ];
 
 /// Formats compiled exactly in strict mode.

@@ -102,10 +102,8 @@ pub(crate) fn repetition(item: &str, min: usize, max: Option<usize>, sep: Option
             (m, Some(n)) => format!("{item}{{{m},{n}}}"),
         };
     };
-    let result = format!(
-        "{item} {}",
-        repetition(&format!("({sep} {item})"), min.saturating_sub(1), max.map(|m| m - 1), None)
-    );
+    let result =
+        format!("{item} {}", repetition(&format!("({sep} {item})"), min.saturating_sub(1), max.map(|m| m - 1), None));
     if min == 0 {
         format!("({result})?")
     } else {

@@ -11,12 +11,19 @@ use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use crate::error::SchemaError;
 
 impl Converter<'_> {
-    pub(super) fn all_of(&mut self, obj: &Map<String, Value>, name: &str, rule_name: &str, ptr: &str) -> Result<String, SchemaError> {
+    pub(super) fn all_of(
+        &mut self,
+        obj: &Map<String, Value>,
+        name: &str,
+        rule_name: &str,
+        ptr: &str,
+    ) -> Result<String, SchemaError> {
         let strict = self.opts.strict;
         let comps = obj["allOf"].as_array().ok_or_else(|| err("allOf", ptr, "must be an array"))?.clone();
         if strict {
             // A single component plus a compatible `type`: the component itself.
-            let others: Vec<&String> = obj.keys().filter(|k| SUPPORTED.contains(&k.as_str()) && *k != "allOf" && *k != "type").collect();
+            let others: Vec<&String> =
+                obj.keys().filter(|k| SUPPORTED.contains(&k.as_str()) && *k != "allOf" && *k != "type").collect();
             if let Some(k) = others.first() {
                 let k = (*k).clone();
                 self.refuse(&k, ptr, "cannot be enforced next to allOf")?;
@@ -25,7 +32,9 @@ impl Converter<'_> {
                 let c = &comps[0];
                 let ty_ok = match (obj.get("type"), super::shape::declared_types(self.root, c)) {
                     (None, _) => true,
-                    (Some(Value::String(t)), Some(ts)) => ts.iter().all(|x| x == t || (t == "number" && x == "integer")),
+                    (Some(Value::String(t)), Some(ts)) => {
+                        ts.iter().all(|x| x == t || (t == "number" && x == "integer"))
+                    }
                     (Some(t @ Value::String(_)), None) => {
                         // Give the component the sibling type and compile that.
                         let mut c = c.clone();
@@ -44,7 +53,11 @@ impl Converter<'_> {
                     _ => false,
                 };
                 if ty_ok {
-                    let r = self.visit(c, &if name.is_empty() { String::new() } else { name.to_string() }, &format!("{ptr}/allOf/0"))?;
+                    let r = self.visit(
+                        c,
+                        &if name.is_empty() { String::new() } else { name.to_string() },
+                        &format!("{ptr}/allOf/0"),
+                    )?;
                     if r == rule_name {
                         return Ok(r);
                     }
@@ -83,7 +96,11 @@ impl Converter<'_> {
                             || (k == "type" && m[k] == "object")
                             || (k == "additionalProperties" && m[k] == Value::Bool(true));
                         if !ok {
-                            self.refuse(k, &cptr, "only plain object components (properties/required) can be merged in allOf")?;
+                            self.refuse(
+                                k,
+                                &cptr,
+                                "only plain object components (properties/required) can be merged in allOf",
+                            )?;
                         }
                     }
                     if m.contains_key("enum") && m.contains_key("properties") {
@@ -101,7 +118,11 @@ impl Converter<'_> {
                         if strict {
                             if let Some((_, prev)) = props.iter().find(|(pk, _)| pk == k) {
                                 if prev != v {
-                                    self.refuse("allOf", &cptr, &format!("property {k:?} is defined differently in two components"))?;
+                                    self.refuse(
+                                        "allOf",
+                                        &cptr,
+                                        &format!("property {k:?} is defined differently in two components"),
+                                    )?;
                                 }
                                 continue;
                             }
@@ -177,7 +198,10 @@ impl Converter<'_> {
         if let Some(a) = addl.filter(|a| **a != Value::Bool(false)) {
             let sub = format!("{name}{dash}additional");
             let value_rule = match a {
-                Value::Object(m) if !(strict && m.keys().all(|k| ANNOTATIONS.contains(&k.as_str()) || !SUPPORTED.contains(&k.as_str()))) => {
+                Value::Object(m)
+                    if !(strict
+                        && m.keys().all(|k| ANNOTATIONS.contains(&k.as_str()) || !SUPPORTED.contains(&k.as_str()))) =>
+                {
                     self.visit(a, &format!("{sub}-value"), &format!("{ptr}/additionalProperties"))?
                 }
                 Value::Object(_) | Value::Bool(true) => self.add_primitive("value", "value")?,
@@ -214,7 +238,13 @@ impl Converter<'_> {
         Ok(rule)
     }
 
-    pub(super) fn recursive_refs(&mut self, ks: &[String], first_optional: bool, name: &str, kv: &BTreeMap<String, String>) -> String {
+    pub(super) fn recursive_refs(
+        &mut self,
+        ks: &[String],
+        first_optional: bool,
+        name: &str,
+        kv: &BTreeMap<String, String>,
+    ) -> String {
         let k = &ks[0];
         let kvr = &kv[k];
         let comma = format!("( \",\" space {kvr} )");

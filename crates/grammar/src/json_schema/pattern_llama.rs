@@ -132,7 +132,8 @@ impl<S: RuleSink> Tr<'_, S> {
                         match self.sub_rule_ids.get(&sub) {
                             Some(id) => id.clone(),
                             None => {
-                                let id = self.sink.add_rule(&format!("{}-{}", self.name, self.sub_rule_ids.len() + 1), &sub);
+                                let id =
+                                    self.sink.add_rule(&format!("{}-{}", self.name, self.sub_rule_ids.len() + 1), &sub);
                                 self.sub_rule_ids.insert(sub.clone(), id.clone());
                                 id
                             }
@@ -157,7 +158,10 @@ impl<S: RuleSink> Tr<'_, S> {
                             lit.push_str("\\\"");
                             self.i += 1;
                         } else if !is_non_literal(ch)
-                            && (self.i == len - 1 || lit.is_empty() || self.p[self.i + 1] == '.' || !is_non_literal(self.p[self.i + 1]))
+                            && (self.i == len - 1
+                                || lit.is_empty()
+                                || self.p[self.i + 1] == '.'
+                                || !is_non_literal(self.p[self.i + 1]))
                         {
                             lit.push(ch);
                             self.i += 1;

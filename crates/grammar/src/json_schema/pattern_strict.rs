@@ -261,7 +261,10 @@ fn emit(h: &Hir) -> Result<String, String> {
         }
         HirKind::Alternation(v) => {
             let parts: Vec<String> = v.iter().map(emit).collect::<Result<_, _>>()?;
-            format!("({})", parts.iter().map(|p| if p.is_empty() { "\"\"" } else { p.as_str() }).collect::<Vec<_>>().join(" | "))
+            format!(
+                "({})",
+                parts.iter().map(|p| if p.is_empty() { "\"\"" } else { p.as_str() }).collect::<Vec<_>>().join(" | ")
+            )
         }
     })
 }

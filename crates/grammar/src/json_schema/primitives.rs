@@ -54,8 +54,24 @@ pub fn primitive(name: &str, strict: bool) -> Option<Builtin> {
 pub fn is_reserved(name: &str) -> bool {
     matches!(
         name,
-        "root" | "boolean" | "decimal-part" | "integral-part" | "number" | "integer" | "value" | "object" | "array"
-            | "uuid" | "char" | "string" | "null" | "date" | "time" | "date-time" | "date-string" | "time-string"
+        "root"
+            | "boolean"
+            | "decimal-part"
+            | "integral-part"
+            | "number"
+            | "integer"
+            | "value"
+            | "object"
+            | "array"
+            | "uuid"
+            | "char"
+            | "string"
+            | "null"
+            | "date"
+            | "time"
+            | "date-time"
+            | "date-string"
+            | "time-string"
             | "date-time-string"
     )
 }

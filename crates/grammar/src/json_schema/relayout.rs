@@ -162,7 +162,14 @@ fn value(m: &mut Matcher, v: &Json, text: &mut String, s: &mut Search) -> bool {
 }
 
 /// Tries the remaining members in each order the grammar admits, then the closing brace.
-fn members(m: &mut Matcher, o: &[(String, Json)], rem: &[usize], first: bool, text: &mut String, s: &mut Search) -> bool {
+fn members(
+    m: &mut Matcher,
+    o: &[(String, Json)],
+    rem: &[usize],
+    first: bool,
+    text: &mut String,
+    s: &mut Search,
+) -> bool {
     if rem.is_empty() {
         return feed(m, text, "}", s);
     }

@@ -105,7 +105,11 @@ fn overlaps(t: &str, set: &[String]) -> bool {
 fn discriminators(root: &Value, s: &Value) -> BTreeMap<String, Vec<Value>> {
     let s = resolve(root, s);
     let mut out = BTreeMap::new();
-    let required: Vec<&str> = s.get("required").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let required: Vec<&str> = s
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
     if let Some(Value::Object(props)) = s.get("properties") {
         for r in required {
             if let Some(p) = props.get(r) {
@@ -132,7 +136,11 @@ fn values(root: &Value, s: &Value) -> Option<Vec<Value>> {
 /// Required property names and, when closed (`additionalProperties: false`), the allowed names.
 fn object_keys(root: &Value, s: &Value) -> (Vec<String>, Option<Vec<String>>) {
     let s = resolve(root, s);
-    let req = s.get("required").and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default();
+    let req = s
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .unwrap_or_default();
     let closed = if s.get("additionalProperties") == Some(&Value::Bool(false)) {
         Some(s.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default())
     } else {
@@ -214,7 +222,9 @@ pub fn check_one_of_disjoint(root: &Value, alts: &[Value]) -> Result<(), String>
     for i in 0..alts.len() {
         for j in i + 1..alts.len() {
             if !disjoint(root, &alts[i], &alts[j]) {
-                return Err(format!("cannot prove alternatives {i} and {j} mutually exclusive (an output could match both)"));
+                return Err(format!(
+                    "cannot prove alternatives {i} and {j} mutually exclusive (an output could match both)"
+                ));
             }
         }
     }
@@ -224,7 +234,11 @@ pub fn check_one_of_disjoint(root: &Value, alts: &[Value]) -> Result<(), String>
 fn is_annotation_only(v: &Value) -> bool {
     match v {
         Value::Bool(true) => true,
-        Value::Object(m) => m.keys().all(|k| super::keywords::ANNOTATIONS.contains(&k.as_str()) || !super::keywords::SUPPORTED.contains(&k.as_str()) && !super::keywords::UNSUPPORTED.contains(&k.as_str())),
+        Value::Object(m) => m.keys().all(|k| {
+            super::keywords::ANNOTATIONS.contains(&k.as_str())
+                || !super::keywords::SUPPORTED.contains(&k.as_str())
+                    && !super::keywords::UNSUPPORTED.contains(&k.as_str())
+        }),
         _ => false,
     }
 }
@@ -276,10 +290,18 @@ pub fn merge_schemas(a: &Value, b: &Value) -> Result<Value, String> {
                 out.insert(k.clone(), bv.clone());
             }
             "type" => {
-                let ta: Vec<Value> = match av { Value::Array(x) => x.clone(), x => vec![x.clone()] };
-                let tb: Vec<Value> = match bv { Value::Array(x) => x.clone(), x => vec![x.clone()] };
+                let ta: Vec<Value> = match av {
+                    Value::Array(x) => x.clone(),
+                    x => vec![x.clone()],
+                };
+                let tb: Vec<Value> = match bv {
+                    Value::Array(x) => x.clone(),
+                    x => vec![x.clone()],
+                };
                 let mut t: Vec<Value> = ta.iter().filter(|x| tb.contains(x)).cloned().collect();
-                let num_int = |x: &[Value], y: &[Value]| x.contains(&Value::from("number")) && y.contains(&Value::from("integer"));
+                let num_int = |x: &[Value], y: &[Value]| {
+                    x.contains(&Value::from("number")) && y.contains(&Value::from("integer"))
+                };
                 if (num_int(&ta, &tb) || num_int(&tb, &ta)) && !t.contains(&Value::from("integer")) {
                     t.push(Value::from("integer"));
                 }

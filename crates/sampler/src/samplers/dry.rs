@@ -35,11 +35,7 @@ impl MaxRepeat {
     const ABSENT: i32 = i32::MIN;
 
     fn new(n_vocab: usize) -> Self {
-        MaxRepeat {
-            dense: vec![Self::ABSENT; n_vocab],
-            touched: Vec::new(),
-            outside: Vec::new(),
-        }
+        MaxRepeat { dense: vec![Self::ABSENT; n_vocab], touched: Vec::new(), outside: Vec::new() }
     }
 
     #[inline]
@@ -125,11 +121,7 @@ impl Dry {
                                        // Scratch sized for a full window up front (bounded, so a huge last_n costs nothing
                                        // until used), so the hot path does not grow it later.
         let window = if enabled { last_n.min(1 << 16) } else { 0 };
-        let mut max_repeat = if enabled {
-            MaxRepeat::new(n_vocab)
-        } else {
-            MaxRepeat::default()
-        };
+        let mut max_repeat = if enabled { MaxRepeat::new(n_vocab) } else { MaxRepeat::default() };
         max_repeat.touched.reserve(window);
         Dry {
             enabled,
@@ -159,11 +151,7 @@ impl Dry {
         last_n: i32,
         breakers: &[Vec<Token>],
     ) -> Self {
-        let processed = breakers
-            .iter()
-            .filter(|b| !b.is_empty())
-            .map(|b| (b[0], b[1..].to_vec()))
-            .collect();
+        let processed = breakers.iter().filter(|b| !b.is_empty()).map(|b| (b[0], b[1..].to_vec())).collect();
         Self::build(n_vocab, multiplier, base, allowed_length, last_n, processed)
     }
 
@@ -298,10 +286,7 @@ impl Sampler for Dry {
             let mut longest: i64 = -1;
             for (_, tail) in tails {
                 let len = tail.len();
-                if len as i64 > longest
-                    && len <= i
-                    && tail.iter().enumerate().all(|(o, &t)| t == hist[i - 1 - o])
-                {
+                if len as i64 > longest && len <= i && tail.iter().enumerate().all(|(o, &t)| t == hist[i - 1 - o]) {
                     longest = len as i64;
                 }
             }
@@ -373,10 +358,7 @@ impl Sampler for Dry {
                 // Single-token breakers (empty tail) are never penalised.
                 let is_breaker = {
                     let lo = self.breakers.partition_point(|b| b.0 < d.id);
-                    self.breakers[lo..]
-                        .iter()
-                        .take_while(|b| b.0 == d.id)
-                        .any(|b| b.1.is_empty())
+                    self.breakers[lo..].iter().take_while(|b| b.0 == d.id).any(|b| b.1.is_empty())
                 };
                 if is_breaker {
                     continue;
@@ -425,15 +407,7 @@ mod tests {
     use crate::candidates::TokenData;
 
     fn cands(n: usize) -> Candidates {
-        Candidates::from_token_data(
-            (0..n)
-                .map(|i| TokenData {
-                    id: i as Token,
-                    logit: 0.0,
-                    p: 0.0,
-                })
-                .collect(),
-        )
+        Candidates::from_token_data((0..n).map(|i| TokenData { id: i as Token, logit: 0.0, p: 0.0 }).collect())
     }
 
     fn logits(c: &Candidates) -> Vec<f32> {
@@ -447,30 +421,12 @@ mod tests {
 
     #[test]
     fn noop_variants() {
-        assert_eq!(
-            Dry::from_token_breakers(4, 0.0, 1.75, 2, 8, &[]).name(),
-            "?dry"
-        );
-        assert_eq!(
-            Dry::from_token_breakers(4, 1.0, 0.9, 2, 8, &[]).name(),
-            "?dry"
-        );
-        assert_eq!(
-            Dry::from_token_breakers(4, 1.0, f32::NAN, 2, 8, &[]).name(),
-            "?dry"
-        );
-        assert_eq!(
-            Dry::from_token_breakers(4, 1.0, 1.75, 2, 0, &[]).name(),
-            "?dry"
-        );
-        assert_eq!(
-            Dry::from_token_breakers(4, 1.0, 1.75, 2, -1, &[]).name(),
-            "?dry"
-        );
-        assert_eq!(
-            Dry::from_token_breakers(4, 1.0, 1.0, 2, 8, &[]).name(),
-            "dry"
-        );
+        assert_eq!(Dry::from_token_breakers(4, 0.0, 1.75, 2, 8, &[]).name(), "?dry");
+        assert_eq!(Dry::from_token_breakers(4, 1.0, 0.9, 2, 8, &[]).name(), "?dry");
+        assert_eq!(Dry::from_token_breakers(4, 1.0, f32::NAN, 2, 8, &[]).name(), "?dry");
+        assert_eq!(Dry::from_token_breakers(4, 1.0, 1.75, 2, 0, &[]).name(), "?dry");
+        assert_eq!(Dry::from_token_breakers(4, 1.0, 1.75, 2, -1, &[]).name(), "?dry");
+        assert_eq!(Dry::from_token_breakers(4, 1.0, 1.0, 2, 8, &[]).name(), "dry");
     }
 
     /// Spec §4.14 worked example: context `a b c c b c y a b c` gives repeat counts
@@ -488,16 +444,7 @@ mod tests {
         d.apply(&mut cs);
         assert_eq!(d.repeat_count, vec![0, 0, 3, 1, 0, 2, 0, 0, 0, 0]);
         // allowed_length 1: c -> 2^(3-1), b -> 2^(1-1), y -> 2^(2-1); token 4 untouched.
-        assert_eq!(
-            logits(&cs),
-            vec![
-                0.0,
-                -pen(1.0, 2.0, 0),
-                -pen(1.0, 2.0, 2),
-                -pen(1.0, 2.0, 1),
-                0.0
-            ]
-        );
+        assert_eq!(logits(&cs), vec![0.0, -pen(1.0, 2.0, 0), -pen(1.0, 2.0, 2), -pen(1.0, 2.0, 1), 0.0]);
         assert!(!cs.is_sorted());
         assert!(d.max_repeat.is_empty());
     }
@@ -592,26 +539,10 @@ mod tests {
             d.accept(t);
         }
         let mut cs = Candidates::from_token_data(vec![
-            TokenData {
-                id: 99,
-                logit: 0.0,
-                p: 0.0,
-            },
-            TokenData {
-                id: -1,
-                logit: 0.0,
-                p: 0.0,
-            },
-            TokenData {
-                id: 1,
-                logit: 0.0,
-                p: 0.0,
-            },
-            TokenData {
-                id: 1000,
-                logit: 0.0,
-                p: 0.0,
-            },
+            TokenData { id: 99, logit: 0.0, p: 0.0 },
+            TokenData { id: -1, logit: 0.0, p: 0.0 },
+            TokenData { id: 1, logit: 0.0, p: 0.0 },
+            TokenData { id: 1000, logit: 0.0, p: 0.0 },
         ]);
         d.apply(&mut cs);
         // `-1 99` repeats; 99 follows `-1` so it is penalised even though it is outside the
@@ -674,22 +605,13 @@ mod tests {
     }
 
     fn toy() -> ToyVocab {
-        ToyVocab(vec![
-            b"<s>", b"\n", b"a", b"b", b"c", b"ab", b"x\n", b":", b"aba", b"q:q", b"bc", b"",
-        ])
+        ToyVocab(vec![b"<s>", b"\n", b"a", b"b", b"c", b"ab", b"x\n", b":", b"aba", b"q:q", b"bc", b""])
     }
 
     #[test]
     fn string_breakers_resolved_through_vocab() {
         let v = toy();
-        let d = Dry::new(
-            &v,
-            1.0,
-            1.75,
-            2,
-            64,
-            &["\n", ":", "", "abc", "abc", "\0ignored", "b\0c"],
-        );
+        let d = Dry::new(&v, 1.0, 1.75, 2, 64, &["\n", ":", "", "abc", "abc", "\0ignored", "b\0c"]);
         let mut got = d.breakers.clone();
         got.sort();
         let want: Vec<(Token, Vec<Token>)> = vec![

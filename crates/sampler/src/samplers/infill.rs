@@ -31,12 +31,7 @@ impl std::fmt::Debug for Infill {
 impl Infill {
     /// An infill sampler reading token texts and end-of-generation ids from `vocab`.
     pub fn new(vocab: Arc<dyn Vocab>) -> Self {
-        Infill {
-            vocab,
-            piece_bytes: Vec::new(),
-            piece_spans: Vec::new(),
-            scratch: Vec::new(),
-        }
+        Infill { vocab, piece_bytes: Vec::new(), piece_spans: Vec::new(), scratch: Vec::new() }
     }
 
     /// EOG test that treats ids outside the vocabulary as ordinary (never EOG) tokens.
@@ -57,8 +52,7 @@ impl Infill {
                 self.vocab.token_piece(id, &mut self.scratch);
                 self.piece_bytes.extend_from_slice(&self.scratch);
             }
-            self.piece_spans
-                .push((start, self.piece_bytes.len() - start));
+            self.piece_spans.push((start, self.piece_bytes.len() - start));
         }
     }
 
@@ -128,11 +122,7 @@ impl Sampler for Infill {
                     }
                     let (a, b) = (self.piece(i0), self.piece(i1));
                     if !a.is_empty() && a.len() <= b.len() && b.starts_with(a) {
-                        let (dst, src) = if data[i1].p > data[i0].p {
-                            (i1, i0)
-                        } else {
-                            (i0, i1)
-                        };
+                        let (dst, src) = if data[i1].p > data[i0].p { (i1, i0) } else { (i0, i1) };
                         data[dst].p += data[src].p;
                         data[src].logit = f32::NEG_INFINITY;
                         data[src].p = 0.0;
@@ -238,9 +228,7 @@ mod tests {
     fn vocab() -> Arc<dyn Vocab> {
         // 0 "<eot>" (EOG), 1 "<eos>" (EOG), then text tokens.
         Arc::new(ToyVocab {
-            pieces: vec![
-                "<eot>", "<eos>", "he", "hello", "world", "x", "wor", "zz", "q", "r",
-            ],
+            pieces: vec!["<eot>", "<eos>", "he", "hello", "world", "x", "wor", "zz", "q", "r"],
             eog: vec![0, 1],
             eot: Some(0),
             eos: Some(1),
@@ -248,16 +236,7 @@ mod tests {
     }
 
     fn from_probs(probs: &[(Token, f32)]) -> Candidates {
-        Candidates::from_token_data(
-            probs
-                .iter()
-                .map(|&(id, p)| TokenData {
-                    id,
-                    logit: p.ln(),
-                    p: 0.0,
-                })
-                .collect(),
-        )
+        Candidates::from_token_data(probs.iter().map(|&(id, p)| TokenData { id, logit: p.ln(), p: 0.0 }).collect())
     }
 
     fn ids(c: &Candidates) -> Vec<Token> {
@@ -277,10 +256,7 @@ mod tests {
         s.apply(&mut c);
         assert_eq!(ids(&c), vec![0, 1]);
         let p = probs(&c);
-        assert!(
-            (p[0] - 2.0 / 3.0).abs() < 1e-6 && (p[1] - 1.0 / 3.0).abs() < 1e-6,
-            "{p:?}"
-        );
+        assert!((p[0] - 2.0 / 3.0).abs() < 1e-6 && (p[1] - 1.0 / 3.0).abs() < 1e-6, "{p:?}");
         assert!(c.is_sorted());
     }
 
@@ -317,15 +293,7 @@ mod tests {
         let mut s = Infill::new(vocab());
         // Six unrelated text tokens of 0.165 (below 0.2) and EOS at 0.01, too small to
         // dominate (3 * 0.01 * 7 = 0.21 < 0.99): only EOS passes, so the answer is EOT.
-        let mut c = from_probs(&[
-            (2, 0.165),
-            (4, 0.165),
-            (5, 0.165),
-            (7, 0.165),
-            (8, 0.165),
-            (9, 0.165),
-            (1, 0.01),
-        ]);
+        let mut c = from_probs(&[(2, 0.165), (4, 0.165), (5, 0.165), (7, 0.165), (8, 0.165), (9, 0.165), (1, 0.01)]);
         s.apply(&mut c);
         assert_eq!(c.len(), 1);
         assert_eq!(c.as_slice()[0].id, 0);
@@ -334,30 +302,15 @@ mod tests {
 
     #[test]
     fn no_eot_falls_back_to_eos_and_never_panics() {
-        let v: Arc<dyn Vocab> = Arc::new(ToyVocab {
-            pieces: vec!["a", "b", "c", "d", "e", "f"],
-            eog: vec![],
-            eot: None,
-            eos: Some(4),
-        });
+        let v: Arc<dyn Vocab> =
+            Arc::new(ToyVocab { pieces: vec!["a", "b", "c", "d", "e", "f"], eog: vec![], eot: None, eos: Some(4) });
         let mut s = Infill::new(v);
-        let probs6 = [
-            (0, 0.17),
-            (1, 0.17),
-            (2, 0.17),
-            (3, 0.17),
-            (5, 0.16),
-            (4, 0.16),
-        ];
+        let probs6 = [(0, 0.17), (1, 0.17), (2, 0.17), (3, 0.17), (5, 0.16), (4, 0.16)];
         let mut c = from_probs(&probs6);
         s.apply(&mut c);
         assert_eq!(ids(&c), vec![4]);
-        let v: Arc<dyn Vocab> = Arc::new(ToyVocab {
-            pieces: vec!["a", "b", "c", "d", "e", "f"],
-            eog: vec![],
-            eot: None,
-            eos: None,
-        });
+        let v: Arc<dyn Vocab> =
+            Arc::new(ToyVocab { pieces: vec!["a", "b", "c", "d", "e", "f"], eog: vec![], eot: None, eos: None });
         let mut s = Infill::new(v);
         let mut c = from_probs(&probs6);
         s.apply(&mut c);

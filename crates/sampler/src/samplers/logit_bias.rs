@@ -21,11 +21,7 @@ impl LogitBias {
     /// Biases are applied in the given order; an empty list builds the no-op sampler.
     pub fn new(n_vocab: usize, biases: Vec<(Token, f32)>) -> Self {
         let to_search = Vec::with_capacity(biases.len());
-        LogitBias {
-            n_vocab,
-            biases,
-            to_search,
-        }
+        LogitBias { n_vocab, biases, to_search }
     }
 
     /// The vocabulary size this sampler was built for.
@@ -106,15 +102,7 @@ mod tests {
     use crate::candidates::TokenData;
 
     fn from_ids(ids: &[Token]) -> Candidates {
-        Candidates::from_token_data(
-            ids.iter()
-                .map(|&id| TokenData {
-                    id,
-                    logit: 0.0,
-                    p: 0.5,
-                })
-                .collect(),
-        )
+        Candidates::from_token_data(ids.iter().map(|&id| TokenData { id, logit: 0.0, p: 0.5 }).collect())
     }
 
     fn logits(c: &Candidates) -> Vec<f32> {

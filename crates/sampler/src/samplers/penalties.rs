@@ -22,11 +22,7 @@ pub(crate) struct TokenRing {
 impl TokenRing {
     /// An empty ring holding at most `cap` tokens.
     pub(crate) fn new(cap: usize) -> Self {
-        TokenRing {
-            cap,
-            data: Vec::with_capacity(cap.min(1 << 16)),
-            first: 0,
-        }
+        TokenRing { cap, data: Vec::with_capacity(cap.min(1 << 16)), first: 0 }
     }
 
     /// Number of tokens held.
@@ -119,11 +115,7 @@ impl Penalties {
             freq,
             present,
             prev: TokenRing::new(if enabled { last_n } else { 0 }),
-            counts: if enabled {
-                vec![0; n_vocab]
-            } else {
-                Vec::new()
-            },
+            counts: if enabled { vec![0; n_vocab] } else { Vec::new() },
         }
     }
 
@@ -211,15 +203,7 @@ mod tests {
 
     fn cands(logits: &[f32]) -> Candidates {
         Candidates::from_token_data(
-            logits
-                .iter()
-                .enumerate()
-                .map(|(i, &l)| TokenData {
-                    id: i as Token,
-                    logit: l,
-                    p: 0.0,
-                })
-                .collect(),
+            logits.iter().enumerate().map(|(i, &l)| TokenData { id: i as Token, logit: l, p: 0.0 }).collect(),
         )
     }
 
@@ -302,26 +286,10 @@ mod tests {
         }
         // window = [i32::MIN, 2]
         let mut c = Candidates::from_token_data(vec![
-            TokenData {
-                id: -5,
-                logit: 0.0,
-                p: 0.0,
-            },
-            TokenData {
-                id: 2,
-                logit: 0.0,
-                p: 0.0,
-            },
-            TokenData {
-                id: 1,
-                logit: 0.0,
-                p: 0.0,
-            },
-            TokenData {
-                id: 100,
-                logit: 0.0,
-                p: 0.0,
-            },
+            TokenData { id: -5, logit: 0.0, p: 0.0 },
+            TokenData { id: 2, logit: 0.0, p: 0.0 },
+            TokenData { id: 1, logit: 0.0, p: 0.0 },
+            TokenData { id: 100, logit: 0.0, p: 0.0 },
         ]);
         p.apply(&mut c);
         assert_eq!(logits(&c), vec![0.0, -1.0, 0.0, 0.0]);

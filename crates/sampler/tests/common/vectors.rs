@@ -4,8 +4,8 @@
 
 use nucleus_sampler::samplers::{
     adaptive_p::AdaptiveP, dist::Dist, dry::Dry, greedy::Greedy, logit_bias::LogitBias, min_p::MinP,
-    mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt,
-    top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
+    mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK,
+    top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
 };
 use nucleus_sampler::{Candidates, Sampler, Token, TokenData};
 use serde_json::Value;
