@@ -748,6 +748,9 @@ impl Gen {
             } else {
                 5.0
             }
+        } else if self.p(0.08) {
+            // Cut-offs among denormal probabilities (surprise 126 to 150 bits) and beyond.
+            self.pick(&[63.0f32, 70.0, 73.75, 74.5, 75.0, 90.0])
         } else if self.p(0.5) {
             5.0
         } else {

@@ -135,7 +135,9 @@ pub(crate) fn mirostat_prefix(
 
 fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut Candidates) -> Miro {
     let n = row.len();
-    if !mu.is_finite() {
+    // With mu >= 120 a kept token may have a subnormal probability (surprise > 126), where the
+    // bounds below do not hold: let the full path decide.
+    if !mu.is_finite() || mu >= 120.0 {
         return Miro::Full;
     }
     let nb = n.div_ceil(BLOCK);
