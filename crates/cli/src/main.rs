@@ -27,6 +27,8 @@ enum Command {
     Pull(commands::pull::PullArgs),
     /// Serve the OpenAI API (chat, completions, streaming) with continuous batching
     Serve(Box<commands::serve::ServeArgs>),
+    /// Check text against a GBNF grammar or a JSON Schema (the grammars constrained decoding uses)
+    Grammar(commands::grammar::GrammarArgs),
 }
 
 fn main() {
@@ -37,6 +39,7 @@ fn main() {
         Command::Pull(a) => commands::pull::run(a),
         Command::Bench(a) => commands::bench::run(a),
         Command::Serve(a) => commands::serve::run(a),
+        Command::Grammar(a) => std::process::exit(commands::grammar::run(a)),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -312,8 +312,10 @@ impl Dfa {
                 self.enter_partial(&stacks, p)
             }
             0xE0..=0xEF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 2 }),
-            0xF0..=0xF7 => self.enter_partial(&stacks, Partial { value: (b & 0x07) as u32, remain: 3 }),
-            _ => DEAD,
+            // llama.cpp reads every lead byte from 0xF0 up (0xF8..=0xFF too, invalid in UTF-8)
+            // as a four-byte lead keeping its low four bits: code points past U+10FFFF that
+            // only negated classes (and `.`) accept.
+            0xF0..=0xFF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 3 }),
         }
     }
 

@@ -26,10 +26,31 @@ pub struct BenchArgs {
     /// Vocabulary of the batch measurement
     #[arg(long, default_value_t = 151936)]
     pub batch_vocab: usize,
+    /// Measure grammar masks instead: nucleus-grammar against llama.cpp's grammar sampler on
+    /// real model vocabularies, along the JSON Schema instances in --schemas
+    #[arg(long)]
+    pub grammar: bool,
+    /// Models whose vocabularies the grammar benchmark uses (catalog names or .gguf paths)
+    #[arg(long, value_delimiter = ',', default_values_t = ["smollm2", "gemma3"].map(String::from).to_vec())]
+    pub models: Vec<String>,
+    /// Folder of JSONSchemaBench-style files for the grammar benchmark
+    #[arg(long, default_value = "../shared/data/jsonschemabench-dev")]
+    pub schemas: std::path::PathBuf,
+    /// Measured mask steps per schema in the grammar benchmark
+    #[arg(long, default_value_t = 48)]
+    pub positions: usize,
 }
 
 /// Runs the benchmark.
 pub fn run(args: &BenchArgs) -> Result<(), String> {
+    if args.grammar {
+        return super::bench_grammar::run(&super::bench_grammar::GrammarBench {
+            models: &args.models,
+            schemas: &args.schemas,
+            positions: args.positions,
+            json: args.json,
+        });
+    }
     if args.iters == 0 {
         return Err("--iters must be at least 1".into());
     }

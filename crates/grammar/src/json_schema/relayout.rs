@@ -99,35 +99,62 @@ pub struct Verdict {
     pub accepted: bool,
     /// The text fed (the accepted layout, or the longest attempt).
     pub text: String,
+    /// When rejected: the farthest byte the grammar refused over every key order tried.
+    pub failure: Option<Failure>,
+    /// When rejected: the key-order search ran out of budget, so the rejection may not be final.
+    pub gave_up: bool,
+}
+
+/// Where the grammar refused a laid-out document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// Byte offset into [`Failure::text`] of the refused byte.
+    pub offset: usize,
+    /// The laid-out text up to and including the piece (value, key, punctuation) that was refused.
+    pub text: String,
 }
 
 struct Search {
     budget: usize,
     best: String,
+    failure: Option<Failure>,
 }
 
 /// Feeds `doc` through `m` (from its current state), trying key orders the grammar accepts.
 pub fn feed_json(m: &Matcher, doc: &Json) -> Verdict {
-    let mut s = Search { budget: 200_000, best: String::new() };
+    let mut s = Search { budget: 200_000, best: String::new(), failure: None };
     let mut m = m.clone();
     let mut text = String::new();
-    let ok = value(&mut m, doc, &mut text, &mut s) && m.can_end();
-    if ok {
-        Verdict { accepted: true, text }
+    let fed = value(&mut m, doc, &mut text, &mut s);
+    if fed && m.can_end() {
+        Verdict { accepted: true, text, failure: None, gave_up: false }
     } else {
-        Verdict { accepted: false, text: if s.best.len() > text.len() { s.best } else { text } }
+        // Fed whole but the grammar cannot end there: no byte was refused.
+        let (failure, gave_up) = if fed { (None, false) } else { (s.failure, s.budget == 0) };
+        Verdict { accepted: false, text: if s.best.len() > text.len() { s.best } else { text }, failure, gave_up }
     }
 }
 
 fn feed(m: &mut Matcher, text: &mut String, s: &str, search: &mut Search) -> bool {
-    if m.accept_bytes(s.as_bytes()).is_ok() {
-        text.push_str(s);
-        if text.len() > search.best.len() {
-            search.best = text.clone();
+    match m.accept_bytes(s.as_bytes()) {
+        Ok(()) => {
+            text.push_str(s);
+            if text.len() > search.best.len() {
+                search.best = text.clone();
+            }
+            true
         }
-        true
-    } else {
-        false
+        Err(e) => {
+            let at = match e {
+                crate::error::AcceptError::AtByte(i) => i,
+                _ => 0,
+            };
+            let offset = text.len() + at;
+            if search.failure.as_ref().is_none_or(|f| offset > f.offset) {
+                search.failure = Some(Failure { offset, text: format!("{text}{s}") });
+            }
+            false
+        }
     }
 }
 
