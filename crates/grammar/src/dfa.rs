@@ -21,6 +21,11 @@ pub struct Partial {
     pub remain: u8,
 }
 
+/// [`Partial::value`] of a sequence whose value no longer matters: every stack kept while it
+/// is read accepts every character it can complete to (e.g. inside a JSON string), so all such
+/// sequences share one automaton state instead of one per prefix value.
+pub const ANY_VALUE: u32 = u32::MAX;
+
 impl Partial {
     /// The range of code points this sequence can still complete to (llama.cpp's rule).
     pub fn range(self) -> (u32, u32) {
@@ -39,14 +44,14 @@ impl Partial {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
-    stacks: Box<[u32]>,
-    partial: Partial,
+pub(crate) struct Key {
+    pub(crate) stacks: Box<[u32]>,
+    pub(crate) partial: Partial,
 }
 
 #[derive(Debug, Clone)]
-struct State {
-    key: Key,
+pub(crate) struct State {
+    pub(crate) key: Key,
     /// Some stack is empty and no sequence is pending: end of generation allowed.
     complete: bool,
     /// Some stack has a token item on top.
@@ -56,8 +61,8 @@ struct State {
 /// The automaton: interned stacks, interned states, cached byte transitions.
 #[derive(Debug, Clone)]
 pub struct Dfa {
-    arena: StackArena,
-    states: Vec<State>,
+    pub(crate) arena: StackArena,
+    pub(crate) states: Vec<State>,
     ids: HashMap<Key, u32>,
     initial: u32,
     scratch: Vec<u32>,
@@ -67,9 +72,11 @@ pub struct Dfa {
     end_ok: Vec<bool>,
     /// Per state, the bytes that lead back to the same state (computed on first use).
     self_loops: Vec<Option<[u64; 4]>>,
-    /// Per state: 1 if its self-loop set is known and usable by the walk (compact, so the
-    /// walk's check stays in cache).
-    loops_known: Vec<u8>,
+    /// Per state, its uniform run once computed (`None` inside = the state has none).
+    pub(crate) runs: Vec<Option<Option<crate::uniform_run::Run>>>,
+    /// Whether partial sequences may share [`ANY_VALUE`] states (not with token items, whose
+    /// stacks can join a pending sequence without having been checked against it).
+    any_value_ok: bool,
 }
 
 impl Dfa {
@@ -87,8 +94,10 @@ impl Dfa {
             trans: Vec::new(),
             end_ok: Vec::new(),
             self_loops: Vec::new(),
-            loops_known: Vec::new(),
+            runs: Vec::new(),
+            any_value_ok: false,
         };
+        dfa.any_value_ok = !dfa.arena.grammar.has_token_items();
         dfa.initial = dfa.intern(init, Partial::default());
         dfa
     }
@@ -159,7 +168,11 @@ impl Dfa {
         let mut complete = false;
         let mut has_token_items = false;
         let mut end_ok = partial.remain == 0 && !key.stacks.is_empty();
-        if partial.remain == 0 {
+        if partial.value == ANY_VALUE {
+            // Every kept stack accepts every completion (see `enter_partial`), and such
+            // sequences are never the overlong forms llama.cpp refuses.
+            end_ok = true;
+        } else if partial.remain == 0 {
             for &st in key.stacks.iter() {
                 if st == EMPTY {
                     complete = true;
@@ -184,7 +197,7 @@ impl Dfa {
         self.trans.resize(self.trans.len() + 256, UNKNOWN);
         self.end_ok.push(end_ok);
         self.self_loops.push(None);
-        self.loops_known.push(0);
+        self.runs.push(None);
         id
     }
 
@@ -202,9 +215,55 @@ impl Dfa {
     #[cold]
     #[inline(never)]
     fn step_slow(&mut self, s: u32, b: u8) -> u32 {
+        if b < 0x80 && self.states[s as usize].key.partial.remain == 0 {
+            self.fill_ascii_row(s);
+            return self.trans[(s as usize) << 8 | b as usize];
+        }
         let next = self.compute(s, b);
         self.trans[(s as usize) << 8 | b as usize] = next;
         next
+    }
+
+    /// Fills all 128 ASCII transitions of `s` at once: bytes that advance the same stacks
+    /// lead to the same state, so each group of such bytes costs one stack advance.
+    fn fill_ascii_row(&mut self, s: u32) {
+        let stacks = self.states[s as usize].key.stacks.clone();
+        let g = self.arena.grammar.clone();
+        let classes: Vec<Option<u32>> = stacks
+            .iter()
+            .map(|&st| match st {
+                EMPTY => None,
+                _ => match self.arena.top_elem(st) {
+                    Elem::Char(c) => Some(c),
+                    _ => None,
+                },
+            })
+            .collect();
+        let words = stacks.len().div_ceil(64);
+        let mut groups: Vec<(Vec<u64>, u32)> = Vec::new();
+        let mut sig = vec![0u64; words];
+        let row = (s as usize) << 8;
+        self.trans[row] = DEAD;
+        for b in 1u8..0x80 {
+            sig.iter_mut().for_each(|w| *w = 0);
+            for (i, c) in classes.iter().enumerate() {
+                if let Some(c) = c {
+                    if g.classes[*c as usize].matches(b as u32) {
+                        sig[i / 64] |= 1u64 << (i % 64);
+                    }
+                }
+            }
+            let next = if sig.iter().all(|&w| w == 0) {
+                DEAD
+            } else if let Some((_, t)) = groups.iter().find(|(k, _)| *k == sig) {
+                *t
+            } else {
+                let t = self.advance(&stacks, b as u32);
+                groups.push((sig.clone(), t));
+                t
+            };
+            self.trans[row | b as usize] = next;
+        }
     }
 
     /// The bytes whose transition from `s` is `s` itself: a token made only of these bytes
@@ -226,9 +285,6 @@ impl Dfa {
             v[3] = u64::MAX;
         }
         self.self_loops[s as usize] = Some(v);
-        if self.end_ok(s) && v != [0; 4] {
-            self.loops_known[s as usize] = 1;
-        }
         v
     }
 
@@ -254,16 +310,6 @@ impl Dfa {
             }
         }
         self.run(s, "\u{80}".as_bytes()) == s
-    }
-
-    /// The self-loop set of `s` if it is known, non-empty and tokens may end in `s`.
-    #[inline]
-    pub fn known_loops(&self, s: u32) -> Option<&[u64; 4]> {
-        if self.loops_known[s as usize] != 0 {
-            self.self_loops[s as usize].as_ref()
-        } else {
-            None
-        }
     }
 
     /// Feeds `bytes` from state `s`; [`DEAD`] if some byte is rejected.
@@ -293,6 +339,12 @@ impl Dfa {
         if partial.remain > 0 {
             if b & 0xC0 != 0x80 {
                 return DEAD;
+            }
+            if partial.value == ANY_VALUE {
+                if partial.remain == 1 {
+                    return self.advance_all(&stacks);
+                }
+                return self.intern(stacks.to_vec(), Partial { value: ANY_VALUE, remain: partial.remain - 1 });
             }
             let p = Partial { value: (partial.value << 6) | (b & 0x3F) as u32, remain: partial.remain - 1 };
             if p.remain == 0 {
@@ -334,7 +386,32 @@ impl Dfa {
         if kept.is_empty() {
             return DEAD;
         }
+        // The exact value can be forgotten when every kept class holds every completion, and
+        // the value cannot end up an overlong form (< 2 with one byte left) that llama.cpp refuses.
+        let never_overlong = p.value >= 2 || (p.value >= 1 && p.remain >= 2);
+        if self.any_value_ok
+            && never_overlong
+            && kept
+                .iter()
+                .all(|&st| matches!(self.arena.top_elem(st), Elem::Char(c) if g.classes[c as usize].covers(lo, hi)))
+        {
+            return self.intern(kept, Partial { value: ANY_VALUE, remain: p.remain });
+        }
         self.intern(kept, p)
+    }
+
+    /// The state after a character every stack of `stacks` accepts (an [`ANY_VALUE`] sequence
+    /// completed).
+    fn advance_all(&mut self, stacks: &[u32]) -> u32 {
+        let mut out = Vec::new();
+        for &st in stacks {
+            let (pos, parent) = self.arena.top(st);
+            let next = self.arena.after(pos, parent);
+            self.arena.normalize(next, &mut out);
+        }
+        out.sort_unstable();
+        out.dedup();
+        self.intern(out, Partial::default())
     }
 
     fn advance(&mut self, stacks: &[u32], c: u32) -> u32 {

@@ -26,6 +26,7 @@ pub mod matcher;
 pub mod parse;
 pub mod sampler;
 pub mod stacks;
+pub mod uniform_run;
 pub mod vocab_index;
 
 pub use error::{AcceptError, BuildError, DescriptorError, ParseError, SchemaError};

@@ -3,6 +3,7 @@
 //! token items and end-of-generation are added by id.
 
 use crate::dfa::{Dfa, DEAD};
+use crate::uniform_run::Run;
 use crate::vocab_index::VocabIndex;
 
 /// A set of token ids as a bit vector.
@@ -79,10 +80,18 @@ impl TokenMask {
 #[derive(Debug, Clone, Default)]
 pub struct WalkScratch {
     states: Vec<u32>,
-    loops: Vec<Option<[u64; 4]>>,
+    /// Per depth: the uniform run of that depth's state (`len` 0 = none known).
+    runs: Vec<Run>,
     /// Per depth: the whole path from the root looped on the start state byte by byte.
     on_root: Vec<bool>,
+    /// Trie nodes stepped through by the last walk (a cost measure for benchmarks).
+    pub visited: usize,
 }
+
+const NO_RUN: Run = Run { bytes: [0; 4], len: 0, self_loop: false };
+
+/// Subtrees with at least this many tokens get their state's run computed if not yet known.
+const RUN_WORTH: u32 = 32;
 
 /// Computes into `mask` the tokens allowed in automaton state `state`.
 pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut TokenMask, scratch: &mut WalkScratch) {
@@ -110,15 +119,15 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
         }
     }
     if dfa.is_complete(state) {
-        for id in 0..vocab.n_vocab() as i32 {
-            if vocab.is_eog(id) {
-                mask.set(id as u32);
-            }
+        for &id in vocab.eog_ids() {
+            mask.set(id);
         }
     }
 }
 
-/// The trie walk: depth-first over the token trie, one automaton step per node.
+/// The trie walk: depth-first over the token trie, one automaton step per node. A subtree
+/// whose bytes all belong to its parent state's uniform run, and that is no taller than the
+/// run is long, is accepted whole without visiting its nodes.
 fn walk_trie(
     dfa: &mut Dfa,
     state: u32,
@@ -129,61 +138,62 @@ fn walk_trie(
 ) {
     let nodes = &vocab.nodes;
     let toks = &vocab.node_tokens;
+    let depth = vocab.max_depth() + 1;
     scratch.states.clear();
-    scratch.states.resize(vocab.max_depth() + 1, 0);
-    let states = &mut scratch.states;
+    scratch.states.resize(depth, 0);
+    scratch.runs.clear();
+    scratch.runs.resize(depth, NO_RUN);
+    scratch.on_root.clear();
+    scratch.on_root.resize(depth, false);
+    let (states, runs, on_root) = (&mut scratch.states, &mut scratch.runs, &mut scratch.on_root);
     states[0] = state;
+    runs[0] = dfa.run_of(state).unwrap_or(NO_RUN);
+    on_root[0] = true;
     let sets = &vocab.byte_sets;
     let n = nodes.len();
-    // Self-looping states: a subtree whose bytes all loop on its parent's state keeps that
-    // state, so all its tokens are allowed (when a token may end there) without visiting its
-    // nodes. Loop sets are computed for the start state and for any state seen looping.
-    let _ = dfa.self_loops(state);
-    scratch.loops.clear();
-    scratch.loops.resize(vocab.max_depth() + 1, None);
-    let loops = &mut scratch.loops;
-    loops[0] = dfa.known_loops(state).copied();
-    scratch.on_root.clear();
-    scratch.on_root.resize(vocab.max_depth() + 1, false);
-    let on_root = &mut scratch.on_root;
-    on_root[0] = true;
     let mut i = 1;
+    let mut visited = 0;
     while i < n {
         let node = nodes[i];
         let d = node.depth as usize;
         let ps = states[d - 1];
-        if let Some(l) = &loops[d - 1] {
+        let run = &runs[d - 1];
+        if run.len >= node.height {
             let sub = &sets[node.bytes as usize];
+            let l = &run.bytes;
             if (sub[0] & !l[0]) | (sub[1] & !l[1]) | (sub[2] & !l[2]) | (sub[3] & !l[3]) == 0
                 && ((sub[2] | sub[3]) == 0 || vocab.utf8_ok[i])
             {
-                if seeded && on_root[d - 1] {
-                    // Already in the precomputed set.
-                    i = node.subtree_end as usize;
-                    continue;
-                }
-                match vocab.node_mask[i] {
-                    u32::MAX => {
-                        for &t in &toks[node.tok_start as usize..node.subtree_tok_end as usize] {
-                            mask.set(t);
+                if !(seeded && run.self_loop && on_root[d - 1]) {
+                    // (Otherwise the tokens are already in the seeded set: they loop on the start state.)
+                    match vocab.node_mask[i] {
+                        u32::MAX => {
+                            for &t in &toks[node.tok_start as usize..node.subtree_tok_end as usize] {
+                                mask.set(t);
+                            }
                         }
+                        m => mask.or_words(&vocab.subtree_masks[m as usize]),
                     }
-                    m => mask.or_words(&vocab.subtree_masks[m as usize]),
                 }
                 i = node.subtree_end as usize;
                 continue;
             }
         }
+        visited += 1;
         let next = dfa.step(ps, node.byte);
         if next == DEAD {
             i = node.subtree_end as usize;
             continue;
         }
-        if next == ps && loops[d - 1].is_none() && dfa.end_ok(ps) {
-            let _ = dfa.self_loops(ps);
-            loops[d - 1] = dfa.known_loops(ps).copied();
-        }
-        loops[d] = if next == ps { loops[d - 1] } else { dfa.known_loops(next).copied() };
+        runs[d] = if next == ps {
+            runs[d - 1]
+        } else {
+            match dfa.known_run(next) {
+                Some(r) => r.unwrap_or(NO_RUN),
+                None if node.subtree_tok_end - node.tok_start >= RUN_WORTH => dfa.run_of(next).unwrap_or(NO_RUN),
+                None => NO_RUN,
+            }
+        };
         states[d] = next;
         on_root[d] = on_root[d - 1] && next == state;
         if node.tok_start != node.tok_end && dfa.end_ok(next) {
@@ -193,4 +203,5 @@ fn walk_trie(
         }
         i += 1;
     }
+    scratch.visited = visited;
 }

@@ -86,6 +86,11 @@ impl GrammarSampler {
         c.masks.clear();
     }
 
+    /// Trie nodes the last computed (uncached) mask stepped through: the walk's cost.
+    pub fn last_walk_nodes(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).scratch.visited
+    }
+
     /// The vocabulary index.
     pub fn vocab(&self) -> &Arc<VocabIndex> {
         &self.vocab

@@ -29,6 +29,8 @@ pub struct TrieNode {
     pub subtree_tok_end: u32,
     /// Index into [`VocabIndex::byte_sets`]: every byte on an edge inside this subtree.
     pub bytes: u32,
+    /// Bytes from this node's own byte down to the deepest token end in its subtree.
+    pub height: u32,
 }
 
 /// Token texts, EOG flags and the token trie of one model vocabulary.
@@ -37,6 +39,8 @@ pub struct VocabIndex {
     n_vocab: usize,
     pieces: Vec<Box<[u8]>>,
     eog: Vec<bool>,
+    /// The end-of-generation token ids.
+    eog_ids: Vec<u32>,
     /// Trie nodes in depth-first order; node 0 is the root.
     pub nodes: Vec<TrieNode>,
     /// Token ids grouped by node.
@@ -95,6 +99,7 @@ impl VocabIndex {
             tok_end: 0,
             subtree_tok_end: 0,
             bytes: 0,
+            height: 0,
         }];
         let mut node_tokens = Vec::with_capacity(order.len());
         // path[d] = node index at depth d of the current branch.
@@ -120,6 +125,7 @@ impl VocabIndex {
                     tok_end: t,
                     subtree_tok_end: 0,
                     bytes: 0,
+                    height: 1,
                 });
                 utf8_ok.push(true);
                 path.push(nodes.len() - 1);
@@ -158,6 +164,7 @@ impl VocabIndex {
             for k in 0..4 {
                 sets[p][k] |= si[k];
             }
+            nodes[p].height = nodes[p].height.max(nodes[i].height + 1);
             tok_end_sub[p] = tok_end_sub[p].max(tok_end_sub[i]);
         }
         let mut byte_sets: Vec<[u64; 4]> = Vec::new();
@@ -189,10 +196,12 @@ impl VocabIndex {
                 by_text.entry(p.clone()).or_insert(i as u32);
             }
         }
+        let eog_ids = (0..n_vocab as u32).filter(|&i| eog[i as usize]).collect();
         VocabIndex {
             n_vocab,
             pieces,
             eog,
+            eog_ids,
             nodes,
             node_tokens,
             byte_sets,
@@ -233,6 +242,11 @@ impl VocabIndex {
     /// The text of `token` as the grammar consumes it (cut at NUL).
     pub fn grammar_piece(&self, token: Token) -> &[u8] {
         Self::effective(self.piece(token))
+    }
+
+    /// The end-of-generation token ids.
+    pub fn eog_ids(&self) -> &[u32] {
+        &self.eog_ids
     }
 
     /// Whether `token` ends generation.

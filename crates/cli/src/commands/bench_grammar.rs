@@ -77,6 +77,17 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
     let t0 = Instant::now();
     let vocab = Arc::new(reference_index(tok.as_ref()));
     let index_ms = t0.elapsed().as_secs_f64() * 1e3;
+    if let Ok(path) = std::env::var("NUCLEUS_DUMP_VOCAB") {
+        // Diagnostics: every token as (eog u8, len u32 LE, bytes), for offline profiling.
+        let mut out = Vec::new();
+        for id in 0..vocab.n_vocab() as Token {
+            let p = vocab.piece(id);
+            out.push(vocab.is_eog(id) as u8);
+            out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+            out.extend_from_slice(p);
+        }
+        std::fs::write(&path, out).map_err(|e| format!("writing {path}: {e}"))?;
+    }
     let mut cases = Vec::new();
     let mut skipped = Vec::new();
     for (name, v) in docs {
@@ -99,31 +110,44 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
                 continue;
             }
         };
-        // First generation with this grammar: fresh automaton, per-state mask cache on.
+        // Pass 1, nucleus alone (no llama.cpp work in between to evict its caches): the first
+        // generation with this grammar, fresh automaton, per-state mask cache on.
         let mut ours = GrammarSampler::with_index(vocab.clone(), &case.gbnf, "root").map_err(|e| e.to_string())?;
-        // The walk alone: automaton warmed by the pass above, mask cache off.
-        let mut walker = ours.clone();
-        walker.set_mask_cache(false);
-        schemas += 1;
+        let walker_start = ours.clone();
         let mut masks: Vec<Arc<TokenMask>> = Vec::new();
         for &t in case.tokens.iter().take(b.positions) {
             let s = Instant::now();
             let m = ours.mask();
             first.0.push(s.elapsed());
+            let ok = m.contains(t);
+            masks.push(m);
+            if !ok {
+                break;
+            }
+            ours.try_accept(t).map_err(|e| format!("{name}: {e}"))?;
+        }
+        // Pass 2, llama.cpp along the same tokens; every mask must equal nucleus's.
+        let mut fed = Vec::new();
+        for (&t, m) in case.tokens.iter().zip(&masks) {
             llama.0.push(reference.apply());
             steps += 1;
-            if *m != *reference.allowed() {
+            if **m != *reference.allowed() {
                 mismatches += 1;
                 if mismatch_notes.len() < 5 {
-                    mismatch_notes.push(describe_mismatch(name, steps, &m, reference.allowed(), &vocab));
+                    let at =
+                        format!("{name} after {:?}", String::from_utf8_lossy(&fed[fed.len().saturating_sub(60)..]));
+                    mismatch_notes.push(describe_mismatch(&at, m, reference.allowed(), &vocab));
                 }
             }
             if !m.contains(t) || reference.accept(t).is_err() {
                 break;
             }
-            ours.try_accept(t).map_err(|e| format!("{name}: {e}"))?;
-            masks.push(m);
+            fed.extend_from_slice(vocab.piece(t));
         }
+        // Pass 3, the walk alone: automaton warmed by pass 1, mask cache off.
+        let mut walker = walker_start;
+        walker.set_mask_cache(false);
+        schemas += 1;
         let mut text = Vec::new();
         for (&t, m) in case.tokens.iter().zip(&masks) {
             let s = Instant::now();
@@ -132,14 +156,24 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
             walk.0.push(took);
             if slowest_n > 0 {
                 let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(40)..]).into_owned();
-                slowest.push((took, format!("{name} after {tail:?}: {} tokens allowed", m.count())));
+                slowest.push((
+                    took,
+                    format!(
+                        "{name} after {tail:?}: {} tokens allowed, {} trie nodes",
+                        m.count(),
+                        walker.last_walk_nodes()
+                    ),
+                ));
+            }
+            if !m.contains(t) {
+                break;
             }
             text.extend_from_slice(vocab.piece(t));
             walker.try_accept(t).map_err(|e| format!("{name}: {e}"))?;
         }
     }
     if slowest_n > 0 {
-        slowest.sort_by(|a, b| b.0.cmp(&a.0));
+        slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (d, what) in slowest.iter().take(slowest_n) {
             eprintln!("slow walk {:>8.1} us  {what}", d.as_secs_f64() * 1e6);
         }
@@ -214,13 +248,13 @@ fn reference_index(tok: &dyn Tokenizer) -> VocabIndex {
     VocabIndex::from_pieces(pieces, eog)
 }
 
-fn describe_mismatch(name: &str, step: usize, ours: &TokenMask, theirs: &TokenMask, v: &VocabIndex) -> String {
+fn describe_mismatch(at: &str, ours: &TokenMask, theirs: &TokenMask, v: &VocabIndex) -> String {
     let show = |id: u32| format!("{id} {:?}", String::from_utf8_lossy(v.piece(id as Token)));
     let only_ours: Vec<String> =
         ours.ids().into_iter().filter(|&i| !theirs.contains(i as i32)).take(3).map(show).collect();
     let only_theirs: Vec<String> =
         theirs.ids().into_iter().filter(|&i| !ours.contains(i as i32)).take(3).map(show).collect();
-    format!("{name} step {step}: only nucleus {only_ours:?}, only llama.cpp {only_theirs:?}")
+    format!("{at}: only nucleus {only_ours:?}, only llama.cpp {only_theirs:?}")
 }
 
 /// Compiles the schema (strict) and tokenizes its first valid instance as the grammar lays it out.

@@ -31,7 +31,12 @@ impl LlamaGrammar {
             .map_err(|e| RuntimeError::ReferenceGrammar(format!("it rejected the grammar: {e}")))?;
         let n_vocab = model.raw().n_vocab().max(0) as usize;
         let data = (0..n_vocab as i32).map(|i| LlamaTokenData::new(LlamaToken(i), 0.0, 0.0)).collect();
-        Ok(LlamaGrammar { sampler, cands: LlamaTokenDataArray::new(data, false), allowed: TokenMask::new(n_vocab), n_vocab })
+        Ok(LlamaGrammar {
+            sampler,
+            cands: LlamaTokenDataArray::new(data, false),
+            allowed: TokenMask::new(n_vocab),
+            n_vocab,
+        })
     }
 
     /// Runs llama.cpp's grammar over every token of the vocabulary (all logits 0) and returns
