@@ -42,6 +42,10 @@ pub fn build(parsed: ParsedGrammar, start: &str) -> Result<Grammar, BuildError> 
         let name = symbol_ids.iter().find(|(_, &v)| v == r).map(|(k, _)| k.clone()).unwrap_or_default();
         return Err(BuildError::LeftRecursion(name));
     }
+    if let Some(r) = too_deep_rule(&rules, &nullable) {
+        let name = symbol_ids.iter().find(|(_, &v)| v == r).map(|(k, _)| k.clone()).unwrap_or_default();
+        return Err(BuildError::TooDeep { rule: name, limit: MAX_LEFTMOST_DEPTH });
+    }
     let mut elems = Vec::new();
     let mut starts = Vec::with_capacity(rules.len());
     for alts in &rules {
@@ -84,11 +88,14 @@ fn nullable_rules(rules: &[Vec<Vec<Item>>]) -> Vec<bool> {
     }
 }
 
-/// Finds a rule that reaches itself through leftmost positions (a leftmost reference may be
-/// preceded by nullable references).
-fn left_recursive_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u32> {
-    // Edges: rule -> rules that can appear leftmost.
-    let edges: Vec<Vec<u32>> = rules
+/// Longest chain of leftmost rule references accepted. Expanding a stack follows such chains
+/// recursively, so a longer one (only machine-made grammars have them) is refused up front.
+pub const MAX_LEFTMOST_DEPTH: usize = 2000;
+
+/// Rule -> the rules that can appear leftmost in it (a leftmost reference may be preceded
+/// by nullable references).
+fn leftmost_edges(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Vec<Vec<u32>> {
+    rules
         .iter()
         .map(|alts| {
             let mut out = Vec::new();
@@ -107,7 +114,44 @@ fn left_recursive_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u3
             }
             out
         })
-        .collect();
+        .collect()
+}
+
+/// A rule starting a leftmost-reference chain longer than [`MAX_LEFTMOST_DEPTH`] (the
+/// references form a DAG here: left recursion was refused before).
+fn too_deep_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u32> {
+    let edges = leftmost_edges(rules, nullable);
+    // Longest path from each rule, by an iterative post-order DFS.
+    let mut longest: Vec<Option<usize>> = vec![None; rules.len()];
+    for root in 0..rules.len() {
+        if longest[root].is_some() {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if *next < edges[node].len() {
+                let child = edges[node][*next] as usize;
+                *next += 1;
+                if longest[child].is_none() {
+                    stack.push((child, 0));
+                }
+            } else {
+                let l = edges[node].iter().map(|&c| longest[c as usize].unwrap_or(0) + 1).max().unwrap_or(0);
+                if l > MAX_LEFTMOST_DEPTH {
+                    return Some(node as u32);
+                }
+                longest[node] = Some(l);
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+/// Finds a rule that reaches itself through leftmost positions (a leftmost reference may be
+/// preceded by nullable references).
+fn left_recursive_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u32> {
+    let edges = leftmost_edges(rules, nullable);
     // Iterative DFS cycle detection (0 = new, 1 = on stack, 2 = done).
     let mut state = vec![0u8; rules.len()];
     for root in 0..rules.len() {

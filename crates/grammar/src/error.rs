@@ -28,6 +28,14 @@ pub enum BuildError {
     /// A rule can reach itself in leftmost position; the stack runtime would loop forever.
     #[error("grammar rule '{0}' is left recursive")]
     LeftRecursion(String),
+    /// A chain of leftmost rule references too long to expand safely.
+    #[error("grammar rule '{rule}' starts a chain of more than {limit} leftmost rule references")]
+    TooDeep {
+        /// The rule.
+        rule: String,
+        /// The limit.
+        limit: usize,
+    },
     /// A `<text>` token item needs a vocabulary, or the text is not exactly one token.
     #[error("token item {0}")]
     Token(String),

@@ -45,7 +45,13 @@ struct Parser<'a> {
     out: ParsedGrammar,
     class_ids: HashMap<CharClass, u32>,
     tokens: Option<&'a dyn TokenLookup>,
+    /// Parenthesized groups open at the current position.
+    depth: usize,
 }
+
+/// Deepest nesting of parenthesized groups accepted: deeper input is refused with an error
+/// instead of exhausting the stack (llama.cpp has no limit and crashes).
+pub const MAX_GROUP_NESTING: usize = 1000;
 
 type PResult<T> = Result<T, (usize, String)>;
 
@@ -55,7 +61,8 @@ fn is_word_char(c: u8) -> bool {
 
 /// Parses GBNF text. `tokens` resolves `<text>` items; without it only `<[id]>` parses.
 pub fn parse_gbnf(src: &str, tokens: Option<&dyn TokenLookup>) -> Result<ParsedGrammar, ParseError> {
-    let mut p = Parser { src: src.as_bytes(), out: ParsedGrammar::default(), class_ids: HashMap::new(), tokens };
+    let mut p =
+        Parser { src: src.as_bytes(), out: ParsedGrammar::default(), class_ids: HashMap::new(), tokens, depth: 0 };
     match p.parse_all() {
         Ok(()) => Ok(p.out),
         Err((pos, reason)) => {
@@ -363,9 +370,15 @@ impl<'a> Parser<'a> {
                 last_sym_start = seq.len();
                 seq.push(Item::Ref(id));
             } else if c == b'(' {
+                if self.depth >= MAX_GROUP_NESTING {
+                    return Err((p, format!("groups nested deeper than {MAX_GROUP_NESTING} levels")));
+                }
                 p = self.parse_space(p + 1, true);
                 let sub = self.generate_symbol_id(rule_name);
-                p = self.parse_alternates(p, rule_name, sub, true)?;
+                self.depth += 1;
+                let r = self.parse_alternates(p, rule_name, sub, true);
+                self.depth -= 1;
+                p = r?;
                 last_sym_start = seq.len();
                 seq.push(Item::Ref(sub));
                 if self.at(p) != b')' {

@@ -88,3 +88,40 @@ fn odd_descriptors_do_not_panic() {
         assert!(ContinuationSet::from_descriptor(&d, "m", 10).is_err());
     }
 }
+
+/// Deeply nested groups and long leftmost rule chains are refused with an error (not a stack
+/// overflow), and grammars just inside the limits parse, build and match on a 2 MiB stack
+/// (the size of a server worker thread's).
+#[test]
+fn deep_grammars_are_refused_or_handled_on_a_small_stack() {
+    use nucleus_grammar::compile::MAX_LEFTMOST_DEPTH;
+    use nucleus_grammar::parse::MAX_GROUP_NESTING;
+    use nucleus_grammar::{BuildError, Grammar, Matcher};
+    let nested = |n: usize| format!("root ::= {}\"a\"{}", "(".repeat(n), ")".repeat(n));
+    let chain = |n: usize| {
+        let mut g = String::from("root ::= r0\n");
+        for i in 0..n {
+            g.push_str(&format!("r{i} ::= r{}\n", i + 1));
+        }
+        g.push_str(&format!("r{n} ::= \"a\"\n"));
+        g
+    };
+    let worker = std::thread::Builder::new().stack_size(2 << 20);
+    worker
+        .spawn(move || {
+            match Grammar::parse(&nested(MAX_GROUP_NESTING + 1), "root") {
+                Err(BuildError::Parse(e)) => assert!(e.reason.contains("nested deeper"), "{e}"),
+                other => panic!("expected a nesting error, got {other:?}"),
+            }
+            let mut m = Matcher::from_gbnf(&nested(MAX_GROUP_NESTING)).unwrap();
+            m.accept_bytes(b"a").unwrap();
+            assert!(m.can_end());
+            assert!(matches!(Grammar::parse(&chain(MAX_LEFTMOST_DEPTH + 5), "root"), Err(BuildError::TooDeep { .. })));
+            let mut m = Matcher::from_gbnf(&chain(MAX_LEFTMOST_DEPTH - 5)).unwrap();
+            m.accept_bytes(b"a").unwrap();
+            assert!(m.can_end());
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
