@@ -6,12 +6,18 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde_json::{Map, Value};
 
+use super::any_of::absorbing;
+use super::dependencies::has_dependencies;
+use super::enum_filter::satisfies;
 use super::int_range::min_max_int;
 use super::keywords::{applies_to, ENFORCED_FORMATS, STANDARD_FORMATS, SUPPORTED, UNSUPPORTED};
+use super::objects::ObjectExtras;
+use super::one_of::make_exclusive;
 use super::pattern_llama::{pattern_to_rule, RuleSink};
 use super::pattern_strict::pattern_to_gbnf;
 use super::primitives::{is_reserved, primitive, SPACE_RULE};
-use super::shape::{check_one_of_disjoint, json_type_matches};
+use super::shape::{is_annotation_only, json_type_matches};
+use super::strings::needs_automaton;
 use super::{repetition, SchemaOptions};
 use crate::error::SchemaError;
 
@@ -24,7 +30,13 @@ pub struct Converter<'a> {
     /// Keywords that were ignored (`keyword at pointer`).
     pub ignored: Vec<String>,
     draft7_or_older: bool,
+    /// Nesting of `visit` calls (merges inline `$ref` targets, so recursion through them is
+    /// not caught by `resolving`).
+    depth: usize,
 }
+
+/// Deepest schema nesting visited.
+const MAX_DEPTH: usize = 100;
 
 pub(super) fn err(keyword: &str, ptr: &str, reason: impl Into<String>) -> SchemaError {
     SchemaError {
@@ -38,7 +50,7 @@ pub(super) fn esc_ptr(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
 }
 
-fn rule_name_chars(name: &str) -> String {
+pub(super) fn rule_name_chars(name: &str) -> String {
     let mut out = String::new();
     let mut in_bad = false;
     for c in name.chars() {
@@ -88,7 +100,7 @@ impl<'a> Converter<'a> {
             .get("$schema")
             .and_then(Value::as_str)
             .is_some_and(|s| ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)));
-        Converter { root, rules, resolving: HashSet::new(), opts, ignored: Vec::new(), draft7_or_older }
+        Converter { root, rules, resolving: HashSet::new(), opts, ignored: Vec::new(), draft7_or_older, depth: 0 }
     }
 
     /// The grammar text: one rule per line, sorted by name.
@@ -118,6 +130,11 @@ impl<'a> Converter<'a> {
         };
         self.rules.insert(key.clone(), body.to_string());
         key
+    }
+
+    /// Whether a rule of this exact name exists.
+    pub(super) fn has_rule(&self, name: &str) -> bool {
+        self.rules.contains_key(name)
     }
 
     pub(super) fn add_primitive(&mut self, name: &str, prim: &str) -> Result<String, SchemaError> {
@@ -235,7 +252,11 @@ impl<'a> Converter<'a> {
             if UNSUPPORTED.contains(&k.as_str()) {
                 self.refuse(k, ptr, "keyword not supported")?;
             }
-            if k == "uniqueItems" && obj[k] == Value::Bool(true) {
+            // Vacuous for at most one item; checked value by value next to enum/const.
+            let decidable = obj.get("maxItems").and_then(Value::as_u64).is_some_and(|m| m <= 1)
+                || obj.contains_key("enum")
+                || obj.contains_key("const");
+            if k == "uniqueItems" && obj[k] == Value::Bool(true) && !decidable {
                 self.refuse(k, ptr, "uniqueItems cannot be enforced by a grammar")?;
             }
         }
@@ -259,6 +280,16 @@ impl<'a> Converter<'a> {
 
     /// Converts `schema` (at JSON pointer `ptr`) into a rule; returns the rule name.
     pub fn visit(&mut self, schema: &Value, name: &str, ptr: &str) -> Result<String, SchemaError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(err("$ref", ptr, format!("schema nesting deeper than {MAX_DEPTH} (a recursive reference?)")));
+        }
+        self.depth += 1;
+        let r = self.visit_node(schema, name, ptr);
+        self.depth -= 1;
+        r
+    }
+
+    fn visit_node(&mut self, schema: &Value, name: &str, ptr: &str) -> Result<String, SchemaError> {
         let rule_name = if is_reserved(name) {
             format!("{name}-")
         } else if name.is_empty() {
@@ -273,10 +304,14 @@ impl<'a> Converter<'a> {
                 let v = self.add_primitive("value", "value")?;
                 return Ok(self.add_rule(&rule_name, &v));
             }
+            Value::Bool(false) if strict => return Err(err("(schema)", ptr, format!("{UNSAT} (the schema is false)"))),
             _ => return Err(err("(schema)", ptr, "a schema must be an object")),
         };
         if strict {
             self.check_keywords(obj, ptr)?;
+            if obj.get("not").is_some_and(is_annotation_only) {
+                return Err(err("not", ptr, format!("{UNSAT} (not of a schema every value satisfies)")));
+            }
         }
         let ty = obj.get("type");
         let ty_str = ty.and_then(Value::as_str);
@@ -311,10 +346,12 @@ impl<'a> Converter<'a> {
                         continue;
                     }
                     let mut a = a.clone();
-                    if let Some(r) = a.get("$ref").and_then(Value::as_str) {
+                    if let Some(r) = a.get("$ref").and_then(Value::as_str).filter(|_| self.draft7_or_older) {
+                        // Up to draft 7 a `$ref`'s siblings are ignored; later drafts apply them,
+                        // and the merge refuses a `$ref` with sibling assertions.
                         a = self.resolve_pointer(r, ptr)?.clone();
                     }
-                    match super::shape::merge_schemas(&Value::Object(sib.clone()), &a) {
+                    match super::shape::merge_schemas(self.root, &Value::Object(sib.clone()), &a) {
                         Ok(m) => merged.push(m),
                         Err(reason) => {
                             self.refuse(
@@ -326,9 +363,21 @@ impl<'a> Converter<'a> {
                         }
                     }
                 }
+                if kw == "anyOf" {
+                    if let Some(i) = absorbing(self.root, &merged) {
+                        let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+                        let r = self.visit(&merged[i], &sub, &format!("{ptr}/{kw}/{i}"))?;
+                        return Ok(self.add_rule(&rule_name, &r));
+                    }
+                }
                 if kw == "oneOf" {
-                    if let Err(reason) = check_one_of_disjoint(self.root, &merged) {
-                        self.refuse("oneOf", &format!("{ptr}/oneOf"), &reason)?;
+                    match make_exclusive(self.root, &merged) {
+                        Ok(narrowed) => merged = narrowed,
+                        Err(reason) => self.refuse("oneOf", &format!("{ptr}/oneOf"), &reason)?,
+                    }
+                    if merged.iter().all(|a| *a == Value::Bool(false)) {
+                        let why = "no alternative can match alone (identical or unsatisfiable alternatives)";
+                        return Err(err("oneOf", &format!("{ptr}/oneOf"), format!("{UNSAT}: {why}")));
                     }
                 }
                 let mut rules = Vec::new();
@@ -378,6 +427,13 @@ impl<'a> Converter<'a> {
                 return Err(err("type", ptr, format!("unrecognized type {ty}")));
             }
         }
+        if strict && obj.contains_key("allOf") {
+            // The conjunction written as one schema, when it can be (exactly).
+            if let Some(merged) = super::shape::merge_all_of(self.root, obj) {
+                let r = self.visit(&merged, name, ptr)?;
+                return Ok(if r == rule_name { r } else { self.add_rule(&rule_name, &r) });
+            }
+        }
         if let Some(c) = obj.get("const") {
             if strict {
                 self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
@@ -392,17 +448,30 @@ impl<'a> Converter<'a> {
         }
         let addl = obj.get("additionalProperties");
         let is_objecty = matches!(ty_str, None | Some("object"));
+        if strict && is_objecty && has_dependencies(obj) {
+            let expanded = self.expand_dependencies(obj, ptr)?;
+            let r = self.visit(&expanded, name, ptr)?;
+            return Ok(if r == rule_name { r } else { self.add_rule(&rule_name, &r) });
+        }
+        let object_keywords = ["patternProperties", "propertyNames", "minProperties", "maxProperties"];
         if is_objecty
             && (obj.contains_key("properties")
                 || (addl.is_some() && addl != Some(&Value::Bool(true)))
-                || (strict && ty_str == Some("object") && obj.contains_key("required")))
+                || (strict && ty_str == Some("object") && obj.contains_key("required"))
+                || (strict && object_keywords.iter().any(|k| obj.contains_key(*k))))
         {
             if strict {
-                let honored: &[&str] = &["type", "properties", "required", "additionalProperties"];
+                let honored: &[&str] = &[
+                    "type",
+                    "properties",
+                    "required",
+                    "additionalProperties",
+                    "patternProperties",
+                    "propertyNames",
+                    "minProperties",
+                    "maxProperties",
+                ];
                 self.check_honored(obj, ptr, &["object"], honored)?;
-                if ty_str.is_none() && !obj.contains_key("allOf") {
-                    // Without `type` the schema also accepts non-objects; we only produce objects (fine).
-                }
                 if obj.contains_key("allOf") {
                     self.refuse("allOf", ptr, "allOf next to properties is not supported")?;
                 }
@@ -412,7 +481,7 @@ impl<'a> Converter<'a> {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
                 .unwrap_or_default();
-            let props: Vec<(String, Value)> = match obj.get("properties") {
+            let mut props: Vec<(String, Value)> = match obj.get("properties") {
                 Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 Some(_) => return Err(err("properties", ptr, "must be an object")),
                 None => vec![],
@@ -426,14 +495,30 @@ impl<'a> Converter<'a> {
             } else {
                 addl.cloned()
             };
+            let mut extras = ObjectExtras::default();
             if strict {
                 for r in &required {
-                    if !props.iter().any(|(k, _)| k == r) {
-                        self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
+                    if props.iter().any(|(k, _)| k == r) {
+                        continue;
                     }
+                    if obj.contains_key("patternProperties") {
+                        self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
+                        continue;
+                    }
+                    // Its value takes `additionalProperties`, as any unlisted name's does.
+                    props.push((r.clone(), addl.clone().unwrap_or(Value::Bool(true))));
+                }
+                if let Some(space) = self.key_space(obj, &props, addl.as_ref(), ptr)? {
+                    props = space.props;
+                    extras.classes = Some(space.classes);
+                }
+                let min = obj.get("minProperties").map(|v| as_count(Some(v))).unwrap_or(0);
+                let max = obj.get("maxProperties").map(|v| as_count(Some(v)));
+                if min > 0 || max.is_some() {
+                    extras.count = Some((min, max));
                 }
             }
-            let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr)?;
+            let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr, &extras)?;
             return Ok(self.add_rule(&rule_name, &body));
         }
         if matches!(ty_str, None | Some("object") | Some("string")) && obj.contains_key("allOf") {
@@ -482,6 +567,9 @@ impl<'a> Converter<'a> {
             }
             let body = format!("\"[\" space {} \"]\" space", repetition(&item, min, max, Some("\",\" space")));
             return Ok(self.add_rule(&rule_name, &body));
+        }
+        if strict && ty_str == Some("string") && needs_automaton(obj) {
+            return self.string_automaton(schema, &rule_name, ptr);
         }
         if matches!(ty_str, None | Some("string")) && obj.contains_key("pattern") {
             let pat = obj["pattern"].as_str().ok_or_else(|| err("pattern", ptr, "must be a string"))?.to_string();
@@ -536,9 +624,23 @@ impl<'a> Converter<'a> {
             let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
             return Ok(self.add_rule(&rule_name, &body));
         }
+        if strict && obj.contains_key("multipleOf") && matches!(ty_str, Some("integer") | Some("number")) {
+            return match self.multiple_of(obj, ty_str == Some("integer"), &rule_name, ptr)? {
+                Ok(rule) => Ok(rule),
+                Err(rest) => self.visit(&rest, name, ptr),
+            };
+        }
         let has_bounds =
             ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"].iter().any(|k| obj.contains_key(*k));
         if matches!(ty_str, None | Some("integer")) && has_bounds && (ty_str.is_some() || !strict) {
+            if strict {
+                self.check_honored(
+                    obj,
+                    ptr,
+                    &["integer"],
+                    &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"],
+                )?;
+            }
             let (lo, hi) = self.int_bounds(obj, ptr)?;
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
@@ -594,21 +696,29 @@ impl<'a> Converter<'a> {
         ptr: &str,
         kw: &str,
     ) -> Result<Vec<Value>, SchemaError> {
-        for k in obj.keys() {
-            if SUPPORTED.contains(&k.as_str()) && !matches!(k.as_str(), "type" | "enum" | "const") {
-                if applies_to(k).is_some() && !vals.iter().any(|v| json_type_matches(v, applies_to(k).unwrap())) {
-                    continue; // keyword for a type none of the values has
-                }
-                if k == "format" || k == "uniqueItems" {
-                    continue;
-                }
-                self.refuse(k, ptr, &format!("cannot be enforced next to {kw}"))?;
-            }
-        }
-        let kept: Vec<Value> = match obj.get("type") {
+        let mut kept: Vec<Value> = match obj.get("type") {
             Some(Value::String(t)) => vals.iter().filter(|v| json_type_matches(v, t)).cloned().collect(),
             _ => vals.to_vec(),
         };
+        // `const` next to `enum`: the values in both.
+        if let (Some(c), Some(Value::Array(e))) = (obj.get("const"), obj.get("enum")) {
+            kept.retain(|v| v == c && e.contains(v));
+        }
+        for k in obj.keys() {
+            if !(SUPPORTED.contains(&k.as_str()) || UNSUPPORTED.contains(&k.as_str()))
+                || matches!(k.as_str(), "type" | "enum" | "const")
+            {
+                continue;
+            }
+            let verdicts: Option<Vec<bool>> = kept.iter().map(|v| satisfies(obj, k, v)).collect();
+            match verdicts {
+                Some(ok) => {
+                    let mut it = ok.into_iter();
+                    kept.retain(|_| it.next().unwrap_or(false));
+                }
+                None => self.refuse(k, ptr, &format!("cannot be enforced next to {kw}"))?,
+            }
+        }
         if kept.is_empty() {
             return Err(err(kw, ptr, UNSAT));
         }

@@ -28,21 +28,12 @@ pub const ANNOTATIONS: &[&str] = &[
 
 /// Assertion keywords this converter never enforces: a strict compile rejects them.
 pub const UNSUPPORTED: &[&str] = &[
-    "not",
     "if",
     "then",
     "else",
-    "dependentSchemas",
-    "dependentRequired",
-    "dependencies",
     "contains",
     "minContains",
     "maxContains",
-    "minProperties",
-    "maxProperties",
-    "patternProperties",
-    "propertyNames",
-    "multipleOf",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",
@@ -75,6 +66,15 @@ pub const SUPPORTED: &[&str] = &[
     "oneOf",
     "allOf",
     "$ref",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "minProperties",
+    "maxProperties",
+    "patternProperties",
+    "propertyNames",
+    "not",
+    "multipleOf",
 ];
 
 /// The instance type an assertion keyword constrains (`None` = any type).
@@ -91,6 +91,7 @@ pub fn applies_to(keyword: &str) -> Option<&'static str> {
         | "patternProperties"
         | "propertyNames"
         | "dependentRequired"
+        | "dependentSchemas"
         | "dependencies" => "object",
         _ => return None,
     })
@@ -121,4 +122,4 @@ pub const STANDARD_FORMATS: &[&str] = &[
 ];
 
 /// Formats compiled exactly in strict mode.
-pub const ENFORCED_FORMATS: &[&str] = &["date-time", "date", "time", "uuid", "ipv4", "email", "uri"];
+pub const ENFORCED_FORMATS: &[&str] = &["date-time", "date", "time", "uuid", "ipv4", "ipv6", "email", "uri"];

@@ -5,18 +5,38 @@
 //! * Strict mode (the default) uses the same construction but refuses any keyword it cannot
 //!   enforce (naming the keyword and its JSON pointer), follows JSON Schema where llama.cpp
 //!   deviates (`additionalProperties` defaults to allowed, `{}` is any value), and compiles
-//!   `pattern`, dates and string escapes exactly, so every output validates.
+//!   `pattern`, dates and string escapes exactly, so every output validates. Beyond llama.cpp
+//!   it enforces: `oneOf` by proving alternatives exclusive or narrowing them until they are
+//!   (`one_of`; one narrowing may drop rare valid instances, never admit invalid ones),
+//!   absorbing `anyOf` alternatives (`any_of`), `patternProperties` and
+//!   `propertyNames` through string automata (`key_space`, `automaton`), `not` and
+//!   `pattern` with lengths on strings (`strings`), `dependencies`/`dependentRequired`/
+//!   `dependentSchemas` as presence cases (`dependencies`), `minProperties`/`maxProperties`
+//!   by counting (`counting`), decimal `multipleOf` (`multiple_of`), `enum` next to other
+//!   assertions by checking each value (`enum_filter`), `allOf` by merging, and the `ipv6`
+//!   format.
 
+mod any_of;
+mod automaton;
 mod bounds;
 mod converter;
+mod counting;
+mod dependencies;
+mod enum_filter;
 mod int_range;
+mod key_space;
 mod keywords;
+mod multiple_of;
 mod objects;
+mod one_of;
 mod pattern_llama;
 mod pattern_strict;
 mod primitives;
 pub mod relayout;
 mod shape;
+mod strings;
+#[cfg(test)]
+mod test_util;
 
 use std::sync::Arc;
 

@@ -7,8 +7,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::converter::{constant, err, esc_ptr, format_literal, is_unsatisfiable, Converter};
+use super::key_space::KeyClass;
 use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use crate::error::SchemaError;
+
+/// What an object schema adds to the named/additional split: key classes (from
+/// `patternProperties`/`propertyNames`, replacing `additionalProperties`) and bounds on the
+/// number of members (`minProperties`/`maxProperties`).
+#[derive(Default)]
+pub(super) struct ObjectExtras {
+    /// The non-named keys by class (`None` = every other name takes `additionalProperties`).
+    pub classes: Option<Vec<KeyClass>>,
+    /// Bounds on the member count.
+    pub count: Option<(usize, Option<usize>)>,
+}
 
 impl Converter<'_> {
     pub(super) fn all_of(
@@ -164,7 +176,7 @@ impl Converter<'_> {
                 }
             }
         }
-        let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr)?;
+        let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr, &ObjectExtras::default())?;
         Ok(self.add_rule(rule_name, &body))
     }
 
@@ -175,6 +187,7 @@ impl Converter<'_> {
         name: &str,
         addl: Option<&Value>,
         ptr: &str,
+        extras: &ObjectExtras,
     ) -> Result<String, SchemaError> {
         let strict = self.opts.strict;
         let dash = if name.is_empty() { "" } else { "-" };
@@ -195,16 +208,29 @@ impl Converter<'_> {
         let names: Vec<&String> = props.iter().map(|(k, _)| k).collect();
         let req: Vec<String> = present.iter().filter(|k| required.contains(**k)).map(|k| (*k).clone()).collect();
         let mut opt: Vec<String> = present.iter().filter(|k| !required.contains(**k)).map(|k| (*k).clone()).collect();
-        if let Some(a) = addl.filter(|a| **a != Value::Bool(false)) {
-            let sub = format!("{name}{dash}additional");
+        let sub = format!("{name}{dash}additional");
+        if let Some(classes) = &extras.classes {
+            let mut alts = Vec::new();
+            for (i, c) in classes.iter().enumerate() {
+                let cptr = format!("{ptr}/{}", c.source);
+                let value_rule = match self.value_rule(&c.schema, &format!("{sub}-{i}-value"), &cptr) {
+                    Ok(r) => r,
+                    Err(e) if is_unsatisfiable(&e) => continue,
+                    Err(e) => return Err(e),
+                };
+                let key = self.dfa_rule(&c.names, &format!("{sub}-{i}-k"));
+                alts.push(format!("\"\\\"\" {key} \"\\\"\" space \":\" space {value_rule}"));
+            }
+            if !alts.is_empty() {
+                let k = self.add_rule(&format!("{sub}-kv"), &alts.join(" | "));
+                kv.insert("*".into(), k);
+                opt.push("*".into());
+            }
+        } else if let Some(a) = addl.filter(|a| **a != Value::Bool(false)) {
             let value_rule = match a {
-                Value::Object(m)
-                    if !(strict
-                        && m.keys().all(|k| ANNOTATIONS.contains(&k.as_str()) || !SUPPORTED.contains(&k.as_str()))) =>
-                {
-                    self.visit(a, &format!("{sub}-value"), &format!("{ptr}/additionalProperties"))?
+                Value::Object(_) | Value::Bool(true) => {
+                    self.value_rule(a, &format!("{sub}-value"), &format!("{ptr}/additionalProperties"))?
                 }
-                Value::Object(_) | Value::Bool(true) => self.add_primitive("value", "value")?,
                 _ => return Err(err("additionalProperties", ptr, "must be a boolean or a schema")),
             };
             let key_rule = if names.is_empty() {
@@ -216,6 +242,9 @@ impl Converter<'_> {
             let k = self.add_rule(&format!("{sub}-kv"), &format!("{key_rule} \":\" space {value_rule}"));
             kv.insert("*".into(), k);
             opt.push("*".into());
+        }
+        if let Some((min, max)) = extras.count {
+            return self.counted_members(&req, &opt, &kv, min, max, name, ptr);
         }
         let mut rule = String::from("\"{\" space ");
         rule.push_str(&req.iter().map(|k| kv[k].clone()).collect::<Vec<_>>().join(" \",\" space "));
@@ -236,6 +265,25 @@ impl Converter<'_> {
         }
         rule.push_str(" \"}\" space");
         Ok(rule)
+    }
+
+    /// The rule for the values of extra keys (schema at `ptr`): any value for `true` or an
+    /// annotation-only schema (strict mode), else the schema's own rule.
+    fn value_rule(&mut self, a: &Value, name: &str, ptr: &str) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        match a {
+            Value::Object(m)
+                if strict
+                    && m.keys().all(|k| {
+                        ANNOTATIONS.contains(&k.as_str())
+                            || !SUPPORTED.contains(&k.as_str()) && !UNSUPPORTED.contains(&k.as_str())
+                    }) =>
+            {
+                self.add_primitive("value", "value")
+            }
+            Value::Bool(true) => self.add_primitive("value", "value"),
+            _ => self.visit(a, name, ptr),
+        }
     }
 
     pub(super) fn recursive_refs(

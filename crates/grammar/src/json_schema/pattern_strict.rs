@@ -12,7 +12,7 @@ const ECMA_SPACE: &str = "\\t\\n\\x0B\\x0C\\r \\u00A0\\u1680\\u2000-\\u200A\\u20
 
 /// Rewrites ECMAScript-only syntax into the Rust regex dialect with ECMAScript meaning
 /// (`\d`/`\w` ASCII, ECMAScript `\s`, `.` excluding line terminators).
-fn to_rust_syntax(p: &str) -> String {
+pub(super) fn to_rust_syntax(p: &str) -> String {
     let mut out = String::new();
     let mut in_class = 0usize;
     let mut it = p.chars().peekable();

@@ -40,6 +40,13 @@ pub fn primitive(name: &str, strict: bool) -> Option<Builtin> {
         ("date-time-string", _) => b("\"\\\"\" date-time \"\\\"\" space", &["date-time"]),
         ("ipv4-string", true) => b("\"\\\"\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \"\\\"\" space", &["ipv4-octet"]),
         ("ipv4-octet", true) => b("\"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9]", &[]),
+        // RFC 4291 section 2.2 text forms (RFC 3986's IPv6address): eight groups of 1-4 hex
+        // digits, the last two optionally an IPv4 dotted quad, one `::` standing for one or more
+        // zero groups. No zone index.
+        ("ipv6-string", true) => b("\"\\\"\" ipv6-address \"\\\"\" space", &["ipv6-address"]),
+        ("ipv6-address", true) => b("(ipv6-h16 \":\"){6} ipv6-ls32 | \"::\" (ipv6-h16 \":\"){5} ipv6-ls32 | ipv6-h16? \"::\" (ipv6-h16 \":\"){4} ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,1})? \"::\" (ipv6-h16 \":\"){3} ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,2})? \"::\" (ipv6-h16 \":\"){2} ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,3})? \"::\" ipv6-h16 \":\" ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,4})? \"::\" ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,5})? \"::\" ipv6-h16 | (ipv6-h16 (\":\" ipv6-h16){0,6})? \"::\"", &["ipv6-h16", "ipv6-ls32"]),
+        ("ipv6-h16", true) => b("[0-9a-fA-F]{1,4}", &[]),
+        ("ipv6-ls32", true) => b("ipv6-h16 \":\" ipv6-h16 | ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet", &["ipv6-h16", "ipv4-octet"]),
         // Conservative subsets: every output is a valid address/URI for any validator.
         ("email-string", true) => b("\"\\\"\" email-atom (\".\" email-atom)* \"@\" host-label (\".\" host-label)+ \"\\\"\" space", &["email-atom", "host-label"]),
         ("email-atom", true) => b("[A-Za-z0-9_%+-]+", &[]),

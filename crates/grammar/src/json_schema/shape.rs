@@ -1,8 +1,5 @@
-//! What a schema can accept, coarsely: its possible JSON types, its values when it is an
-//! enum/const, and constant-valued required properties. Used to prove `oneOf` alternatives
-//! mutually exclusive (an instance must match exactly one).
-
-use std::collections::BTreeMap;
+//! What a schema can accept, coarsely (its possible JSON types, through `$ref` and unions),
+//! and the exact conjunction of two schemas when it can be written as one schema.
 
 use serde_json::Value;
 
@@ -22,7 +19,7 @@ pub fn json_type_matches(v: &Value, t: &str) -> bool {
     }
 }
 
-fn resolve<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
+pub fn resolve<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
     for _ in 0..16 {
         let Some(r) = s.get("$ref").and_then(Value::as_str) else { break };
         let Some(path) = r.strip_prefix("#") else { break };
@@ -35,6 +32,26 @@ fn resolve<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
             }
         }
         s = cur;
+    }
+    s
+}
+
+/// `s`, or the target of its `$ref` when the `$ref` has no sibling assertions (followed
+/// through chains).
+pub fn deref_plain<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
+    for _ in 0..16 {
+        let plain = s.as_object().is_some_and(|m| {
+            m.contains_key("$ref")
+                && m.keys().all(|k| k == "$ref" || super::keywords::ANNOTATIONS.contains(&k.as_str()))
+        });
+        if !plain {
+            break;
+        }
+        let t = resolve(root, s);
+        if std::ptr::eq(t, s) {
+            break;
+        }
+        s = t;
     }
     s
 }
@@ -97,141 +114,11 @@ fn declared_types_at(root: &Value, s: &Value, depth: usize) -> Option<Vec<String
     Some(types)
 }
 
-fn overlaps(t: &str, set: &[String]) -> bool {
+pub fn overlaps(t: &str, set: &[String]) -> bool {
     set.iter().any(|u| u == t || (u == "number" && t == "integer") || (u == "integer" && t == "number"))
 }
 
-/// Required properties with a fixed set of allowed values (discriminators).
-fn discriminators(root: &Value, s: &Value) -> BTreeMap<String, Vec<Value>> {
-    let s = resolve(root, s);
-    let mut out = BTreeMap::new();
-    let required: Vec<&str> = s
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if let Some(Value::Object(props)) = s.get("properties") {
-        for r in required {
-            if let Some(p) = props.get(r) {
-                let p = resolve(root, p);
-                if let Some(c) = p.get("const") {
-                    out.insert(r.to_string(), vec![c.clone()]);
-                } else if let Some(Value::Array(e)) = p.get("enum") {
-                    out.insert(r.to_string(), e.clone());
-                }
-            }
-        }
-    }
-    out
-}
-
-fn values(root: &Value, s: &Value) -> Option<Vec<Value>> {
-    let s = resolve(root, s);
-    if let Some(c) = s.get("const") {
-        return Some(vec![c.clone()]);
-    }
-    s.get("enum").and_then(Value::as_array).cloned()
-}
-
-/// Required property names and, when closed (`additionalProperties: false`), the allowed names.
-fn object_keys(root: &Value, s: &Value) -> (Vec<String>, Option<Vec<String>>) {
-    let s = resolve(root, s);
-    let req = s
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-        .unwrap_or_default();
-    let closed = if s.get("additionalProperties") == Some(&Value::Bool(false)) {
-        Some(s.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default())
-    } else {
-        None
-    };
-    (req, closed)
-}
-
-/// The JSON types the converter generates for a schema (narrower than what it admits when
-/// the schema has no `type`: `properties` makes objects, `items` arrays, ...).
-fn generated_types(root: &Value, s: &Value) -> Option<Vec<String>> {
-    if let Some(t) = declared_types(root, s) {
-        return Some(t);
-    }
-    let s = resolve(root, s);
-    let has = |k: &str| s.get(k).is_some();
-    if has("properties") || has("additionalProperties") || has("required") {
-        Some(vec!["object".into()])
-    } else if has("items") || has("prefixItems") {
-        Some(vec!["array".into()])
-    } else {
-        None
-    }
-}
-
-fn disjoint(root: &Value, a: &Value, b: &Value) -> bool {
-    let sem_a = declared_types(root, a);
-    let sem_b = declared_types(root, b);
-    let gen_a = generated_types(root, a);
-    let gen_b = generated_types(root, b);
-    let excl = |g: &Option<Vec<String>>, s: &Option<Vec<String>>| match (g, s) {
-        (Some(g), Some(s)) => !g.iter().any(|t| overlaps(t, s)),
-        _ => false,
-    };
-    if excl(&gen_a, &sem_b) && excl(&gen_b, &sem_a) {
-        return true;
-    }
-    if let (Some(va), Some(vb)) = (values(root, a), values(root, b)) {
-        if !va.iter().any(|x| vb.contains(x)) {
-            return true;
-        }
-    }
-    if let Some(va) = values(root, a) {
-        if let Some(tb) = declared_types(root, b) {
-            if !va.iter().any(|x| tb.iter().any(|t| json_type_matches(x, t))) {
-                return true;
-            }
-        }
-    }
-    let only_objects = |s: &Value| generated_types(root, s).is_some_and(|t| t == ["object"]);
-    if !(only_objects(a) && only_objects(b)) {
-        return false;
-    }
-    let (da, db) = (discriminators(root, a), discriminators(root, b));
-    for (k, va) in &da {
-        if let Some(vb) = db.get(k) {
-            if !va.iter().any(|x| vb.contains(x)) {
-                return true;
-            }
-        }
-    }
-    let (ra, ca) = object_keys(root, a);
-    let (rb, cb) = object_keys(root, b);
-    if let Some(cb) = &cb {
-        if ra.iter().any(|r| !cb.contains(r)) {
-            return true;
-        }
-    }
-    if let Some(ca) = &ca {
-        if rb.iter().any(|r| !ca.contains(r)) {
-            return true;
-        }
-    }
-    false
-}
-
-/// Ok if every pair of `oneOf` alternatives provably accepts no common instance.
-pub fn check_one_of_disjoint(root: &Value, alts: &[Value]) -> Result<(), String> {
-    for i in 0..alts.len() {
-        for j in i + 1..alts.len() {
-            if !disjoint(root, &alts[i], &alts[j]) {
-                return Err(format!(
-                    "cannot prove alternatives {i} and {j} mutually exclusive (an output could match both)"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn is_annotation_only(v: &Value) -> bool {
+pub fn is_annotation_only(v: &Value) -> bool {
     match v {
         Value::Bool(true) => true,
         Value::Object(m) => m.keys().all(|k| {
@@ -244,12 +131,19 @@ fn is_annotation_only(v: &Value) -> bool {
 }
 
 /// The conjunction of two schemas as one schema, when it can be written exactly: disjoint
-/// keywords side by side, `required` united, `properties` united (a property in both must
-/// have the same schema, or one side must be unconstrained), `type` intersected.
-pub fn merge_schemas(a: &Value, b: &Value) -> Result<Value, String> {
-    let (Value::Object(a), Value::Object(b)) = (a, b) else {
-        return Err("not schema objects".into());
+/// keywords side by side, `required` united, `properties` united (a property on both sides
+/// takes the conjunction of its two schemas), `type` intersected (`false` when the types
+/// have nothing in common). A `$ref` without sibling assertions is followed; one with siblings is refused.
+pub fn merge_schemas(root: &Value, a: &Value, b: &Value) -> Result<Value, String> {
+    let (a, b) = match (deref_plain(root, a), deref_plain(root, b)) {
+        (Value::Bool(false), _) | (_, Value::Bool(false)) => return Ok(Value::Bool(false)),
+        (Value::Bool(true), x) | (x, Value::Bool(true)) => return Ok(x.clone()),
+        (Value::Object(a), Value::Object(b)) => (a, b),
+        _ => return Err("not schema objects".into()),
     };
+    if a != b && (a.contains_key("$ref") || b.contains_key("$ref")) {
+        return Err("a $ref cannot be combined with other keywords".into());
+    }
     let mut out = a.clone();
     for (k, bv) in b {
         let Some(av) = a.get(k) else {
@@ -280,13 +174,52 @@ pub fn merge_schemas(a: &Value, b: &Value) -> Result<Value, String> {
                         Some(x) if is_annotation_only(x) => {
                             p.insert(pk, pv);
                         }
-                        Some(_) => return Err(format!("property {pk:?} constrained on both sides")),
+                        Some(x) => {
+                            let m = merge_schemas(root, x, &pv).map_err(|e| format!("property {pk:?}: {e}"))?;
+                            p.insert(pk, m);
+                        }
                     }
                 }
                 out.insert(k.clone(), Value::Object(p));
             }
-            "additionalProperties" if bv == &Value::Bool(true) => {}
-            "additionalProperties" if av == &Value::Bool(true) => {
+            "enum" => {
+                let common: Vec<Value> = av
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|x| bv.as_array().is_some_and(|b| b.contains(x)))
+                    .cloned()
+                    .collect();
+                if common.is_empty() {
+                    return Ok(Value::Bool(false)); // no value is in both lists
+                }
+                out.insert(k.clone(), Value::Array(common));
+            }
+            "const" => return Ok(Value::Bool(false)), // two different constants
+            "maxLength" | "maxItems" | "maxProperties" | "minLength" | "minItems" | "minProperties"
+                if av.is_u64() && bv.is_u64() =>
+            {
+                let (x, y) = (av.as_u64().unwrap_or(0), bv.as_u64().unwrap_or(0));
+                out.insert(k.clone(), Value::from(if k.starts_with("max") { x.min(y) } else { x.max(y) }));
+            }
+            "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum"
+                if av.is_number()
+                    && bv.is_number()
+                    && ![a, b].iter().any(|m| {
+                        m.get("exclusiveMaximum").is_some_and(Value::is_boolean)
+                            || m.get("exclusiveMinimum").is_some_and(Value::is_boolean)
+                    }) =>
+            {
+                // The tighter bound (numeric forms only: draft-4 booleans modify their sibling).
+                let (x, y) = (av.as_f64().unwrap_or(0.0), bv.as_f64().unwrap_or(0.0));
+                let tighter = if k.contains("aximum") { x <= y } else { x >= y };
+                out.insert(k.clone(), if tighter { av.clone() } else { bv.clone() });
+            }
+            "items" if av.is_object() && bv.is_object() => {
+                out.insert(k.clone(), merge_schemas(root, av, bv).map_err(|e| format!("items: {e}"))?);
+            }
+            "additionalProperties" if is_annotation_only(bv) => {}
+            "additionalProperties" if is_annotation_only(av) => {
                 out.insert(k.clone(), bv.clone());
             }
             "type" => {
@@ -306,7 +239,7 @@ pub fn merge_schemas(a: &Value, b: &Value) -> Result<Value, String> {
                     t.push(Value::from("integer"));
                 }
                 match t.len() {
-                    0 => return Err("types do not intersect".into()),
+                    0 => return Ok(Value::Bool(false)), // no instance has both types
                     1 => out.insert(k.clone(), t.pop().unwrap()),
                     _ => out.insert(k.clone(), Value::Array(t)),
                 };
@@ -314,16 +247,64 @@ pub fn merge_schemas(a: &Value, b: &Value) -> Result<Value, String> {
             _ => return Err(format!("keyword {k:?} on both sides")),
         }
     }
-    // A closed object stays closed only over its own properties.
+    // `additionalProperties` constrains the names its own side does not declare: in the
+    // conjunction, the other side's further properties take it too (`false`: they cannot
+    // appear, nor can the other side's further required names).
     for (closed, other) in [(a, b), (b, a)] {
-        if closed.get("additionalProperties") == Some(&Value::Bool(false)) {
-            let own = closed.get("properties").and_then(Value::as_object);
-            if let Some(op) = other.get("properties").and_then(Value::as_object) {
-                if op.keys().any(|k| !own.is_some_and(|o| o.contains_key(k))) {
-                    return Err("additionalProperties: false would also close the other side's properties".into());
-                }
-            }
+        let Some(extra) = closed.get("additionalProperties").filter(|s| !is_annotation_only(s)) else {
+            continue;
+        };
+        if closed.contains_key("patternProperties") || other.contains_key("patternProperties") {
+            return Err("additionalProperties next to patternProperties on the other side".into());
+        }
+        let own = closed.get("properties").and_then(Value::as_object);
+        let mut names: Vec<String> =
+            other.get("properties").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        if *extra == Value::Bool(false) {
+            names.extend(
+                other
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str())
+                    .map(String::from),
+            );
+        }
+        names.retain(|k| !own.is_some_and(|o| o.contains_key(k)));
+        if names.is_empty() {
+            continue;
+        }
+        let props = out.entry("properties").or_insert_with(|| Value::Object(serde_json::Map::new()));
+        let Value::Object(props) = props else {
+            return Err("properties must be an object".into());
+        };
+        for k in names {
+            let cur = props.get(&k).cloned().unwrap_or(Value::Bool(true));
+            let m = merge_schemas(root, &cur, extra).map_err(|e| format!("property {k:?}: {e}"))?;
+            props.insert(k, m);
+        }
+    }
+    // Keywords read relative to their own side's `items`.
+    for x in [a, b] {
+        if (x.contains_key("additionalItems") || x.contains_key("prefixItems")) && x.get("items") != out.get("items") {
+            return Err("additionalItems/prefixItems depend on the items of their own side".into());
         }
     }
     Ok(Value::Object(out))
+}
+
+/// `obj` with its `allOf` components merged in, when every merge is exact (and leaves no
+/// `allOf`).
+pub fn merge_all_of(root: &Value, obj: &serde_json::Map<String, Value>) -> Option<Value> {
+    let comps = obj.get("allOf")?.as_array()?;
+    let mut acc = obj.clone();
+    acc.remove("allOf");
+    let mut acc = Value::Object(acc);
+    for c in comps {
+        acc = merge_schemas(root, &acc, c).ok()?;
+    }
+    // A component bringing its own `allOf` (say, through a `$ref` back to this schema) is not
+    // merged further here.
+    acc.get("allOf").is_none().then_some(acc)
 }

@@ -1,0 +1,185 @@
+//! `minProperties`/`maxProperties`: the member list of an object rule written so that the
+//! number of members is counted. Required members come first (all present), then each
+//! optional named member in order is taken or skipped, then the extra keys (repeatable);
+//! one rule per (position, remaining bounds), so the count is exact.
+//!
+//! Extra keys are only distinct if the instance has no duplicate names, which a grammar
+//! cannot check: when extra keys exist, a `minProperties` that two of them could be needed
+//! to reach is refused (two copies of one name would count twice).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::converter::{err, Converter};
+use super::repetition;
+use crate::error::SchemaError;
+
+type Memo = HashMap<(usize, usize, Option<usize>, bool), Option<String>>;
+
+struct Members<'k> {
+    opt: &'k [String],
+    kv: &'k BTreeMap<String, String>,
+    name: String,
+    memo: Memo,
+}
+
+impl Converter<'_> {
+    /// The object rule `"{" ... "}"` whose member count lies in `min..=max`. `opt` lists the
+    /// optional members in order, `"*"` (last) standing for the repeatable extra keys.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn counted_members(
+        &mut self,
+        req: &[String],
+        opt: &[String],
+        kv: &BTreeMap<String, String>,
+        min: usize,
+        max: Option<usize>,
+        name: &str,
+        ptr: &str,
+    ) -> Result<String, SchemaError> {
+        let r = req.len();
+        if max.is_some_and(|m| m < min) {
+            return Err(err("maxProperties", ptr, "maxProperties is below minProperties: no object is valid"));
+        }
+        if max.is_some_and(|m| m < r) {
+            return Err(err("maxProperties", ptr, "maxProperties is below the number of required properties"));
+        }
+        let extra = opt.last().is_some_and(|k| k == "*");
+        if extra && min > r + 1 {
+            self.refuse(
+                "minProperties",
+                ptr,
+                "would need two or more extra keys, whose names a grammar cannot keep distinct",
+            )?;
+        }
+        if max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize) {
+            self.refuse("maxProperties", ptr, "counts above 2000 are not supported")?;
+        }
+        let dash = if name.is_empty() { "" } else { "-" };
+        let mut m = Members { opt, kv, name: format!("{name}{dash}count"), memo: HashMap::new() };
+        let lo = min.saturating_sub(r);
+        let hi = max.map(|x| x - r);
+        let Some(tail) = self.members_from(&mut m, 0, lo, hi, r > 0) else {
+            return Err(err(
+                "minProperties",
+                ptr,
+                "no value satisfies the schema: fewer possible properties than minProperties",
+            ));
+        };
+        let mut rule = String::from("\"{\" space ");
+        rule.push_str(&req.iter().map(|k| kv[k].clone()).collect::<Vec<_>>().join(" \",\" space "));
+        if !tail.is_empty() {
+            rule.push(' ');
+            rule.push_str(&tail);
+        }
+        rule.push_str(" \"}\" space");
+        Ok(rule)
+    }
+
+    /// Members from optional position `i` on, between `lo` and `hi` of them; `lead` = a comma
+    /// precedes each (something came before). `None` = impossible; `""` = nothing.
+    fn members_from(&mut self, m: &mut Members, i: usize, lo: usize, hi: Option<usize>, lead: bool) -> Option<String> {
+        let named_left = m.opt[i..].iter().filter(|k| *k != "*").count();
+        let extra = m.opt.last().is_some_and(|k| k == "*");
+        let cap = if extra { None } else { Some(named_left) };
+        let hi = match (hi, cap) {
+            (Some(h), Some(c)) => Some(h.min(c)),
+            (h, None) => h,
+            (None, c) => c,
+        };
+        if hi.is_some_and(|h| h < lo) {
+            return None;
+        }
+        if hi == Some(0) {
+            return Some(String::new());
+        }
+        let key = (i, lo, hi, lead);
+        if let Some(r) = m.memo.get(&key) {
+            return r.clone();
+        }
+        let sep = if lead { "\",\" space " } else { "" };
+        let out = if m.opt[i] == "*" {
+            let x = &m.kv["*"];
+            Some(if lead {
+                repetition(&format!("( \",\" space {x} )"), lo, hi, None)
+            } else {
+                repetition(x, lo, hi, Some("\",\" space"))
+            })
+        } else {
+            let kvi = m.kv[&m.opt[i]].clone();
+            let take = self.members_from(m, i + 1, lo.saturating_sub(1), hi.map(|h| h - 1), true);
+            let skip = if i + 1 < m.opt.len() {
+                self.members_from(m, i + 1, lo, hi, lead)
+            } else if lo == 0 {
+                Some(String::new())
+            } else {
+                None
+            };
+            let mut alts = Vec::new();
+            if let Some(t) = take {
+                alts.push(format!("{sep}{kvi}{}{t}", if t.is_empty() { "" } else { " " }));
+            }
+            if let Some(s) = skip {
+                alts.push(if s.is_empty() { "\"\"".to_string() } else { s });
+            }
+            match alts.len() {
+                0 => None,
+                _ => {
+                    let hi_s = hi.map(|h| h.to_string()).unwrap_or_else(|| "n".into());
+                    let rule = format!("{}-{i}-{lo}-{hi_s}{}", m.name, if lead { "-c" } else { "" });
+                    Some(self.add_rule(&rule, &alts.join(" | ")))
+                }
+            }
+        };
+        m.memo.insert(key, out.clone());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::json_schema::test_util::{check, refused};
+
+    #[test]
+    fn closed_object_counts_named_members() {
+        let s = json!({"type": "object", "additionalProperties": false, "required": ["p"],
+            "properties": {"p": {"type": "integer"}, "j": {"type": "string"}, "q": {"type": "string"}},
+            "minProperties": 2, "maxProperties": 2});
+        check(s, &[r#"{"p":1,"j":"a"}"#, r#"{"q":"b","p":2}"#], &[r#"{"p":1}"#, r#"{"p":1,"j":"a","q":"b"}"#, "{}"]);
+    }
+
+    #[test]
+    fn map_with_exactly_one_member() {
+        let s = json!({"type": "object", "additionalProperties": {"type": "boolean", "enum": [false]},
+            "minProperties": 1, "maxProperties": 1});
+        check(s, &[r#"{"x":false}"#, r#"{"a b":false}"#], &["{}", r#"{"x":true}"#, r#"{"x":false,"y":false}"#]);
+    }
+
+    #[test]
+    fn open_object_bounds() {
+        let s = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+            "minProperties": 2, "maxProperties": 3});
+        check(s, &[r#"{"a":1,"z":2}"#, r#"{"a":1,"y":"s","z":2}"#], &[r#"{"a":1}"#, r#"{"a":1,"x":1,"y":2,"z":3}"#]);
+        let s = json!({"type": "object", "maxProperties": 1});
+        check(s, &["{}", r#"{"k":[1]}"#], &[r#"{"k":1,"l":2}"#]);
+    }
+
+    #[test]
+    fn duplicate_names_could_fake_a_minimum() {
+        // {"x":1,"x":2} would count twice: two extra keys must not be needed.
+        refused(
+            json!({"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 2}),
+            "minProperties",
+        );
+        refused(json!({"type": "object", "properties": {"a": {}}, "minProperties": 2}), "minProperties");
+    }
+
+    #[test]
+    fn impossible_counts() {
+        let s = json!({"type": "object", "additionalProperties": false, "properties": {"a": {}}, "minProperties": 2});
+        assert!(crate::json_schema::test_util::compile(&s).is_err());
+        let s = json!({"type": "object", "required": ["a", "b"], "properties": {"a": {}, "b": {}}, "maxProperties": 1});
+        assert!(crate::json_schema::test_util::compile(&s).is_err());
+    }
+}

@@ -1,0 +1,114 @@
+//! Test helpers: compile a schema strictly and judge instances by feeding them through the
+//! grammar in the layout the grammar writes (as the JSONSchemaBench test does).
+
+use serde_json::Value;
+
+use super::relayout::{feed_json, parse_json};
+use super::{schema_to_gbnf, SchemaOptions};
+use crate::Matcher;
+
+/// The strict compile of `schema`, or the refusal text.
+pub fn compile(schema: &Value) -> Result<Matcher, String> {
+    let g = schema_to_gbnf(schema, &SchemaOptions::default()).map_err(|e| e.to_string())?;
+    Matcher::from_gbnf(&g.gbnf).map_err(|e| format!("{e}\n{}", g.gbnf))
+}
+
+/// Whether the compiled grammar accepts `instance` (JSON text).
+pub fn accepts(m: &Matcher, instance: &str) -> bool {
+    feed_json(m, &parse_json(instance).expect("test instance is JSON")).accepted
+}
+
+/// Asserts that `schema` compiles, accepts every `good` and rejects every `bad` instance.
+pub fn check(schema: Value, good: &[&str], bad: &[&str]) {
+    let m = compile(&schema).unwrap_or_else(|e| panic!("{schema}: refused: {e}"));
+    for g in good {
+        assert!(accepts(&m, g), "{schema}: should accept {g}");
+    }
+    for b in bad {
+        assert!(!accepts(&m, b), "{schema}: should reject {b}");
+    }
+}
+
+/// Asserts that `schema` is refused with an error naming `keyword`.
+pub fn refused(schema: Value, keyword: &str) {
+    match schema_to_gbnf(&schema, &SchemaOptions::default()) {
+        Ok(g) => panic!("{schema}: compiled, expected a refusal naming {keyword}:\n{}", g.gbnf),
+        Err(e) => assert_eq!(e.keyword, keyword, "{schema}: {e}"),
+    }
+}
+
+/// Debug aid (ignored): prints the strict grammar of the schema in `$SCHEMA_FILE`.
+#[test]
+#[ignore]
+fn print_grammar() {
+    let path = std::env::var("SCHEMA_FILE").expect("SCHEMA_FILE");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let s = if v.get("schema").is_some() && v.get("tests").is_some() { v["schema"].clone() } else { v };
+    match schema_to_gbnf(&s, &SchemaOptions::default()) {
+        Ok(g) => println!("{}", g.gbnf),
+        Err(e) => println!("ERR {e}"),
+    }
+}
+
+/// Debug aid (ignored): writes random outputs of the strict grammar of every schema file in
+/// `$FUZZ_DIR` to `$FUZZ_OUT` (one JSON line per output: file name and text), for checking
+/// against an independent validator.
+#[test]
+#[ignore]
+fn fuzz_outputs() {
+    use std::io::Write;
+    let dir = std::env::var("FUZZ_DIR").expect("FUZZ_DIR");
+    let n: usize = std::env::var("FUZZ_N").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let mut out = std::fs::File::create(std::env::var("FUZZ_OUT").expect("FUZZ_OUT")).unwrap();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut alphabet: Vec<String> = (0x20u8..0x7F).map(|b| (b as char).to_string()).collect();
+    alphabet.extend(["é", "\u{2028}", "😀"].map(String::from));
+    // Short names and small numbers more often, so named properties get hit.
+    for _ in 0..6 {
+        alphabet.extend("abcdjpqrsuvxy01\"".chars().map(String::from));
+    }
+    for f in files {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let s = if v.get("schema").is_some() && v.get("tests").is_some() { v["schema"].clone() } else { v };
+        let Ok(m) = compile(&s) else { continue };
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        for _ in 0..n {
+            let mut cur = m.clone();
+            let mut text = String::new();
+            let mut ok = false;
+            for _ in 0..4000 {
+                if cur.can_end() && (rnd() % 4 == 0 || text.len() > 1500) {
+                    ok = true;
+                    break;
+                }
+                let mut order: Vec<usize> = (0..alphabet.len()).collect();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, (rnd() % (i as u64 + 1)) as usize);
+                }
+                if text.len() > 300 || rnd() % 3 == 0 {
+                    // Prefer closing characters so outputs end.
+                    order.sort_by_key(|&i| !matches!(alphabet[i].as_str(), "\"" | "}" | "]" | "0" | "1"));
+                }
+                let Some(&i) = order.iter().find(|&&i| cur.allows_bytes(alphabet[i].as_bytes())) else { break };
+                cur.accept_bytes(alphabet[i].as_bytes()).unwrap();
+                text.push_str(&alphabet[i]);
+            }
+            if ok {
+                writeln!(out, "{}", serde_json::json!({"file": name, "text": text})).unwrap();
+            }
+        }
+    }
+}
