@@ -84,8 +84,61 @@ pub struct WalkScratch {
     runs: Vec<Run>,
     /// Per depth: the whole path from the root looped on the start state byte by byte.
     on_root: Vec<bool>,
+    /// Allowed tokens by trie-order position (one bit per [`VocabIndex::node_tokens`] entry):
+    /// a whole subtree is one range of bits.
+    positions: Vec<u64>,
     /// Trie nodes stepped through by the last walk (a cost measure for benchmarks).
     pub visited: usize,
+}
+
+/// Sets bits `from..to` of `words`.
+#[inline]
+fn set_range(words: &mut [u64], from: usize, to: usize) {
+    if from >= to {
+        return;
+    }
+    let (fw, lw) = (from >> 6, (to - 1) >> 6);
+    let first = u64::MAX << (from & 63);
+    let last = u64::MAX >> (63 - ((to - 1) & 63));
+    if fw == lw {
+        words[fw] |= first & last;
+        return;
+    }
+    words[fw] |= first;
+    for w in &mut words[fw + 1..lw] {
+        *w = u64::MAX;
+    }
+    words[lw] |= last;
+}
+
+/// Moves the trie-order bits into `mask` (by token id): bit by bit when few are set, else
+/// from the set of all text tokens minus the unset positions.
+fn positions_to_ids(positions: &[u64], vocab: &VocabIndex, mask: &mut TokenMask) {
+    let toks = &vocab.node_tokens;
+    let n = toks.len();
+    let set: usize = positions.iter().map(|w| w.count_ones() as usize).sum();
+    if set * 2 > n {
+        mask.words.copy_from_slice(&vocab.text_words);
+        for (wi, &w) in positions.iter().enumerate() {
+            let mut z = !w;
+            while z != 0 {
+                let k = wi * 64 + z.trailing_zeros() as usize;
+                if k >= n {
+                    break;
+                }
+                mask.unset(toks[k]);
+                z &= z - 1;
+            }
+        }
+    } else {
+        for (wi, &w) in positions.iter().enumerate() {
+            let mut b = w;
+            while b != 0 {
+                mask.set(toks[wi * 64 + b.trailing_zeros() as usize]);
+                b &= b - 1;
+            }
+        }
+    }
 }
 
 const NO_RUN: Run = Run { bytes: [0; 4], len: 0, self_loop: false };
@@ -96,15 +149,18 @@ const RUN_WORTH: u32 = 32;
 /// Computes into `mask` the tokens allowed in automaton state `state`.
 pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut TokenMask, scratch: &mut WalkScratch) {
     mask.clear(vocab.n_vocab());
+    scratch.positions.clear();
+    scratch.positions.resize(vocab.node_tokens.len().div_ceil(64), 0);
     // If the start state loops on many bytes (e.g. inside a string), start from the
     // precomputed set of tokens that stay in the loop; the walk then skips those subtrees.
     let l = dfa.self_loops(state);
     let mut seeded = false;
     if dfa.end_ok(state) && l.iter().map(|w| w.count_ones()).sum::<u32>() >= 32 {
-        mask.or_words(&vocab.tokens_within_cached(&l).words);
+        scratch.positions.copy_from_slice(&vocab.tokens_within_cached(&l));
         seeded = true;
     }
-    walk_trie(dfa, state, vocab, mask, scratch, seeded);
+    walk_trie(dfa, state, vocab, scratch, seeded);
+    positions_to_ids(&scratch.positions, vocab, mask);
     if dfa.has_token_items(state) {
         for (t, negated) in dfa.token_items(state) {
             if negated {
@@ -128,16 +184,8 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
 /// The trie walk: depth-first over the token trie, one automaton step per node. A subtree
 /// whose bytes all belong to its parent state's uniform run, and that is no taller than the
 /// run is long, is accepted whole without visiting its nodes.
-fn walk_trie(
-    dfa: &mut Dfa,
-    state: u32,
-    vocab: &VocabIndex,
-    mask: &mut TokenMask,
-    scratch: &mut WalkScratch,
-    seeded: bool,
-) {
+fn walk_trie(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, scratch: &mut WalkScratch, seeded: bool) {
     let nodes = &vocab.nodes;
-    let toks = &vocab.node_tokens;
     let depth = vocab.max_depth() + 1;
     scratch.states.clear();
     scratch.states.resize(depth, 0);
@@ -145,7 +193,8 @@ fn walk_trie(
     scratch.runs.resize(depth, NO_RUN);
     scratch.on_root.clear();
     scratch.on_root.resize(depth, false);
-    let (states, runs, on_root) = (&mut scratch.states, &mut scratch.runs, &mut scratch.on_root);
+    let (states, runs, on_root, mask) =
+        (&mut scratch.states, &mut scratch.runs, &mut scratch.on_root, &mut scratch.positions);
     states[0] = state;
     runs[0] = dfa.run_of(state).unwrap_or(NO_RUN);
     on_root[0] = true;
@@ -166,14 +215,7 @@ fn walk_trie(
             {
                 if !(seeded && run.self_loop && on_root[d - 1]) {
                     // (Otherwise the tokens are already in the seeded set: they loop on the start state.)
-                    match vocab.node_mask[i] {
-                        u32::MAX => {
-                            for &t in &toks[node.tok_start as usize..node.subtree_tok_end as usize] {
-                                mask.set(t);
-                            }
-                        }
-                        m => mask.or_words(&vocab.subtree_masks[m as usize]),
-                    }
+                    set_range(mask, node.tok_start as usize, node.subtree_tok_end as usize);
                 }
                 i = node.subtree_end as usize;
                 continue;
@@ -197,9 +239,7 @@ fn walk_trie(
         states[d] = next;
         on_root[d] = on_root[d - 1] && next == state;
         if node.tok_start != node.tok_end && dfa.end_ok(next) {
-            for &t in &toks[node.tok_start as usize..node.tok_end as usize] {
-                mask.set(t);
-            }
+            set_range(mask, node.tok_start as usize, node.tok_end as usize);
         }
         i += 1;
     }

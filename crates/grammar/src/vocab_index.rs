@@ -5,8 +5,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::mask::TokenMask;
-
 use nucleus_sampler::{Token, Vocab};
 
 use crate::parse::TokenLookup;
@@ -43,15 +41,13 @@ pub struct VocabIndex {
     eog_ids: Vec<u32>,
     /// Trie nodes in depth-first order; node 0 is the root.
     pub nodes: Vec<TrieNode>,
-    /// Token ids grouped by node.
+    /// Token ids grouped by node, in trie order: the tokens of a subtree are contiguous, so a
+    /// mask walk records them as one range of positions.
     pub node_tokens: Vec<u32>,
     /// Distinct byte sets (256-bit) referenced by [`TrieNode::bytes`].
     pub byte_sets: Vec<[u64; 4]>,
-    /// For subtrees with many tokens, the index of a precomputed token bit set in
-    /// `subtree_masks` (`u32::MAX` = none): bulk acceptance ORs words instead of setting bits.
-    pub node_mask: Vec<u32>,
-    /// Token bit sets of large subtrees (one bit per token id).
-    pub subtree_masks: Vec<Box<[u64]>>,
+    /// Every token with text (one bit per id): the starting point when a mask is mostly full.
+    pub text_words: Vec<u64>,
     /// Per node: its byte starts a character and every token of the subtree is well-formed
     /// UTF-8 from there on (a cut final character allowed), as the grammar automaton decodes.
     pub utf8_ok: Vec<bool>,
@@ -62,8 +58,8 @@ pub struct VocabIndex {
     within: Arc<Mutex<WithinCache>>,
 }
 
-/// Byte set -> tokens made of those bytes.
-type WithinCache = Vec<([u64; 4], Arc<TokenMask>)>;
+/// Byte set -> tokens made of those bytes (trie-order bits).
+type WithinCache = Vec<([u64; 4], Arc<Vec<u64>>)>;
 
 /// How many byte sets keep their token set in [`VocabIndex::tokens_within_cached`].
 const WITHIN_SETS: usize = 16;
@@ -176,19 +172,9 @@ impl VocabIndex {
                 byte_sets.len() as u32 - 1
             });
         }
-        // Precomputed token sets for large subtrees (bounded: at most n/BIG per depth level).
-        const BIG: u32 = 4096;
-        let mut node_mask = vec![u32::MAX; nodes.len()];
-        let mut subtree_masks: Vec<Box<[u64]>> = Vec::new();
-        for (i, n) in nodes.iter().enumerate().skip(1) {
-            if n.subtree_tok_end - n.tok_start >= BIG && n.depth <= 3 {
-                let mut words = vec![0u64; n_vocab.div_ceil(64)];
-                for &t in &node_tokens[n.tok_start as usize..n.subtree_tok_end as usize] {
-                    words[(t >> 6) as usize] |= 1u64 << (t & 63);
-                }
-                node_mask[i] = subtree_masks.len() as u32;
-                subtree_masks.push(words.into_boxed_slice());
-            }
+        let mut text_words = vec![0u64; n_vocab.div_ceil(64)];
+        for &t in &node_tokens {
+            text_words[(t >> 6) as usize] |= 1u64 << (t & 63);
         }
         let mut by_text = HashMap::new();
         for (i, p) in pieces.iter().enumerate() {
@@ -205,8 +191,7 @@ impl VocabIndex {
             nodes,
             node_tokens,
             byte_sets,
-            node_mask,
-            subtree_masks,
+            text_words,
             utf8_ok,
             max_depth,
             by_text,
@@ -293,30 +278,25 @@ pub(crate) fn valid_utf8_from(text: &[u8], from: usize) -> bool {
 impl VocabIndex {
     /// The tokens made only of bytes in `bytes` (a 256-bit set), well-formed UTF-8 when they
     /// use bytes from 0x80 up: exactly the tokens that keep a state whose self-loop set is
-    /// `bytes`.
-    pub fn tokens_within(&self, bytes: &[u64; 4]) -> TokenMask {
-        let mut m = TokenMask::new(self.n_vocab);
-        for id in 0..self.n_vocab as i32 {
-            if !self.has_text(id) {
-                continue;
-            }
-            let t = self.grammar_piece(id);
+    /// `bytes`. One bit per trie-order position (see [`VocabIndex::node_tokens`]).
+    pub fn tokens_within(&self, bytes: &[u64; 4]) -> Vec<u64> {
+        let mut m = vec![0u64; self.node_tokens.len().div_ceil(64)];
+        for (k, &id) in self.node_tokens.iter().enumerate() {
+            let t = self.grammar_piece(id as Token);
             let mut high = false;
             let inside = t.iter().all(|&b| {
                 high |= b >= 0x80;
                 bytes[(b >> 6) as usize] & (1u64 << (b & 63)) != 0
             });
             if inside && (!high || valid_utf8_from(t, 0)) {
-                m.set(id as u32);
+                m[k >> 6] |= 1u64 << (k & 63);
             }
         }
         m
     }
-}
 
-impl VocabIndex {
     /// [`VocabIndex::tokens_within`], cached.
-    pub fn tokens_within_cached(&self, bytes: &[u64; 4]) -> Arc<TokenMask> {
+    pub fn tokens_within_cached(&self, bytes: &[u64; 4]) -> Arc<Vec<u64>> {
         let mut c = self.within.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, m)) = c.iter().find(|(k, _)| k == bytes) {
             return m.clone();
