@@ -21,6 +21,7 @@ pub mod error;
 pub mod grammar;
 pub mod json_schema;
 pub mod lazy;
+pub mod loop_exits;
 pub mod mask;
 pub mod matcher;
 pub mod parse;

@@ -82,8 +82,6 @@ pub struct WalkScratch {
     states: Vec<u32>,
     /// Per depth: the uniform run of that depth's state (`len` 0 = none known).
     runs: Vec<Run>,
-    /// Per depth: the whole path from the root looped on the start state byte by byte.
-    on_root: Vec<bool>,
     /// Allowed tokens by trie-order position (one bit per [`VocabIndex::node_tokens`] entry):
     /// a whole subtree is one range of bits.
     positions: Vec<u64>,
@@ -151,15 +149,36 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
     mask.clear(vocab.n_vocab());
     scratch.positions.clear();
     scratch.positions.resize(vocab.node_tokens.len().div_ceil(64), 0);
-    // If the start state loops on many bytes (e.g. inside a string), start from the
-    // precomputed set of tokens that stay in the loop; the walk then skips those subtrees.
+    let depth = vocab.max_depth() + 1;
+    scratch.states.clear();
+    scratch.states.resize(depth, 0);
+    scratch.runs.clear();
+    scratch.runs.resize(depth, NO_RUN);
+    // A state that loops on many bytes (e.g. inside a string) starts from the tokens that stay
+    // in the loop and walks only from where tokens leave it; others walk the whole trie.
     let l = dfa.self_loops(state);
-    let mut seeded = false;
+    let mut visited = 0;
     if dfa.end_ok(state) && l.iter().map(|w| w.count_ones()).sum::<u32>() >= 32 {
-        scratch.positions.copy_from_slice(&vocab.tokens_within_cached(&l));
-        seeded = true;
+        let exits = vocab.loop_exits(&l);
+        scratch.positions.copy_from_slice(&exits.within);
+        for (b, group) in &exits.by_byte {
+            if dfa.step(state, *b) == DEAD {
+                continue;
+            }
+            for &n in group {
+                visited += walk_subtree(dfa, vocab, scratch, n as usize, state);
+            }
+        }
+        for (n, bytes) in &exits.mid_char {
+            let parent = dfa.run(state, bytes);
+            if parent != DEAD {
+                visited += walk_subtree(dfa, vocab, scratch, *n as usize, parent);
+            }
+        }
+    } else {
+        visited = walk_subtree(dfa, vocab, scratch, 0, state);
     }
-    walk_trie(dfa, state, vocab, scratch, seeded);
+    scratch.visited = visited;
     positions_to_ids(&scratch.positions, vocab, mask);
     if dfa.has_token_items(state) {
         for (t, negated) in dfa.token_items(state) {
@@ -181,28 +200,25 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
     }
 }
 
-/// The trie walk: depth-first over the token trie, one automaton step per node. A subtree
-/// whose bytes all belong to its parent state's uniform run, and that is no taller than the
-/// run is long, is accepted whole without visiting its nodes.
-fn walk_trie(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, scratch: &mut WalkScratch, seeded: bool) {
+/// The trie walk below node `top` (0 = the whole trie; otherwise `top` itself is walked too),
+/// whose parent is in automaton state `parent`: depth-first, one automaton step per node. A
+/// subtree whose bytes all belong to its parent state's uniform run, and that is no taller
+/// than the run is long, is accepted whole without visiting its nodes. Returns the number of
+/// nodes stepped through.
+fn walk_subtree(dfa: &mut Dfa, vocab: &VocabIndex, scratch: &mut WalkScratch, top: usize, parent: u32) -> usize {
     let nodes = &vocab.nodes;
-    let depth = vocab.max_depth() + 1;
-    scratch.states.clear();
-    scratch.states.resize(depth, 0);
-    scratch.runs.clear();
-    scratch.runs.resize(depth, NO_RUN);
-    scratch.on_root.clear();
-    scratch.on_root.resize(depth, false);
-    let (states, runs, on_root, mask) =
-        (&mut scratch.states, &mut scratch.runs, &mut scratch.on_root, &mut scratch.positions);
-    states[0] = state;
-    runs[0] = dfa.run_of(state).unwrap_or(NO_RUN);
-    on_root[0] = true;
+    let (states, runs, mask) = (&mut scratch.states, &mut scratch.runs, &mut scratch.positions);
+    let (first, end, d0) =
+        if top == 0 { (1, nodes.len(), 1) } else { (top, nodes[top].subtree_end as usize, nodes[top].depth as usize) };
+    states[d0 - 1] = parent;
+    runs[d0 - 1] = match dfa.known_run(parent) {
+        Some(r) => r.unwrap_or(NO_RUN),
+        None => dfa.run_of(parent).unwrap_or(NO_RUN),
+    };
     let sets = &vocab.byte_sets;
-    let n = nodes.len();
-    let mut i = 1;
+    let mut i = first;
     let mut visited = 0;
-    while i < n {
+    while i < end {
         let node = nodes[i];
         let d = node.depth as usize;
         let ps = states[d - 1];
@@ -213,10 +229,7 @@ fn walk_trie(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, scratch: &mut WalkSc
             if (sub[0] & !l[0]) | (sub[1] & !l[1]) | (sub[2] & !l[2]) | (sub[3] & !l[3]) == 0
                 && ((sub[2] | sub[3]) == 0 || vocab.utf8_ok[i])
             {
-                if !(seeded && run.self_loop && on_root[d - 1]) {
-                    // (Otherwise the tokens are already in the seeded set: they loop on the start state.)
-                    set_range(mask, node.tok_start as usize, node.subtree_tok_end as usize);
-                }
+                set_range(mask, node.tok_start as usize, node.subtree_tok_end as usize);
                 i = node.subtree_end as usize;
                 continue;
             }
@@ -237,11 +250,10 @@ fn walk_trie(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, scratch: &mut WalkSc
             }
         };
         states[d] = next;
-        on_root[d] = on_root[d - 1] && next == state;
         if node.tok_start != node.tok_end && dfa.end_ok(next) {
             set_range(mask, node.tok_start as usize, node.tok_end as usize);
         }
         i += 1;
     }
-    scratch.visited = visited;
+    visited
 }

@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use nucleus_sampler::{Token, Vocab};
 
+use crate::loop_exits::LoopExits;
+
 use crate::parse::TokenLookup;
 
 /// One trie node: the byte on the edge from its parent, its depth, where its subtree ends,
@@ -53,16 +55,16 @@ pub struct VocabIndex {
     pub utf8_ok: Vec<bool>,
     max_depth: usize,
     by_text: HashMap<Box<[u8]>, u32>,
-    /// Cache of [`VocabIndex::tokens_within`] by byte set, shared by every grammar using this
-    /// vocabulary (JSON grammars share a handful of sets: string characters, key characters).
-    within: Arc<Mutex<WithinCache>>,
+    /// Cache of [`LoopExits`] by byte set, shared by every grammar using this vocabulary
+    /// (JSON grammars share a handful of sets: string characters, key characters).
+    exits: Arc<Mutex<ExitsCache>>,
 }
 
-/// Byte set -> tokens made of those bytes (trie-order bits).
-type WithinCache = Vec<([u64; 4], Arc<Vec<u64>>)>;
+/// Byte set -> its loop exits, most recently used last.
+type ExitsCache = Vec<([u64; 4], Arc<LoopExits>)>;
 
-/// How many byte sets keep their token set in [`VocabIndex::tokens_within_cached`].
-const WITHIN_SETS: usize = 16;
+/// How many byte sets keep their [`LoopExits`] in [`VocabIndex::loop_exits`].
+const EXIT_SETS: usize = 64;
 
 impl VocabIndex {
     /// Reads every token's text from `vocab` and builds the trie.
@@ -195,7 +197,7 @@ impl VocabIndex {
             utf8_ok,
             max_depth,
             by_text,
-            within: Arc::new(Mutex::new(Vec::new())),
+            exits: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -278,7 +280,8 @@ pub(crate) fn valid_utf8_from(text: &[u8], from: usize) -> bool {
 impl VocabIndex {
     /// The tokens made only of bytes in `bytes` (a 256-bit set), well-formed UTF-8 when they
     /// use bytes from 0x80 up: exactly the tokens that keep a state whose self-loop set is
-    /// `bytes`. One bit per trie-order position (see [`VocabIndex::node_tokens`]).
+    /// `bytes`. One bit per trie-order position (see [`VocabIndex::node_tokens`]). A plain
+    /// scan of every token: the reference [`LoopExits::within`] is checked against.
     pub fn tokens_within(&self, bytes: &[u64; 4]) -> Vec<u64> {
         let mut m = vec![0u64; self.node_tokens.len().div_ceil(64)];
         for (k, &id) in self.node_tokens.iter().enumerate() {
@@ -295,14 +298,17 @@ impl VocabIndex {
         m
     }
 
-    /// [`VocabIndex::tokens_within`], cached.
-    pub fn tokens_within_cached(&self, bytes: &[u64; 4]) -> Arc<Vec<u64>> {
-        let mut c = self.within.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, m)) = c.iter().find(|(k, _)| k == bytes) {
-            return m.clone();
+    /// The [`LoopExits`] of byte set `bytes`, computed on first use and cached.
+    pub fn loop_exits(&self, bytes: &[u64; 4]) -> Arc<LoopExits> {
+        let mut c = self.exits.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = c.iter().position(|(k, _)| k == bytes) {
+            let hit = c.remove(i);
+            let m = hit.1.clone();
+            c.push(hit);
+            return m;
         }
-        let m = Arc::new(self.tokens_within(bytes));
-        if c.len() >= WITHIN_SETS {
+        let m = Arc::new(LoopExits::new(self, bytes));
+        if c.len() >= EXIT_SETS {
             c.remove(0);
         }
         c.push((*bytes, m.clone()));
