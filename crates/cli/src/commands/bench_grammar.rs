@@ -102,6 +102,7 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
     // Diagnostics: NUCLEUS_BENCH_SLOWEST=N prints the N slowest walks with their context.
     let slowest_n: usize = std::env::var("NUCLEUS_BENCH_SLOWEST").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut slowest: Vec<(Duration, String)> = Vec::new();
+    let mut slowest_first: Vec<(Duration, String)> = Vec::new();
     for (name, case) in &cases {
         let mut reference = match LlamaGrammar::new(model, &case.gbnf, "root") {
             Ok(r) => r,
@@ -115,10 +116,17 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
         let mut ours = GrammarSampler::with_index(vocab.clone(), &case.gbnf, "root").map_err(|e| e.to_string())?;
         let walker_start = ours.clone();
         let mut masks: Vec<Arc<TokenMask>> = Vec::new();
+        let mut text = Vec::new();
         for &t in case.tokens.iter().take(b.positions) {
             let s = Instant::now();
             let m = ours.mask();
-            first.0.push(s.elapsed());
+            let took = s.elapsed();
+            first.0.push(took);
+            if slowest_n > 0 {
+                let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(40)..]).into_owned();
+                slowest_first.push((took, format!("{name} after {tail:?}: {} tokens allowed", m.count())));
+            }
+            text.extend_from_slice(vocab.piece(t));
             let ok = m.contains(t);
             masks.push(m);
             if !ok {
@@ -176,6 +184,10 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
         slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (d, what) in slowest.iter().take(slowest_n) {
             eprintln!("slow walk {:>8.1} us  {what}", d.as_secs_f64() * 1e6);
+        }
+        slowest_first.sort_by_key(|s| std::cmp::Reverse(s.0));
+        for (d, what) in slowest_first.iter().take(slowest_n) {
+            eprintln!("slow first-generation mask {:>8.1} us  {what}", d.as_secs_f64() * 1e6);
         }
     }
     let ratio = llama.pct(0.5) / first.pct(0.5);
