@@ -81,8 +81,7 @@ mod tests {
         let (b, v) = (8, 3000);
         let logits: Vec<f32> = (0..b * v).map(|i| ((i * 7919 % 1000) as f32) / 100.0 - 5.0).collect();
         let make = |i: usize| {
-            let p =
-                SamplingParams { seed: 100 + i as u32, top_k: if i % 2 == 0 { 40 } else { 0 }, ..Default::default() };
+            let p = SamplingParams { seed: 100 + i as u32, top_k: [40, 0][i % 2], ..Default::default() };
             TokenSampler::new(p.build(v, None).unwrap())
         };
         let mut single: Vec<TokenSampler> = (0..b).map(make).collect();

@@ -175,7 +175,7 @@ impl Candidates {
     /// Sets the selected index (into the view).
     #[inline]
     pub fn set_selected(&mut self, idx: Option<usize>) {
-        debug_assert!(idx.map_or(true, |i| i < self.len));
+        debug_assert!(idx.is_none_or(|i| i < self.len));
         self.selected = idx;
     }
 

@@ -107,6 +107,8 @@ pub fn top_n_raw(logits: Logits<'_>, dist: &RawDistribution, n: usize, out: &mut
     let mut worst = f32::NEG_INFINITY;
     for i in 0..len {
         let x = logits.get(i);
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if out.len() == n && !(x > worst) {
             continue;
         }
@@ -135,6 +137,8 @@ pub fn top_n_post(c: &Candidates, n: usize, out: &mut Vec<TokenProb>) {
     }
     let data = c.as_slice();
     for d in data {
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if out.len() == n && !(d.p > out[n - 1].p) {
             continue;
         }

@@ -22,7 +22,7 @@
 
 use crate::candidates::TokenData;
 use crate::rng::LlamaRng;
-use crate::simd::{simd_dispatch, Scalar, Simd};
+use crate::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Scalar, Simd};
 use crate::vec_exp::{exp_bound, exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
 
 /// Tokens per block: the granularity of the bounds and of the exact walk.
@@ -42,16 +42,38 @@ pub(crate) enum DistTier {
 }
 
 /// How often each tier decided, process-wide (read with [`tier_counts`]).
-static TIERS: [std::sync::atomic::AtomicU64; 4] = [const { std::sync::atomic::AtomicU64::new(0) }; 4];
+static TIERS: TierCounts<4> = TierCounts::new();
 
 /// Number of draws decided by each tier so far in this process: `[coarse, near, exact,
 /// sequential]`.
 pub(crate) fn tier_counts() -> [u64; 4] {
-    std::array::from_fn(|i| TIERS[i].load(std::sync::atomic::Ordering::Relaxed))
+    TIERS.get()
 }
 
 fn count(t: DistTier) {
-    TIERS[t as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    TIERS.bump(t as usize);
+}
+
+/// Process-wide counters of how often each tier of a fast path decided (statistics only:
+/// relaxed atomics).
+pub(crate) struct TierCounts<const N: usize>([std::sync::atomic::AtomicU64; N]);
+
+impl<const N: usize> TierCounts<N> {
+    /// Every counter at zero.
+    pub(crate) const fn new() -> Self {
+        TierCounts([const { std::sync::atomic::AtomicU64::new(0) }; N])
+    }
+
+    /// Counts one decision by tier `i`.
+    #[inline]
+    pub(crate) fn bump(&self, i: usize) {
+        self.0[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub(crate) fn get(&self) -> [u64; N] {
+        std::array::from_fn(|i| self.0[i].load(std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 /// A logits row with a few patched entries (sorted by id, unique): the candidate array the
@@ -157,7 +179,7 @@ fn scan_row_with(row: Row<'_>, s: &mut DistScratch, coarse: bool) -> Scan {
         let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
         let (mut c, bad, mut sum) = block_scan(raw, m);
         if bad {
-            let i = raw.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0);
+            let i = first_nan_or_inf(raw);
             return Scan::Bad(b * BLOCK + i);
         }
         let x = row.block(b, &mut buf);
@@ -167,6 +189,8 @@ fn scan_row_with(row: Row<'_>, s: &mut DistScratch, coarse: bool) -> Scan {
         let mut cref = m;
         if c > m {
             m = c;
+            // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
             if !(c <= cref + REF_SLACK) {
                 cref = c;
                 (_, _, sum) = block_scan(x, c);
@@ -190,7 +214,7 @@ fn scan_max(row: Row<'_>, s: &mut DistScratch) -> Scan {
         let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
         let (mut c, bad) = block_max(raw);
         if bad {
-            let i = raw.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0);
+            let i = first_nan_or_inf(raw);
             return Scan::Bad(b * BLOCK + i);
         }
         let x = row.block(b, &mut buf);
@@ -215,25 +239,18 @@ unsafe fn block_max_k<S: Simd>(x: &[f32]) -> (f32, bool) {
     unsafe {
         let n = x.len();
         let p = x.as_ptr();
-        let inf = S::splat(f32::INFINITY);
-        let mut m = [S::splat(f32::NEG_INFINITY); 4];
-        let mut bad = S::none();
+        // Four vectors per step: two pair scans, vectors 0-1 and 2-3.
+        let (mut s01, mut s23) = (MaxScan::<S>::new(), MaxScan::<S>::new());
         let mut i = 0;
         while i + 4 * S::N <= n {
-            for (k, mk) in m.iter_mut().enumerate() {
-                let a = S::load(p.add(i + k * S::N));
-                bad = S::or_m(bad, S::nlt(a, inf));
-                *mk = S::max(*mk, a);
-            }
+            s01.push(S::load(p.add(i)), S::load(p.add(i + S::N)));
+            s23.push(S::load(p.add(i + 2 * S::N)), S::load(p.add(i + 3 * S::N)));
             i += 4 * S::N;
         }
-        let mut mx = S::hmax(S::max(S::max(m[0], m[1]), S::max(m[2], m[3])));
-        let mut badt = S::any(bad);
+        let mut mx = S::hmax(S::max(s01.lanes_max(), s23.lanes_max()));
+        let mut badt = S::any(S::or_m(s01.bad(), s23.bad()));
         for &v in &x[i..] {
-            badt |= !(v < f32::INFINITY);
-            if v > mx {
-                mx = v;
-            }
+            max_scan_tail(v, &mut mx, &mut badt);
         }
         (mx, badt)
     }
@@ -249,30 +266,22 @@ unsafe fn block_scan_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
     unsafe {
         let n = x.len();
         let p = x.as_ptr();
-        let inf = S::splat(f32::INFINITY);
         let cv = S::splat(c);
-        let (mut m0, mut m1) = (S::splat(f32::NEG_INFINITY), S::splat(f32::NEG_INFINITY));
+        let mut ms = MaxScan::<S>::new();
         let (mut s0, mut s1) = (S::splat(0.0), S::splat(0.0));
-        let mut bad = S::none();
         let mut i = 0;
         while i + 2 * S::N <= n {
             let a = S::load(p.add(i));
             let b = S::load(p.add(i + S::N));
-            bad = S::or_m(bad, S::or_m(S::nlt(a, inf), S::nlt(b, inf)));
-            m0 = S::max(m0, a);
-            m1 = S::max(m1, b);
+            ms.push(a, b);
             s0 = S::add(s0, exp_bound::<S>(S::sub(a, cv)));
             s1 = S::add(s1, exp_bound::<S>(S::sub(b, cv)));
             i += 2 * S::N;
         }
-        let mut mx = S::hmax(S::max(m0, m1));
-        let mut badt = S::any(bad);
+        let (mut mx, mut badt) = ms.finish();
         let mut sum = S::hsum_f64(s0) + S::hsum_f64(s1);
         for &v in &x[i..] {
-            badt |= !(v < f32::INFINITY);
-            if v > mx {
-                mx = v;
-            }
+            max_scan_tail(v, &mut mx, &mut badt);
             sum += exp_bound::<Scalar>(v - c) as f64;
         }
         (mx, badt, sum)
@@ -622,7 +631,7 @@ mod tests {
         // All equal: running sums are integers, the target often sits near a boundary.
         v.push(vec![0.25; 3000]);
         // Two values, one block of -inf.
-        let mut r: Vec<f32> = (0..4096).map(|i| if i % 2 == 0 { 0.0 } else { -0.6931472 }).collect();
+        let mut r: Vec<f32> = (0..4096).map(|i| if i % 2 == 0 { 0.0 } else { -std::f32::consts::LN_2 }).collect();
         r[1024..2048].fill(f32::NEG_INFINITY);
         v.push(r);
         // Far below the maximum (blocks > 100 nats down).

@@ -14,9 +14,9 @@
 //! has been consumed yet.
 
 use crate::candidates::{Candidates, TokenData};
-use crate::raw_dist::{Row, BLOCK};
+use crate::raw_dist::{Row, TierCounts, BLOCK};
 use crate::raw_sigma::seq_block;
-use crate::simd::{simd_dispatch, Simd};
+use crate::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
 use crate::vec_exp::expf_exact_slice;
 
@@ -46,11 +46,11 @@ pub(crate) struct MiroScratch {
 }
 
 /// How often the prefix was built here / left to the full path, process-wide.
-static TIERS: [std::sync::atomic::AtomicU64; 2] = [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+static TIERS: TierCounts<2> = TierCounts::new();
 
 /// `[prefix built, full path]` so far in this process.
 pub(crate) fn tier_counts() -> [u64; 2] {
-    std::array::from_fn(|i| TIERS[i].load(std::sync::atomic::Ordering::Relaxed))
+    TIERS.get()
 }
 
 /// Outcome of [`mirostat_prefix`].
@@ -73,31 +73,23 @@ unsafe fn block_scan_t_k<S: Simd>(x: &[f32]) -> (f32, f32, bool) {
     unsafe {
         let n = x.len();
         let p = x.as_ptr();
-        let inf = S::splat(f32::INFINITY);
         let zero = S::splat(0.0);
-        let (mut mx0, mut mx1) = (S::splat(f32::NEG_INFINITY), S::splat(f32::NEG_INFINITY));
+        let mut ms = MaxScan::<S>::new();
         // the minimum as -max(-x), so the trait needs no min
         let (mut mn0, mut mn1) = (S::splat(f32::NEG_INFINITY), S::splat(f32::NEG_INFINITY));
-        let mut bad = S::none();
         let mut i = 0;
         while i + 2 * S::N <= n {
             let a = S::load(p.add(i));
             let b = S::load(p.add(i + S::N));
-            bad = S::or_m(bad, S::or_m(S::nlt(a, inf), S::nlt(b, inf)));
-            mx0 = S::max(mx0, a);
-            mx1 = S::max(mx1, b);
+            ms.push(a, b);
             mn0 = S::max(mn0, S::sub(zero, a));
             mn1 = S::max(mn1, S::sub(zero, b));
             i += 2 * S::N;
         }
-        let mut hi = S::hmax(S::max(mx0, mx1));
+        let (mut hi, mut badt) = ms.finish();
         let mut lo = -S::hmax(S::max(mn0, mn1));
-        let mut badt = S::any(bad);
         for &v in &x[i..] {
-            badt |= !(v < f32::INFINITY);
-            if v > hi {
-                hi = v;
-            }
+            max_scan_tail(v, &mut hi, &mut badt);
             if v < lo {
                 lo = v;
             }
@@ -126,10 +118,10 @@ pub(crate) fn mirostat_prefix(
 ) -> Miro {
     let r = prefix(row, t, mu, s, out);
     match r {
-        Miro::Prefix => TIERS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        Miro::Full => TIERS[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        Miro::Bad(_) => 0,
-    };
+        Miro::Prefix => TIERS.bump(0),
+        Miro::Full => TIERS.bump(1),
+        Miro::Bad(_) => {}
+    }
     r
 }
 
@@ -149,7 +141,7 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
         let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
         let (mut hi, mut lo, bad) = block_scan_t(raw);
         if bad {
-            let i = raw.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0);
+            let i = first_nan_or_inf(raw);
             return Miro::Bad(b * BLOCK + i);
         }
         let x = row.block(b, &mut buf);
@@ -433,6 +425,8 @@ fn gather(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> bool {
     s.vals.clear();
     let mut buf = [0f32; BLOCK];
     for (b, blk) in s.blocks.iter().enumerate() {
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(blk.max >= thr) {
             continue;
         }

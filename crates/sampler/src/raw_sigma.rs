@@ -16,8 +16,8 @@
 //!    vector computes with the `1.5 * 2^k` rounding trick; stretches that leave the binade,
 //!    hit a tie, or carry huge terms are replayed one addition at a time.
 
-use crate::raw_dist::{Row, BLOCK};
-use crate::simd::{simd_dispatch, Scalar, Simd};
+use crate::raw_dist::{Row, TierCounts, BLOCK};
+use crate::simd::{first_nan_or_inf, flag_nan_inf, max_scan_tail, simd_dispatch, Scalar, Simd};
 
 /// Per-block statistics over the finite values.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,11 +42,11 @@ pub(crate) struct SigmaScratch {
 }
 
 /// How often the cutoff was decided by the bounds / needed the exact replay, process-wide.
-static TIERS: [std::sync::atomic::AtomicU64; 2] = [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+static TIERS: TierCounts<2> = TierCounts::new();
 
 /// `[decided by the bounds, needed the exact replay]` so far in this process.
 pub(crate) fn tier_counts() -> [u64; 2] {
-    std::array::from_fn(|i| TIERS[i].load(std::sync::atomic::Ordering::Relaxed))
+    TIERS.get()
 }
 
 /// Outcome of [`sigma_survivors`].
@@ -81,7 +81,9 @@ unsafe fn block_stats_k<S: Simd>(x: &[f32], cr: f32) -> Stats {
         while i + 2 * S::N <= n {
             let a = S::load(p.add(i));
             let b = S::load(p.add(i + S::N));
-            bad = S::or_m(bad, S::or_m(S::nlt(a, inf), S::nlt(b, inf)));
+            bad = flag_nan_inf::<S>(bad, a, b, inf);
+            // One accumulator for both vectors, not `MaxScan`'s two (kept: the order of `max`
+            // decides which zero a tie of +0 and -0 leaves).
             mx = S::max(mx, S::max(a, b));
             let (fa, fb) = (S::lt(ninf, a), S::lt(ninf, b));
             let (ka, kb) = (S::keep(fa, S::sub(a, cv)), S::keep(fb, S::sub(b, cv)));
@@ -102,10 +104,7 @@ unsafe fn block_stats_k<S: Simd>(x: &[f32], cr: f32) -> Stats {
             has_ninf: false,
         };
         for &v in &x[i..] {
-            st.bad |= !(v < f32::INFINITY);
-            if v > st.max {
-                st.max = v;
-            }
+            max_scan_tail(v, &mut st.max, &mut st.bad);
             if v == f32::NEG_INFINITY {
                 st.has_ninf = true;
             } else {
@@ -129,7 +128,7 @@ fn cutoff_of(mx: f32, n: f32, acc: f32, cnt: u32) -> f32 {
 }
 
 /// Smallest `f32` >= `x`.
-fn f32_up(x: f64) -> f32 {
+pub(crate) fn f32_up(x: f64) -> f32 {
     let f = x as f32;
     if (f as f64) < x {
         f.next_up()
@@ -139,7 +138,7 @@ fn f32_up(x: f64) -> f32 {
 }
 
 /// Largest `f32` <= `x`.
-fn f32_down(x: f64) -> f32 {
+pub(crate) fn f32_down(x: f64) -> f32 {
     let f = x as f32;
     if (f as f64) > x {
         f.next_down()
@@ -169,7 +168,7 @@ pub(crate) fn sigma_survivors(row: Row<'_>, n: f32, s: &mut SigmaScratch) -> Sig
         let c = if c.is_finite() { c } else { 0.0 };
         let mut st = block_stats(raw, c);
         if st.bad {
-            let i = raw.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0);
+            let i = first_nan_or_inf(raw);
             return Sigma::Bad(b * BLOCK + i);
         }
         if x.as_ptr() != raw.as_ptr() {
@@ -188,18 +187,22 @@ pub(crate) fn sigma_survivors(row: Row<'_>, n: f32, s: &mut SigmaScratch) -> Sig
     let (acc_lo, acc_hi) = acc_bounds(&s.stats, len, cnt);
     let c_lo = if acc_hi.is_finite() { cutoff_of(mx, n, f32_up(acc_hi), cnt) } else { f32::NEG_INFINITY };
     let c_hi = cutoff_of(mx, n, f32_down(acc_lo.max(0.0)), cnt);
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     let ambiguous = !(c_lo <= c_hi) || collect(row, c_lo, c_hi, s);
     if !ambiguous {
-        TIERS[0].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        TIERS.bump(0);
         return Sigma::Done;
     }
-    TIERS[1].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    TIERS.bump(1);
     let (_, acc) = exact_mean_acc(row, s);
     let cutoff = cutoff_of(mx, n, acc, cnt);
     // Keep the survivors of the exact cutoff (`l < cutoff` is masked; NaN masks nothing).
     if c_lo <= cutoff && c_lo <= c_hi {
         let mut w = 0;
         for r in 0..s.ids.len() {
+            // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
             if !(s.vals[r] < cutoff) {
                 s.ids[w] = s.ids[r];
                 s.vals[w] = s.vals[r];
@@ -220,9 +223,13 @@ fn collect(row: Row<'_>, lo: f32, hi: f32, s: &mut SigmaScratch) -> bool {
     s.ids.clear();
     s.vals.clear();
     let mut buf = [0f32; BLOCK];
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     let everything = !(lo > f32::NEG_INFINITY);
     let mut below_hi = false;
     for (b, st) in s.stats.iter().enumerate() {
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !everything && !(st.max >= lo) {
             continue;
         }
@@ -233,7 +240,10 @@ fn collect(row: Row<'_>, lo: f32, hi: f32, s: &mut SigmaScratch) -> bool {
                 if v != f32::NEG_INFINITY {
                     s.ids.push((base + k) as i32);
                     s.vals.push(v);
-                    below_hi |= !(v >= hi);
+                    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+                    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+                    let below = !(v >= hi);
+                    below_hi |= below;
                 }
             }
         } else {

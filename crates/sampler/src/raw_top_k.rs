@@ -90,6 +90,8 @@ fn scan(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Res
 /// Replays `logits[start..end]` one element at a time, exactly as `std::partial_sort` sees it.
 fn scan_scalar(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
     for (j, &x) in logits[start..end].iter().enumerate() {
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(x <= heap[0].logit) {
             if is_bad(x) {
                 return Err(BadLogit(start + j));
@@ -108,6 +110,8 @@ fn replay_flagged(logits: &[f32], base: usize, mut mask: u64, heap: &mut [TokenD
         let j = base + mask.trailing_zeros() as usize;
         mask &= mask - 1;
         let x = logits[j];
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(x <= heap[0].logit) {
             if is_bad(x) {
                 return Err(BadLogit(j));
@@ -215,7 +219,7 @@ mod tests {
         for (seed, n, levels) in [(1, 1000, 20), (2, 5000, 7), (3, 70_000, 100_000), (4, 333, 3)] {
             let l = lcg(seed, n, levels);
             for k in [1, 2, 5, 40, 128] {
-                let patches = vec![
+                let patches = [
                     TokenData { id: 3, logit: 50.0, p: 0.0 },
                     TokenData { id: (n / 2) as i32, logit: f32::NEG_INFINITY, p: 0.0 },
                     TokenData { id: (n - 1) as i32, logit: 9.0, p: 0.0 },

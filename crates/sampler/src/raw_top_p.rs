@@ -13,7 +13,8 @@
 //! consumed).
 
 use crate::candidates::{Candidates, TokenData};
-use crate::raw_dist::{DistScratch, Row, BLOCK};
+use crate::raw_dist::{DistScratch, Row, TierCounts, BLOCK};
+use crate::raw_sigma::{f32_down, f32_up};
 use crate::simd::{simd_dispatch, Scalar, Simd};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
 use crate::vec_exp::{exp_near, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
@@ -31,11 +32,11 @@ pub(crate) struct TopPScratch {
 }
 
 /// How often the nucleus was built here / left to the full path, process-wide.
-static TIERS: [std::sync::atomic::AtomicU64; 2] = [const { std::sync::atomic::AtomicU64::new(0) }; 2];
+static TIERS: TierCounts<2> = TierCounts::new();
 
 /// `[nucleus built, full path]` so far in this process.
 pub(crate) fn tier_counts() -> [u64; 2] {
-    std::array::from_fn(|i| TIERS[i].load(std::sync::atomic::Ordering::Relaxed))
+    TIERS.get()
 }
 
 simd_dispatch!(
@@ -90,7 +91,7 @@ pub(crate) fn top_p_nucleus(
     out: &mut Candidates,
 ) -> TopP {
     let r = nucleus(row, m, p, min_keep, d, s, out);
-    TIERS[matches!(r, TopP::Full) as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    TIERS.bump(matches!(r, TopP::Full) as usize);
     r
 }
 
@@ -104,6 +105,8 @@ fn nucleus(
     out: &mut Candidates,
 ) -> TopP {
     let n = row.len();
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if min_keep > FIRST || !(p >= 0.0) {
         return TopP::Full;
     }
@@ -229,6 +232,8 @@ fn nucleus(
     // BLOCK terms each) are within BLOCK 2^-24 of it.
     let rnd = rnd * (1.0 + BLOCK as f64 / 8_388_608.0) + 2.0 * n as f64 * TINY;
     let (s_lo, s_hi) = (f32_down(t_lo - rnd), f32_up(t_hi + rnd));
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if !(s_lo > 0.0) || !(s_hi < f32::INFINITY) {
         return TopP::Full;
     }
@@ -269,6 +274,8 @@ fn gather(row: Row<'_>, thr: f32, d: &DistScratch, s: &mut TopPScratch) {
     s.vals.clear();
     let mut buf = [0f32; BLOCK];
     for (b, &mx) in d.cmax.iter().enumerate() {
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(mx >= thr) {
             continue;
         }
@@ -281,25 +288,5 @@ fn gather(row: Row<'_>, thr: f32, d: &DistScratch, s: &mut TopPScratch) {
         } else {
             crate::raw_sigma::collect_into(x, thr, b * BLOCK, &mut s.ids, &mut s.vals);
         }
-    }
-}
-
-/// Smallest `f32` >= `x`.
-fn f32_up(x: f64) -> f32 {
-    let f = x as f32;
-    if (f as f64) < x {
-        f.next_up()
-    } else {
-        f
-    }
-}
-
-/// Largest `f32` <= `x`.
-fn f32_down(x: f64) -> f32 {
-    let f = x as f32;
-    if (f as f64) > x {
-        f.next_down()
-    } else {
-        f
     }
 }

@@ -308,6 +308,14 @@ impl TokenSampler {
         }
     }
 
+    /// Whether a sparse sampler made a NaN or `+inf` in `self.fast.sparse` (the full path must
+    /// run then).
+    // The negation is how NaN is caught: it holds for NaN, where `l >= inf` does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    fn sparse_has_nan_or_inf(&self) -> bool {
+        self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY))
+    }
+
     /// Runs the chain through a fast path when it allows one; `None` when the full path must
     /// run (nothing was consumed then).
     fn try_fast(&mut self, row: &[f32]) -> Result<Option<Token>, SampleError> {
@@ -326,7 +334,7 @@ impl TokenSampler {
             }
             Plan::Dist { at } => {
                 self.sparse_prefix(row, at);
-                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                if self.sparse_has_nan_or_inf() {
                     return Ok(None); // a patch made a NaN or +inf: leave it to the full path
                 }
                 let rng = match self.chain.samplers_mut()[at].as_any_mut().and_then(|a| a.downcast_mut::<Dist>()) {
@@ -347,7 +355,7 @@ impl TokenSampler {
             }
             Plan::Sigma { at, n, temp, dist_at } => {
                 self.sparse_prefix(row, at);
-                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                if self.sparse_has_nan_or_inf() {
                     return Ok(None);
                 }
                 let f = &mut self.fast;
@@ -386,7 +394,7 @@ impl TokenSampler {
             }
             Plan::TopP { at, p, min_keep } => {
                 self.sparse_prefix(row, at);
-                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                if self.sparse_has_nan_or_inf() {
                     return Ok(None);
                 }
                 let f = &mut self.fast;
@@ -408,7 +416,7 @@ impl TokenSampler {
             }
             Plan::Mirostat { at, temp, miro_at } => {
                 self.sparse_prefix(row, at);
-                if self.fast.sparse.as_slice().iter().any(|p| !(p.logit < f32::INFINITY)) {
+                if self.sparse_has_nan_or_inf() {
                     return Ok(None);
                 }
                 let ss = self.chain.samplers_mut();

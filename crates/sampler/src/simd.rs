@@ -208,6 +208,8 @@ impl Simd for Scalar {
         a < b
     }
     #[inline(always)]
+    // The negation is how NaN is caught: it holds for NaN, where `a >= b` does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     unsafe fn nlt(a: f32, b: f32) -> bool {
         !(a < b)
     }
@@ -302,6 +304,87 @@ impl Simd for Scalar {
     unsafe fn dsum(d: f64) -> f64 {
         d
     }
+}
+
+/// The part of a whole-row block scan that every fast path shares, two vectors per step:
+/// lane-wise maxima (one accumulator for the first vector of each pair, one for the second)
+/// and the lanes that held NaN or `+inf`. The maxima mean something only when no lane was
+/// flagged.
+pub(crate) struct MaxScan<S: Simd> {
+    m0: S::V,
+    m1: S::V,
+    bad: S::M,
+    inf: S::V,
+}
+
+impl<S: Simd> MaxScan<S> {
+    /// Nothing seen: maxima `-inf`, no lane flagged.
+    #[inline(always)]
+    pub(crate) unsafe fn new() -> Self {
+        unsafe {
+            MaxScan {
+                m0: S::splat(f32::NEG_INFINITY),
+                m1: S::splat(f32::NEG_INFINITY),
+                bad: S::none(),
+                inf: S::splat(f32::INFINITY),
+            }
+        }
+    }
+
+    /// Folds in the next pair of vectors, `a` then `b`.
+    #[inline(always)]
+    pub(crate) unsafe fn push(&mut self, a: S::V, b: S::V) {
+        unsafe {
+            self.bad = flag_nan_inf::<S>(self.bad, a, b, self.inf);
+            self.m0 = S::max(self.m0, a);
+            self.m1 = S::max(self.m1, b);
+        }
+    }
+
+    /// The lane-wise maximum, `max(m0, m1)`.
+    #[inline(always)]
+    pub(crate) unsafe fn lanes_max(&self) -> S::V {
+        unsafe { S::max(self.m0, self.m1) }
+    }
+
+    /// The flagged lanes.
+    #[inline(always)]
+    pub(crate) fn bad(&self) -> S::M {
+        self.bad
+    }
+
+    /// (maximum, whether any lane held NaN or `+inf`).
+    #[inline(always)]
+    pub(crate) unsafe fn finish(&self) -> (f32, bool) {
+        unsafe { (S::hmax(self.lanes_max()), S::any(self.bad)) }
+    }
+}
+
+/// `bad` plus the lanes of `a` or `b` that hold NaN or `+inf` (`inf` is `splat(+inf)`): the
+/// test is `!(v < inf)`, which NaN passes, never `v >= inf` or `v == inf`.
+#[inline(always)]
+pub(crate) unsafe fn flag_nan_inf<S: Simd>(bad: S::M, a: S::V, b: S::V, inf: S::V) -> S::M {
+    unsafe { S::or_m(bad, S::or_m(S::nlt(a, inf), S::nlt(b, inf))) }
+}
+
+/// One value of a block scan's scalar tail: flags NaN or `+inf` into `bad` and keeps the first
+/// maximum in `mx` (replaced only by a strictly larger value).
+#[inline(always)]
+pub(crate) fn max_scan_tail(v: f32, mx: &mut f32, bad: &mut bool) {
+    // The negation is how NaN is caught: `v < inf` is false for NaN as well as for +inf.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let nan_or_inf = !(v < f32::INFINITY);
+    *bad |= nan_or_inf;
+    if v > *mx {
+        *mx = v;
+    }
+}
+
+/// Index of the first NaN or `+inf` in `x` (0 when there is none): where a block that a scan
+/// flagged is reported.
+#[inline]
+pub(crate) fn first_nan_or_inf(x: &[f32]) -> usize {
+    x.iter().position(|v| v.is_nan() || *v == f32::INFINITY).unwrap_or(0)
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -75,7 +75,7 @@ pub fn top_k_cut(c: &mut Candidates, k: i32) {
 /// where Rust's `as` would saturate.
 #[inline]
 pub fn trunc_to_i32_x86(x: f32) -> i32 {
-    if x.is_nan() || x >= 2_147_483_648.0 || x < -2_147_483_648.0 {
+    if x.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&x) {
         i32::MIN
     } else {
         x as i32

@@ -392,6 +392,30 @@ pub fn partial_sort_inplace(c: &mut Candidates, n: usize) {
     c.set_sorted(true);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Streaming partial sort: `std::partial_sort` over a sequence that is never materialised.
+// ---------------------------------------------------------------------------------------------
+
+/// `std::partial_sort`'s first phase on the first `heap.len()` elements: build the heap.
+pub(crate) fn heap_select_begin(heap: &mut [TokenData]) {
+    let len = heap.len();
+    make_heap(heap, 0, len, &mut logit_before);
+}
+
+/// `std::partial_sort`'s second phase for one later element that beats the heap top
+/// (`x.logit > heap[0].logit`): the top leaves and `x` is sifted in from the root.
+#[inline]
+pub(crate) fn heap_select_push(heap: &mut [TokenData], x: TokenData) {
+    let len = heap.len() as isize;
+    adjust_heap(heap, 0, 0, len, x, &mut logit_before);
+}
+
+/// `std::partial_sort`'s last phase: heap-sort the kept elements, best first.
+pub(crate) fn heap_select_finish(heap: &mut [TokenData]) {
+    let len = heap.len();
+    sort_heap(heap, 0, len, &mut logit_before);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -648,28 +672,4 @@ mod tests {
             prop_assert_eq!(got, desc_logits(&tokens(&l)));
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Streaming partial sort: `std::partial_sort` over a sequence that is never materialised.
-// ---------------------------------------------------------------------------------------------
-
-/// `std::partial_sort`'s first phase on the first `heap.len()` elements: build the heap.
-pub(crate) fn heap_select_begin(heap: &mut [TokenData]) {
-    let len = heap.len();
-    make_heap(heap, 0, len, &mut logit_before);
-}
-
-/// `std::partial_sort`'s second phase for one later element that beats the heap top
-/// (`x.logit > heap[0].logit`): the top leaves and `x` is sifted in from the root.
-#[inline]
-pub(crate) fn heap_select_push(heap: &mut [TokenData], x: TokenData) {
-    let len = heap.len() as isize;
-    adjust_heap(heap, 0, 0, len, x, &mut logit_before);
-}
-
-/// `std::partial_sort`'s last phase: heap-sort the kept elements, best first.
-pub(crate) fn heap_select_finish(heap: &mut [TokenData]) {
-    let len = heap.len();
-    sort_heap(heap, 0, len, &mut logit_before);
 }

@@ -8,8 +8,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::engine::{Event, TokenOut};
 use crate::errors::ApiError;
 use crate::openai_types::{
-    json_response, AssistantMessage, ChatChoice, ChatCompletion, ChatLogprobs, LegacyLogprobs, TextChoice,
-    TextCompletion, Usage,
+    json_response, AssistantMessage, ChatChoice, ChatLogprobs, LegacyLogprobs, TextChoice, Usage,
 };
 use crate::render::{finish_reason, ResponseMeta};
 use crate::request::Endpoint;
@@ -68,13 +67,9 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
     let body = match meta.endpoint {
         Endpoint::Chat => json_response(
             StatusCode::OK,
-            &ChatCompletion {
-                id: meta.id.clone(),
-                object: "chat.completion",
-                created: meta.created,
-                model: meta.model.clone(),
-                system_fingerprint: meta.system_fingerprint.clone(),
-                choices: choices
+            &meta.completion(
+                "chat.completion",
+                choices
                     .into_iter()
                     .enumerate()
                     .map(|(index, c)| ChatChoice {
@@ -91,19 +86,15 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
                         },
                         finish_reason: c.finish.unwrap_or("stop"),
                     })
-                    .collect(),
+                    .collect::<Vec<ChatChoice>>(),
                 usage,
-            },
+            ),
         ),
         Endpoint::Completions => json_response(
             StatusCode::OK,
-            &TextCompletion {
-                id: meta.id.clone(),
-                object: "text_completion",
-                created: meta.created,
-                model: meta.model.clone(),
-                system_fingerprint: meta.system_fingerprint.clone(),
-                choices: choices
+            &meta.completion(
+                "text_completion",
+                choices
                     .into_iter()
                     .enumerate()
                     .map(|(index, c)| {
@@ -122,9 +113,9 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
                             finish_reason: Some(c.finish.unwrap_or("stop")),
                         }
                     })
-                    .collect(),
-                usage: Some(Some(usage)),
-            },
+                    .collect::<Vec<TextChoice>>(),
+                Some(Some(usage)),
+            ),
         ),
     };
     Ok(body)

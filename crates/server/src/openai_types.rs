@@ -120,25 +120,6 @@ pub struct ChatChoice {
     pub finish_reason: &'static str,
 }
 
-/// `chat.completion`.
-#[derive(Clone, Debug, Serialize)]
-pub struct ChatCompletion {
-    /// `chatcmpl-...`
-    pub id: String,
-    /// Always `chat.completion`.
-    pub object: &'static str,
-    /// Unix seconds.
-    pub created: u64,
-    /// The model id.
-    pub model: String,
-    /// Identifies the server build and model.
-    pub system_fingerprint: String,
-    /// The choices, by index.
-    pub choices: Vec<ChatChoice>,
-    /// Token counts.
-    pub usage: Usage,
-}
-
 /// `delta` of a chat chunk.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Delta {
@@ -161,26 +142,6 @@ pub struct ChunkChoice {
     pub logprobs: Option<ChatLogprobs>,
     /// Set in the choice's last chunk.
     pub finish_reason: Option<&'static str>,
-}
-
-/// `chat.completion.chunk`.
-#[derive(Clone, Debug, Serialize)]
-pub struct ChatChunk {
-    /// Same for every chunk of a stream.
-    pub id: String,
-    /// Always `chat.completion.chunk`.
-    pub object: &'static str,
-    /// Same for every chunk of a stream.
-    pub created: u64,
-    /// The model id.
-    pub model: String,
-    /// Identifies the server build and model.
-    pub system_fingerprint: String,
-    /// The choices this chunk is about (empty in the usage chunk).
-    pub choices: Vec<ChunkChoice>,
-    /// With `include_usage`: null, except in the final usage chunk.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Option<Usage>>,
 }
 
 /// Legacy (completions) log-probabilities: parallel arrays.
@@ -224,25 +185,56 @@ pub struct TextChoice {
     pub finish_reason: Option<&'static str>,
 }
 
-/// `text_completion` (responses and stream chunks alike).
+/// The body every completion response and stream chunk shares; only the choices and the
+/// rule for `usage` differ (see [`ChatCompletion`], [`ChatChunk`], [`TextCompletion`]).
 #[derive(Clone, Debug, Serialize)]
-pub struct TextCompletion {
-    /// `cmpl-...`
+pub struct Completion<C, U: UsageField> {
+    /// `chatcmpl-...` or `cmpl-...`, the same in every chunk of a stream.
     pub id: String,
-    /// Always `text_completion`.
+    /// `chat.completion`, `chat.completion.chunk` or `text_completion`.
     pub object: &'static str,
-    /// Unix seconds.
+    /// Unix seconds, the same in every chunk of a stream.
     pub created: u64,
     /// The model id.
     pub model: String,
     /// Identifies the server build and model.
     pub system_fingerprint: String,
-    /// The choices.
-    pub choices: Vec<TextChoice>,
-    /// Token counts (in stream chunks only with `include_usage`: null, then the usage chunk).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Option<Usage>>,
+    /// The choices, by index (in a stream, the ones this chunk is about; none in the usage chunk).
+    pub choices: Vec<C>,
+    /// Token counts (see [`UsageField`]).
+    #[serde(skip_serializing_if = "UsageField::is_absent")]
+    pub usage: U,
 }
+
+/// What `usage` of a [`Completion`] holds: a [`Usage`], always written (`chat.completion`), or
+/// `Option<Option<Usage>>`, left out when `None`, null for `Some(None)` (stream chunks with
+/// `include_usage`, except the final usage chunk) and written for `Some(Some(_))`.
+pub trait UsageField: Serialize {
+    /// True when the key is left out.
+    fn is_absent(&self) -> bool;
+}
+
+impl UsageField for Usage {
+    fn is_absent(&self) -> bool {
+        false
+    }
+}
+
+impl UsageField for Option<Option<Usage>> {
+    fn is_absent(&self) -> bool {
+        self.is_none()
+    }
+}
+
+/// `chat.completion`.
+pub type ChatCompletion = Completion<ChatChoice, Usage>;
+
+/// `chat.completion.chunk`.
+pub type ChatChunk = Completion<ChunkChoice, Option<Option<Usage>>>;
+
+/// `text_completion` (responses and stream chunks alike; usage in stream chunks only with
+/// `include_usage`).
+pub type TextCompletion = Completion<TextChoice, Option<Option<Usage>>>;
 
 /// An entry of `GET /v1/models`.
 #[derive(Clone, Debug, Serialize)]
@@ -268,4 +260,122 @@ pub struct ModelList {
     pub object: &'static str,
     /// The one model served.
     pub data: Vec<ModelCard>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logprobs() -> ChatLogprobs {
+        let top = TopLogprob { token: "a".into(), logprob: -0.25, bytes: vec![97], id: 7, prob: None };
+        let entry = LogprobEntry {
+            token: "b".into(),
+            logprob: -1.5,
+            bytes: vec![98],
+            id: 8,
+            prob: Some(0.5),
+            top_logprobs: vec![top.clone(), TopLogprob { prob: Some(0.75), ..top }],
+        };
+        ChatLogprobs { content: vec![entry], refusal: None }
+    }
+
+    fn legacy() -> LegacyLogprobs {
+        let mut m = Map::new();
+        m.insert("x".into(), Value::from(-0.5f32));
+        LegacyLogprobs {
+            tokens: vec!["x".into(), "y".into()],
+            token_logprobs: vec![None, Some(-0.125)],
+            top_logprobs: vec![None, Some(m)],
+            text_offset: vec![0, 1],
+        }
+    }
+
+    /// The JSON the clients see, byte for byte, for each response shape and `usage` state.
+    #[test]
+    fn response_json_is_stable() {
+        let chat = ChatCompletion {
+            id: "chatcmpl-1".into(),
+            object: "chat.completion",
+            created: 5,
+            model: "m".into(),
+            system_fingerprint: "fp".into(),
+            choices: vec![ChatChoice {
+                index: 0,
+                message: AssistantMessage {
+                    role: "assistant",
+                    content: "hi".into(),
+                    refusal: None,
+                    annotations: Vec::new(),
+                },
+                logprobs: Some(logprobs()),
+                finish_reason: "stop",
+            }],
+            usage: Usage::new(3, 4),
+        };
+        let chat_json = concat!(
+            r#"{"id":"chatcmpl-1","object":"chat.completion","created":5,"model":"m","system_fingerprint":"fp","#,
+            r#""choices":[{"index":0,"message":{"role":"assistant","content":"hi","refusal":null,"#,
+            r#""annotations":[]},"logprobs":{"content":[{"token":"b","logprob":-1.5,"bytes":[98],"#,
+            r#""id":8,"prob":0.5,"top_logprobs":[{"token":"a","logprob":-0.25,"bytes":[97],"id":7},"#,
+            r#"{"token":"a","logprob":-0.25,"bytes":[97],"id":7,"prob":0.75}]}],"refusal":null},"#,
+            r#""finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
+        );
+        assert_eq!(serde_json::to_string(&chat).unwrap(), chat_json);
+
+        let chunk_json = concat!(
+            r#"{"id":"chatcmpl-2","object":"chat.completion.chunk","created":6,"model":"m","system_fingerprint":"fp","#,
+            r#""choices":[{"index":1,"delta":{"role":"assistant"},"logprobs":null,"finish_reason":null},"#,
+            r#"{"index":2,"delta":{"content":"x"},"logprobs":{"content":[{"token":"b","logprob":-1.5,"#,
+            r#""bytes":[98],"id":8,"prob":0.5,"top_logprobs":[{"token":"a","logprob":-0.25,"bytes":[97],"#,
+            r#""id":7},{"token":"a","logprob":-0.25,"bytes":[97],"id":7,"prob":0.75}]}],"refusal":null},"#,
+            r#""finish_reason":"length"}]"#,
+        );
+        let text_json = concat!(
+            r#"{"id":"cmpl-3","object":"text_completion","created":7,"model":"m","system_fingerprint":"fp","#,
+            r#""choices":[{"index":0,"text":"t","logprobs":{"tokens":["x","y"],"token_logprobs":[null,"#,
+            r#"-0.125],"top_logprobs":[null,{"x":-0.5}],"text_offset":[0,1]},"finish_reason":"stop"},"#,
+            r#"{"index":1,"text":"","logprobs":null,"finish_reason":null}]"#,
+        );
+        let usage_json = r#","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
+        for (usage, tail) in
+            [(None, "}"), (Some(None), r#","usage":null}"#), (Some(Some(Usage::new(1, 2))), usage_json)]
+        {
+            let chunk = ChatChunk {
+                id: "chatcmpl-2".into(),
+                object: "chat.completion.chunk",
+                created: 6,
+                model: "m".into(),
+                system_fingerprint: "fp".into(),
+                choices: vec![
+                    ChunkChoice {
+                        index: 1,
+                        delta: Delta { role: Some("assistant"), content: None },
+                        logprobs: None,
+                        finish_reason: None,
+                    },
+                    ChunkChoice {
+                        index: 2,
+                        delta: Delta { role: None, content: Some("x".into()) },
+                        logprobs: Some(logprobs()),
+                        finish_reason: Some("length"),
+                    },
+                ],
+                usage,
+            };
+            assert_eq!(serde_json::to_string(&chunk).unwrap(), format!("{chunk_json}{tail}"));
+            let text = TextCompletion {
+                id: "cmpl-3".into(),
+                object: "text_completion",
+                created: 7,
+                model: "m".into(),
+                system_fingerprint: "fp".into(),
+                choices: vec![
+                    TextChoice { index: 0, text: "t".into(), logprobs: Some(legacy()), finish_reason: Some("stop") },
+                    TextChoice { index: 1, text: String::new(), logprobs: None, finish_reason: None },
+                ],
+                usage,
+            };
+            assert_eq!(serde_json::to_string(&text).unwrap(), format!("{text_json}{tail}"));
+        }
+    }
 }

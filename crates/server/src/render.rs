@@ -8,7 +8,7 @@ use nucleus_sampler::probs::TokenProb;
 use serde_json::{Map, Value};
 
 use crate::engine::TokenOut;
-use crate::openai_types::{LegacyLogprobs, LogprobEntry, TopLogprob};
+use crate::openai_types::{Completion, LegacyLogprobs, LogprobEntry, TopLogprob, UsageField};
 
 /// OpenAI's `finish_reason`: `stop` for an end-of-generation token or stop string, `length`
 /// for the token limit or a full context.
@@ -114,4 +114,20 @@ pub struct ResponseMeta {
     pub include_usage: bool,
     /// Token ids to text.
     pub renderer: Renderer,
+}
+
+impl ResponseMeta {
+    /// A response or stream chunk of this request (its id, creation time, model and
+    /// fingerprint) with `object`, `choices` and `usage`.
+    pub fn completion<C, U: UsageField>(&self, object: &'static str, choices: Vec<C>, usage: U) -> Completion<C, U> {
+        Completion {
+            id: self.id.clone(),
+            object,
+            created: self.created,
+            model: self.model.clone(),
+            system_fingerprint: self.system_fingerprint.clone(),
+            choices,
+            usage,
+        }
+    }
 }

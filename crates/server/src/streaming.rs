@@ -100,15 +100,8 @@ impl SseStream {
     }
 
     fn chat_chunk(&mut self, index: usize, delta: Delta, logprobs: Option<ChatLogprobs>, finish: Option<&'static str>) {
-        let chunk = ChatChunk {
-            id: self.meta.id.clone(),
-            object: "chat.completion.chunk",
-            created: self.meta.created,
-            model: self.meta.model.clone(),
-            system_fingerprint: self.meta.system_fingerprint.clone(),
-            choices: vec![ChunkChoice { index, delta, logprobs, finish_reason: finish }],
-            usage: self.usage_field(),
-        };
+        let choice = ChunkChoice { index, delta, logprobs, finish_reason: finish };
+        let chunk: ChatChunk = self.meta.completion("chat.completion.chunk", vec![choice], self.usage_field());
         self.push(&chunk);
     }
 
@@ -119,15 +112,8 @@ impl SseStream {
         logprobs: Option<LegacyLogprobs>,
         finish: Option<&'static str>,
     ) {
-        let chunk = TextCompletion {
-            id: self.meta.id.clone(),
-            object: "text_completion",
-            created: self.meta.created,
-            model: self.meta.model.clone(),
-            system_fingerprint: self.meta.system_fingerprint.clone(),
-            choices: vec![TextChoice { index, text, logprobs, finish_reason: finish }],
-            usage: self.usage_field(),
-        };
+        let choice = TextChoice { index, text, logprobs, finish_reason: finish };
+        let chunk: TextCompletion = self.meta.completion("text_completion", vec![choice], self.usage_field());
         self.push(&chunk);
     }
 
@@ -229,27 +215,11 @@ impl SseStream {
             let usage = Some(Some(Usage::new(self.meta.prompt_tokens, self.completion_tokens)));
             match self.meta.endpoint {
                 Endpoint::Chat => {
-                    let chunk = ChatChunk {
-                        id: self.meta.id.clone(),
-                        object: "chat.completion.chunk",
-                        created: self.meta.created,
-                        model: self.meta.model.clone(),
-                        system_fingerprint: self.meta.system_fingerprint.clone(),
-                        choices: Vec::new(),
-                        usage,
-                    };
+                    let chunk: ChatChunk = self.meta.completion("chat.completion.chunk", Vec::new(), usage);
                     self.push(&chunk);
                 }
                 Endpoint::Completions => {
-                    let chunk = TextCompletion {
-                        id: self.meta.id.clone(),
-                        object: "text_completion",
-                        created: self.meta.created,
-                        model: self.meta.model.clone(),
-                        system_fingerprint: self.meta.system_fingerprint.clone(),
-                        choices: Vec::new(),
-                        usage,
-                    };
+                    let chunk: TextCompletion = self.meta.completion("text_completion", Vec::new(), usage);
                     self.push(&chunk);
                 }
             }

@@ -163,7 +163,7 @@ impl Sampler for AdaptiveP {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::candidates::TokenData;
+    use crate::samplers::test_util::{from_logits, from_probs};
 
     fn logits(n: usize) -> Vec<f32> {
         (0..n).map(|i| ((i * 7919) % 97) as f32 * 0.05 - 2.0).collect()
@@ -217,10 +217,7 @@ mod tests {
 
     #[test]
     fn transform_peaks_at_the_target() {
-        let probs = [0.05f32, 0.3, 0.65];
-        let mut c = Candidates::from_token_data(
-            probs.iter().enumerate().map(|(i, &p)| TokenData { id: i as i32, logit: p.ln(), p }).collect(),
-        );
+        let mut c = from_probs(&[0.05, 0.3, 0.65]);
         let mut s = AdaptiveP::new(0.3, 0.9, 2);
         s.apply(&mut c);
         // First step: the EMA equals the target, so the adapted target is the target itself.
@@ -309,9 +306,7 @@ mod tests {
         for (t, d) in [(0.3, 0.9), (-1.0, 0.9), (2.0, 0.0), (f32::NAN, 0.5), (0.3, f32::NAN)] {
             let mut s = AdaptiveP::new(t, d, 1);
             for v in [vec![f32::NEG_INFINITY; 4], vec![f32::NAN, 1.0, 2.0], vec![f32::INFINITY, 0.0], vec![1.0; 3]] {
-                let mut c = Candidates::from_token_data(
-                    v.iter().enumerate().map(|(i, &x)| TokenData { id: i as i32, logit: x, p: 0.0 }).collect(),
-                );
+                let mut c = from_logits(&v);
                 s.apply(&mut c);
                 let sel = c.selected().unwrap();
                 assert!(sel < c.len());

@@ -11,7 +11,7 @@ use crate::sampler::{FastPath, Sampler};
 use crate::softmax::trunc_to_i32_x86;
 use crate::vocab::Vocab;
 
-use super::penalties::TokenRing;
+use super::ring::TokenRing;
 
 /// String breakers longer than this many bytes are cut (llama.cpp's limit).
 const MAX_BREAKER_BYTES: usize = 40;
@@ -405,13 +405,10 @@ impl Sampler for Dry {
 mod tests {
     use super::*;
     use crate::candidates::TokenData;
+    use crate::samplers::test_util::logits_of;
 
     fn cands(n: usize) -> Candidates {
         Candidates::from_token_data((0..n).map(|i| TokenData { id: i as Token, logit: 0.0, p: 0.0 }).collect())
-    }
-
-    fn logits(c: &Candidates) -> Vec<f32> {
-        c.as_slice().iter().map(|d| d.logit).collect()
     }
 
     /// The penalty for a repeat exponent, computed as the reference does.
@@ -444,7 +441,7 @@ mod tests {
         d.apply(&mut cs);
         assert_eq!(d.repeat_count, vec![0, 0, 3, 1, 0, 2, 0, 0, 0, 0]);
         // allowed_length 1: c -> 2^(3-1), b -> 2^(1-1), y -> 2^(2-1); token 4 untouched.
-        assert_eq!(logits(&cs), vec![0.0, -pen(1.0, 2.0, 0), -pen(1.0, 2.0, 2), -pen(1.0, 2.0, 1), 0.0]);
+        assert_eq!(logits_of(&cs), vec![0.0, -pen(1.0, 2.0, 0), -pen(1.0, 2.0, 2), -pen(1.0, 2.0, 1), 0.0]);
         assert!(!cs.is_sorted());
         assert!(d.max_repeat.is_empty());
     }
@@ -466,7 +463,7 @@ mod tests {
         }
         d.apply(&mut cs);
         assert!(cs.is_sorted());
-        assert_eq!(logits(&cs), vec![0.0; 4]);
+        assert_eq!(logits_of(&cs), vec![0.0; 4]);
     }
 
     #[test]
@@ -480,7 +477,7 @@ mod tests {
             }
             let mut c = cands(6);
             d.apply(&mut c);
-            logits(&c)
+            logits_of(&c)
         };
         assert_eq!(run(&[]), vec![0.0, 0.0, 0.0, 0.0, 0.0, -4.0]);
         // Breaker `5 0` (head 5, tail [0]) matches 3 tokens back: the limit becomes 3 - 1 = 2,
@@ -499,7 +496,7 @@ mod tests {
         }
         let mut cs = cands(3);
         d.apply(&mut cs);
-        let l = logits(&cs);
+        let l = logits_of(&cs);
         assert_eq!(l[0], -pen(1.0, 1e30, 1));
         assert!(l[0].is_finite());
         // base exactly 1: no cap, penalty = multiplier.
@@ -509,7 +506,7 @@ mod tests {
         }
         let mut cs = cands(3);
         d.apply(&mut cs);
-        assert_eq!(logits(&cs), vec![-0.5, 0.0, 0.0]);
+        assert_eq!(logits_of(&cs), vec![-0.5, 0.0, 0.0]);
     }
 
     #[test]
@@ -523,7 +520,7 @@ mod tests {
             let mut c = cands(4);
             c.set_sorted(true);
             d.apply(&mut c);
-            (logits(&c), c.is_sorted())
+            (logits_of(&c), c.is_sorted())
         };
         assert_eq!(run(&[]), (vec![0.0, 0.0, 0.0, -1.0], false));
         // As a single-token breaker 3 limits repeats to 2 (still allowed) and is itself exempt.
@@ -547,7 +544,7 @@ mod tests {
         d.apply(&mut cs);
         // `-1 99` repeats; 99 follows `-1` so it is penalised even though it is outside the
         // vocabulary (the reference keys its map by raw id).
-        assert_eq!(logits(&cs), vec![-1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(logits_of(&cs), vec![-1.0, 0.0, 0.0, 0.0]);
     }
 
     #[test]
@@ -560,7 +557,7 @@ mod tests {
         d.reset();
         let mut cs = cands(3);
         d.apply(&mut cs);
-        assert_eq!(logits(&cs), vec![0.0; 3]);
+        assert_eq!(logits_of(&cs), vec![0.0; 3]);
         e.apply(&mut cs);
         assert!(cs.as_slice()[0].logit < 0.0);
     }

@@ -100,13 +100,10 @@ impl Sampler for LogitBias {
 mod tests {
     use super::*;
     use crate::candidates::TokenData;
+    use crate::samplers::test_util::logits_of;
 
     fn from_ids(ids: &[Token]) -> Candidates {
         Candidates::from_token_data(ids.iter().map(|&id| TokenData { id, logit: 0.0, p: 0.5 }).collect())
-    }
-
-    fn logits(c: &Candidates) -> Vec<f32> {
-        c.as_slice().iter().map(|d| d.logit).collect()
     }
 
     #[test]
@@ -115,7 +112,7 @@ mod tests {
         assert_eq!(s.name(), "?logit-bias");
         let mut c = from_ids(&[0, 1]);
         s.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, 0.0]);
+        assert_eq!(logits_of(&c), vec![0.0, 0.0]);
         assert_eq!(LogitBias::new(4, vec![(1, 1.0)]).name(), "logit-bias");
     }
 
@@ -125,7 +122,7 @@ mod tests {
         let mut c = from_ids(&[0, 1, 2, 3]);
         c.set_sorted(true);
         s.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, 3.0, 0.0, f32::NEG_INFINITY]);
+        assert_eq!(logits_of(&c), vec![0.0, 3.0, 0.0, f32::NEG_INFINITY]);
         // Neither p nor the sorted flag is touched.
         assert!(c.is_sorted());
         assert!(c.as_slice().iter().all(|d| d.p == 0.5));
@@ -137,7 +134,7 @@ mod tests {
         // Not in id order: token 1 sits at index 3, token 2 at index 2 (fast path).
         let mut c = from_ids(&[3, 0, 2, 1]);
         s.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, 0.0, 5.0, 1.0]);
+        assert_eq!(logits_of(&c), vec![0.0, 0.0, 5.0, 1.0]);
     }
 
     #[test]
@@ -146,14 +143,14 @@ mod tests {
         let mut s = LogitBias::new(8, vec![(0, 1.0), (5, 2.0), (-3, 7.0), (99, 7.0), (5, 4.0)]);
         let mut c = from_ids(&[0, 5]);
         s.apply(&mut c);
-        assert_eq!(logits(&c), vec![1.0, 2.0]);
+        assert_eq!(logits_of(&c), vec![1.0, 2.0]);
         // Fast path indexes into the current view, so after a truncation the entry for an id
         // beyond the new size is searched for instead.
         let mut c = from_ids(&[0, 1, 2, 3, 4, 5]);
         c.truncate(3);
         let mut s = LogitBias::new(8, vec![(4, 1.0), (2, 1.0)]);
         s.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, 0.0, 1.0]);
+        assert_eq!(logits_of(&c), vec![0.0, 0.0, 1.0]);
     }
 
     #[test]
@@ -165,12 +162,12 @@ mod tests {
         s.apply(&mut c);
         // view = [1, 2, 1]; index 1 is id 2 -> both entries go to the slow path; the first
         // (bias 1.0) applies to every candidate with id 1.
-        assert_eq!(logits(&c), vec![1.0, 0.0, 1.0]);
+        assert_eq!(logits_of(&c), vec![1.0, 0.0, 1.0]);
         let mut s = LogitBias::new(4, vec![(2, 3.0)]);
         let mut c = from_ids(&[9, 1, 2]);
         c.advance(1);
         s.apply(&mut c);
         // view = [1, 2]: id 2 is at view index 1 != 2 -> searched for, found.
-        assert_eq!(logits(&c), vec![0.0, 3.0]);
+        assert_eq!(logits_of(&c), vec![0.0, 3.0]);
     }
 }

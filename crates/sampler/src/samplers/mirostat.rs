@@ -20,26 +20,67 @@ fn powf_libm(x: f32, y: f32) -> f32 {
 #[derive(Clone, Debug)]
 pub struct Mirostat {
     n_vocab: usize,
-    seed: u32,
-    seed_cur: u32,
-    tau: f32,
-    eta: f32,
     m: i32,
-    mu: f32,
-    rng: LlamaRng,
+    core: MirostatCore,
 }
 
 impl Mirostat {
     /// Mirostat v1 for a vocabulary of `n_vocab` tokens, estimating from the `m` best
     /// candidates; `seed == DEFAULT_SEED` picks a random seed.
     pub fn new(n_vocab: usize, seed: u32, tau: f32, eta: f32, m: i32) -> Self {
-        let seed_cur = resolve_seed(seed);
-        Mirostat { n_vocab, seed, seed_cur, tau, eta, m, mu: 2.0 * tau, rng: LlamaRng::new(seed_cur) }
+        Mirostat { n_vocab, m, core: MirostatCore::new(seed, tau, eta) }
     }
 
     /// The current maximum surprise `mu`.
     pub fn mu(&self) -> f32 {
-        self.mu
+        self.core.mu
+    }
+}
+
+/// What both mirostat versions share: the seed, the target surprise `tau`, the learning rate
+/// `eta`, the current `mu` (starting at `2 * tau`) and their own MT19937 stream.
+#[derive(Clone, Debug)]
+pub(crate) struct MirostatCore {
+    seed: u32,
+    seed_cur: u32,
+    tau: f32,
+    eta: f32,
+    pub(super) mu: f32,
+    pub(super) rng: LlamaRng,
+}
+
+impl MirostatCore {
+    /// `seed == DEFAULT_SEED` picks a random seed.
+    pub(super) fn new(seed: u32, tau: f32, eta: f32) -> Self {
+        let seed_cur = resolve_seed(seed);
+        MirostatCore { seed, seed_cur, tau, eta, mu: 2.0 * tau, rng: LlamaRng::new(seed_cur) }
+    }
+
+    /// Back to `mu = 2 * tau` and the start of the stream (a random seed is drawn again).
+    pub(super) fn reset(&mut self) {
+        self.mu = 2.0 * self.tau;
+        self.seed_cur = resolve_seed(self.seed);
+        self.rng.reseed(self.seed_cur);
+    }
+
+    /// The seed in use.
+    pub(super) fn seed_cur(&self) -> u32 {
+        self.seed_cur
+    }
+
+    /// The end of `apply` once `c` holds the kept candidates (sorted, at least one): softmax,
+    /// one draw, then `mu -= eta * (surprise - tau)` with the selected token's surprise
+    /// `-log2 p`.
+    pub(super) fn draw_and_update(&mut self, c: &mut Candidates) {
+        softmax(c, true);
+
+        let data = c.as_slice();
+        let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
+        let observed_surprise = -data[idx].p.log2();
+        c.set_selected(Some(idx));
+
+        let e = observed_surprise - self.tau;
+        self.mu -= self.eta * e;
     }
 }
 
@@ -74,26 +115,16 @@ impl Sampler for Mirostat {
 
         let epsilon_hat = s_hat - 1.0;
         let k = powf_libm(
-            (epsilon_hat * powf_libm(2.0, self.mu)) / (1.0 - powf_libm(self.n_vocab as f32, -epsilon_hat)),
+            (epsilon_hat * powf_libm(2.0, self.core.mu)) / (1.0 - powf_libm(self.n_vocab as f32, -epsilon_hat)),
             1.0 / s_hat,
         );
         // int(k) as x86 computes it: NaN or out of range gives i32::MIN, so k falls back to 1.
         top_k_cut(c, trunc_to_i32_x86(k).max(1));
-        softmax(c, true);
-
-        let data = c.as_slice();
-        let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
-        let observed_surprise = -data[idx].p.log2();
-        c.set_selected(Some(idx));
-
-        let e = observed_surprise - self.tau;
-        self.mu -= self.eta * e;
+        self.core.draw_and_update(c);
     }
 
     fn reset(&mut self) {
-        self.mu = 2.0 * self.tau;
-        self.seed_cur = resolve_seed(self.seed);
-        self.rng.reseed(self.seed_cur);
+        self.core.reset();
     }
 
     fn clone_box(&self) -> Box<dyn Sampler> {
@@ -101,25 +132,14 @@ impl Sampler for Mirostat {
     }
 
     fn seed(&self) -> Option<u32> {
-        Some(self.seed_cur)
+        Some(self.core.seed_cur())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::candidates::TokenData;
-
-    fn logits(n: usize) -> Vec<f32> {
-        (0..n).map(|i| ((i * 7919) % 97) as f32 * 0.11 - 4.0).collect()
-    }
-
-    fn step(s: &mut Mirostat, l: &[f32]) -> (i32, usize) {
-        let mut c = Candidates::new();
-        c.fill_f32(l);
-        s.apply(&mut c);
-        (c.selected_token().unwrap().id, c.len())
-    }
+    use crate::samplers::test_util::{check_stream_reset_and_clone, from_logits, mixed_logits};
 
     #[test]
     fn name_seed_and_initial_mu() {
@@ -131,7 +151,7 @@ mod tests {
 
     #[test]
     fn mu_update_uses_selected_probability() {
-        let l = logits(64);
+        let l = mixed_logits(64);
         let mut s = Mirostat::new(64, 3, 3.0, 0.25, 100);
         let mut c = Candidates::new();
         for _ in 0..5 {
@@ -148,23 +168,7 @@ mod tests {
 
     #[test]
     fn deterministic_stream_reset_and_clone() {
-        let l = logits(200);
-        let mut a = Mirostat::new(200, 11, 5.0, 0.1, 100);
-        let first: Vec<_> = (0..12).map(|_| step(&mut a, &l)).collect();
-        let mut b = Mirostat::new(200, 11, 5.0, 0.1, 100);
-        let again: Vec<_> = (0..12).map(|_| step(&mut b, &l)).collect();
-        assert_eq!(first, again);
-
-        let mut cl = a.clone();
-        assert_eq!(cl.mu(), a.mu());
-        let next_a: Vec<_> = (0..8).map(|_| step(&mut a, &l)).collect();
-        let next_c: Vec<_> = (0..8).map(|_| step(&mut cl, &l)).collect();
-        assert_eq!(next_a, next_c);
-
-        a.reset();
-        assert_eq!(a.mu(), 10.0);
-        let after_reset: Vec<_> = (0..12).map(|_| step(&mut a, &l)).collect();
-        assert_eq!(after_reset, first);
+        check_stream_reset_and_clone(|| Mirostat::new(200, 11, 5.0, 0.1, 100), Mirostat::mu, 10.0, &mixed_logits(200));
     }
 
     #[test]
@@ -176,7 +180,7 @@ mod tests {
         s.apply(&mut c);
         assert_eq!(c.selected(), Some(0));
         assert_eq!(c.as_slice()[0].p, 1.0);
-        assert_eq!(s.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
+        assert_eq!(s.core.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
 
         // Empty: nothing selected, no draw, mu unchanged.
         let mu = s.mu();
@@ -184,22 +188,22 @@ mod tests {
         s.apply(&mut c);
         assert_eq!(c.selected(), None);
         assert_eq!(s.mu(), mu);
-        assert_eq!(s.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
+        assert_eq!(s.core.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
 
         // Equal logits: s_hat = 0, k = inf, which x86 truncates to i32::MIN, so k = 1.
         c.fill_f32(&[0.0, 0.0, 0.0]);
         s.apply(&mut c);
         assert_eq!(c.len(), 1);
-        assert_eq!(s.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
+        assert_eq!(s.core.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
 
         // Two or more after the cut: one f64 uniform.
         let mut s = Mirostat::new(200, 4, 5.0, 0.1, 100);
-        c.fill_f32(&logits(200));
+        c.fill_f32(&mixed_logits(200));
         s.apply(&mut c);
         assert!(c.len() >= 2);
         let mut r = LlamaRng::new(4);
         r.uniform_f64();
-        assert_eq!(s.rng.next_u32(), r.next_u32());
+        assert_eq!(s.core.rng.next_u32(), r.next_u32());
     }
 
     #[test]
@@ -211,11 +215,9 @@ mod tests {
                 vec![f32::NAN, 1.0, 2.0],
                 vec![f32::INFINITY, 0.0],
                 vec![1.0; 300],
-                logits(50),
+                mixed_logits(50),
             ] {
-                let mut c = Candidates::from_token_data(
-                    v.iter().enumerate().map(|(i, &x)| TokenData { id: i as i32, logit: x, p: 0.0 }).collect(),
-                );
+                let mut c = from_logits(&v);
                 s.apply(&mut c);
                 let sel = c.selected().unwrap();
                 assert!(sel < c.len());

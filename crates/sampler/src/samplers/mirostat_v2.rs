@@ -2,9 +2,10 @@
 //! from the rest, and adapts `mu` toward the target surprise `tau`.
 
 use crate::candidates::Candidates;
-use crate::rng::{discrete_pick, resolve_seed, LlamaRng};
 use crate::sampler::{FastPath, Sampler};
 use crate::softmax::softmax;
+
+use super::mirostat::MirostatCore;
 
 /// Mirostat 2.0 (`llama_sampler_init_mirostat_v2`), with its own MT19937 stream.
 ///
@@ -12,24 +13,18 @@ use crate::softmax::softmax;
 /// (two engine outputs) when at least two candidates survive the cut.
 #[derive(Clone, Debug)]
 pub struct MirostatV2 {
-    seed: u32,
-    seed_cur: u32,
-    tau: f32,
-    eta: f32,
-    mu: f32,
-    rng: LlamaRng,
+    core: MirostatCore,
 }
 
 impl MirostatV2 {
     /// Mirostat v2; `seed == DEFAULT_SEED` picks a random seed.
     pub fn new(seed: u32, tau: f32, eta: f32) -> Self {
-        let seed_cur = resolve_seed(seed);
-        MirostatV2 { seed, seed_cur, tau, eta, mu: 2.0 * tau, rng: LlamaRng::new(seed_cur) }
+        MirostatV2 { core: MirostatCore::new(seed, tau, eta) }
     }
 
     /// The current maximum surprise `mu`.
     pub fn mu(&self) -> f32 {
-        self.mu
+        self.core.mu
     }
 }
 
@@ -47,16 +42,14 @@ impl Sampler for MirostatV2 {
         softmax(c, true);
 
         // Keep the prefix up to the first candidate more surprising than mu (at least one).
-        let mu = self.mu;
+        let mu = self.core.mu;
         let keep = c.as_slice().iter().position(|d| -d.p.log2() > mu).unwrap_or(c.len());
         c.truncate(keep.max(1));
         self.finish(c);
     }
 
     fn reset(&mut self) {
-        self.mu = 2.0 * self.tau;
-        self.seed_cur = resolve_seed(self.seed);
-        self.rng.reseed(self.seed_cur);
+        self.core.reset();
     }
 
     fn clone_box(&self) -> Box<dyn Sampler> {
@@ -64,7 +57,7 @@ impl Sampler for MirostatV2 {
     }
 
     fn seed(&self) -> Option<u32> {
-        Some(self.seed_cur)
+        Some(self.core.seed_cur())
     }
 
     fn fast_path(&self) -> FastPath {
@@ -85,33 +78,15 @@ impl MirostatV2 {
     /// second softmax, the draw and the `mu` update. The whole-vocabulary fast path builds that
     /// prefix without sorting the vocabulary and calls this.
     pub(crate) fn finish(&mut self, c: &mut Candidates) {
-        softmax(c, true);
-
-        let data = c.as_slice();
-        let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
-        let observed_surprise = -data[idx].p.log2();
-        c.set_selected(Some(idx));
-
-        let e = observed_surprise - self.tau;
-        self.mu -= self.eta * e;
+        self.core.draw_and_update(c);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::candidates::TokenData;
-
-    fn logits(n: usize) -> Vec<f32> {
-        (0..n).map(|i| ((i * 7919) % 97) as f32 * 0.11 - 4.0).collect()
-    }
-
-    fn step(s: &mut MirostatV2, l: &[f32]) -> (i32, usize) {
-        let mut c = Candidates::new();
-        c.fill_f32(l);
-        s.apply(&mut c);
-        (c.selected_token().unwrap().id, c.len())
-    }
+    use crate::rng::LlamaRng;
+    use crate::samplers::test_util::{check_stream_reset_and_clone, from_logits, from_probs, mixed_logits};
 
     #[test]
     fn name_seed_and_initial_mu() {
@@ -126,9 +101,7 @@ mod tests {
         // p = 0.5, 0.25, 0.125, 0.125: surprises 1, 2, 3, 3 bits. mu = 2.5 keeps two.
         let probs = [0.5f32, 0.25, 0.125, 0.125];
         let mut s = MirostatV2::new(1, 1.25, 0.5);
-        let mut c = Candidates::from_token_data(
-            probs.iter().enumerate().map(|(i, &p)| TokenData { id: i as i32, logit: p.ln(), p }).collect(),
-        );
+        let mut c = from_probs(&probs);
         s.apply(&mut c);
         assert_eq!(c.len(), 2);
         assert!(c.is_sorted());
@@ -139,23 +112,7 @@ mod tests {
 
     #[test]
     fn deterministic_stream_reset_and_clone() {
-        let l = logits(200);
-        let mut a = MirostatV2::new(11, 3.0, 0.1);
-        let first: Vec<_> = (0..12).map(|_| step(&mut a, &l)).collect();
-        let mut b = MirostatV2::new(11, 3.0, 0.1);
-        let again: Vec<_> = (0..12).map(|_| step(&mut b, &l)).collect();
-        assert_eq!(first, again);
-
-        let mut cl = a.clone();
-        assert_eq!(cl.mu(), a.mu());
-        let next_a: Vec<_> = (0..8).map(|_| step(&mut a, &l)).collect();
-        let next_c: Vec<_> = (0..8).map(|_| step(&mut cl, &l)).collect();
-        assert_eq!(next_a, next_c);
-
-        a.reset();
-        assert_eq!(a.mu(), 6.0);
-        let after_reset: Vec<_> = (0..12).map(|_| step(&mut a, &l)).collect();
-        assert_eq!(after_reset, first);
+        check_stream_reset_and_clone(|| MirostatV2::new(11, 3.0, 0.1), MirostatV2::mu, 6.0, &mixed_logits(200));
     }
 
     #[test]
@@ -167,12 +124,12 @@ mod tests {
         s.apply(&mut c);
         assert_eq!(c.len(), 1);
         assert_eq!(c.selected_token().unwrap().id, 2);
-        assert_eq!(s.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
+        assert_eq!(s.core.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
 
         c.fill_f32(&[]);
         s.apply(&mut c);
         assert_eq!(c.selected(), None);
-        assert_eq!(s.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
+        assert_eq!(s.core.rng.clone().next_u32(), LlamaRng::new(4).next_u32());
 
         let mut s = MirostatV2::new(4, 10.0, 0.1);
         c.fill_f32(&[0.0, 1.0, 2.0]);
@@ -180,7 +137,7 @@ mod tests {
         assert_eq!(c.len(), 3);
         let mut r = LlamaRng::new(4);
         r.uniform_f64();
-        assert_eq!(s.rng.next_u32(), r.next_u32());
+        assert_eq!(s.core.rng.next_u32(), r.next_u32());
     }
 
     #[test]
@@ -188,9 +145,7 @@ mod tests {
         for tau in [5.0, 0.0, -1.0, f32::NAN] {
             let mut s = MirostatV2::new(1, tau, 0.1);
             for v in [vec![f32::NEG_INFINITY; 4], vec![f32::NAN, 1.0, 2.0], vec![f32::INFINITY, 0.0], vec![1.0; 3]] {
-                let mut c = Candidates::from_token_data(
-                    v.iter().enumerate().map(|(i, &x)| TokenData { id: i as i32, logit: x, p: 0.0 }).collect(),
-                );
+                let mut c = from_logits(&v);
                 s.apply(&mut c);
                 assert!(c.selected().unwrap() < c.len());
             }

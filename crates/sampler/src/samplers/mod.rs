@@ -15,8 +15,11 @@ pub mod min_p;
 pub mod mirostat;
 pub mod mirostat_v2;
 pub mod penalties;
+pub(crate) mod ring;
 pub mod temp;
 pub mod temp_ext;
+#[cfg(test)]
+pub(crate) mod test_util;
 pub mod top_k;
 pub mod top_n_sigma;
 pub mod top_p;

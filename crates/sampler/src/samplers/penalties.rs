@@ -7,84 +7,7 @@
 use crate::candidates::{Candidates, Token};
 use crate::sampler::{FastPath, Sampler};
 
-/// A fixed-capacity history of tokens, newest last (llama.cpp's `ring_buffer`).
-///
-/// Storage grows on demand up to the capacity and is then overwritten in place, so a huge
-/// capacity costs nothing until it is used, and a full ring never allocates again.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct TokenRing {
-    cap: usize,
-    data: Vec<Token>,
-    /// Index of the oldest entry once the ring is full (always 0 before that).
-    first: usize,
-}
-
-impl TokenRing {
-    /// An empty ring holding at most `cap` tokens.
-    pub(crate) fn new(cap: usize) -> Self {
-        TokenRing { cap, data: Vec::with_capacity(cap.min(1 << 16)), first: 0 }
-    }
-
-    /// Number of tokens held.
-    #[inline]
-    pub(crate) fn len(&self) -> usize {
-        self.data.len()
-    }
-
-    /// True when the ring holds `cap` tokens (the next push evicts the oldest).
-    #[inline]
-    pub(crate) fn is_full(&self) -> bool {
-        self.data.len() >= self.cap
-    }
-
-    /// The oldest token, if any.
-    #[inline]
-    pub(crate) fn oldest(&self) -> Option<Token> {
-        self.data.get(self.first).copied()
-    }
-
-    /// Appends `tok`, overwriting the oldest entry when full. A zero-capacity ring ignores it.
-    #[inline]
-    pub(crate) fn push(&mut self, tok: Token) {
-        if self.cap == 0 {
-            return;
-        }
-        if self.data.len() < self.cap {
-            self.data.push(tok);
-        } else {
-            self.data[self.first] = tok;
-            self.first += 1;
-            if self.first == self.cap {
-                self.first = 0;
-            }
-        }
-    }
-
-    /// Every token held, in storage order (not age order).
-    #[inline]
-    pub(crate) fn tokens(&self) -> &[Token] {
-        &self.data
-    }
-
-    /// The `i`-th most recent token (`rat(0)` is the newest); `i` must be `< len()`.
-    #[inline]
-    pub(crate) fn rat(&self, i: usize) -> Token {
-        let n = self.data.len();
-        debug_assert!(i < n);
-        let mut k = self.first + n - 1 - i;
-        if k >= n {
-            k -= n;
-        }
-        self.data[k]
-    }
-
-    /// Forgets every token, keeping the storage.
-    #[inline]
-    pub(crate) fn clear(&mut self) {
-        self.data.clear();
-        self.first = 0;
-    }
-}
+use super::ring::TokenRing;
 
 /// Penalises tokens seen in the recent history: scales by `repeat` (divide positive logits,
 /// multiply non-positive ones), then subtracts `count * freq + present`.
@@ -200,34 +123,7 @@ impl Sampler for Penalties {
 mod tests {
     use super::*;
     use crate::candidates::TokenData;
-
-    fn cands(logits: &[f32]) -> Candidates {
-        Candidates::from_token_data(
-            logits.iter().enumerate().map(|(i, &l)| TokenData { id: i as Token, logit: l, p: 0.0 }).collect(),
-        )
-    }
-
-    fn logits(c: &Candidates) -> Vec<f32> {
-        c.as_slice().iter().map(|d| d.logit).collect()
-    }
-
-    #[test]
-    fn ring_keeps_newest_in_order() {
-        let mut r = TokenRing::new(3);
-        for t in 1..=5 {
-            r.push(t);
-        }
-        assert_eq!(r.len(), 3);
-        assert_eq!((r.rat(0), r.rat(1), r.rat(2)), (5, 4, 3));
-        assert_eq!(r.oldest(), Some(3));
-        r.clear();
-        assert_eq!(r.len(), 0);
-        r.push(9);
-        assert_eq!(r.rat(0), 9);
-        let mut z = TokenRing::new(0);
-        z.push(1);
-        assert_eq!(z.len(), 0);
-    }
+    use crate::samplers::test_util::{from_logits as cands, logits_of};
 
     #[test]
     fn noop_variants() {
@@ -240,7 +136,7 @@ mod tests {
         let mut c = cands(&[1.0, 2.0]);
         c.set_sorted(true);
         p.apply(&mut c);
-        assert_eq!(logits(&c), vec![1.0, 2.0]);
+        assert_eq!(logits_of(&c), vec![1.0, 2.0]);
         assert!(c.is_sorted());
     }
 
@@ -254,7 +150,7 @@ mod tests {
         c.set_sorted(true);
         p.apply(&mut c);
         // 4/2 - (1*0.5 + 0.25); -4*2 - (2*0.5 + 0.25); untouched; 1/2 - (3*0.5 + 0.25)
-        assert_eq!(logits(&c), vec![1.25, -9.25, 0.0, -1.25]);
+        assert_eq!(logits_of(&c), vec![1.25, -9.25, 0.0, -1.25]);
         assert!(!c.is_sorted());
     }
 
@@ -267,7 +163,7 @@ mod tests {
         // window = [1, 2]; token 0 evicted
         let mut c = cands(&[0.0, 0.0, 0.0]);
         p.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, -1.0, -1.0]);
+        assert_eq!(logits_of(&c), vec![0.0, -1.0, -1.0]);
         // same token evicting itself keeps count 2 -> 2
         let mut q = Penalties::new(3, 2, 1.0, 1.0, 0.0);
         for t in [1, 1, 1, 1] {
@@ -275,7 +171,7 @@ mod tests {
         }
         let mut c = cands(&[0.0, 0.0, 0.0]);
         q.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, -2.0, 0.0]);
+        assert_eq!(logits_of(&c), vec![0.0, -2.0, 0.0]);
     }
 
     #[test]
@@ -292,7 +188,7 @@ mod tests {
             TokenData { id: 100, logit: 0.0, p: 0.0 },
         ]);
         p.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, -1.0, 0.0, 0.0]);
+        assert_eq!(logits_of(&c), vec![0.0, -1.0, 0.0, 0.0]);
     }
 
     #[test]
@@ -303,8 +199,8 @@ mod tests {
         p.reset();
         let mut c = cands(&[0.0, 0.0, 0.0]);
         p.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.0, 0.0, 0.0]);
+        assert_eq!(logits_of(&c), vec![0.0, 0.0, 0.0]);
         q.apply(&mut c);
-        assert_eq!(logits(&c), vec![-1.0, 0.0, 0.0]);
+        assert_eq!(logits_of(&c), vec![-1.0, 0.0, 0.0]);
     }
 }

@@ -123,12 +123,7 @@ impl TempExt {
 mod tests {
     use super::*;
     use crate::candidates::TokenData;
-
-    fn from_probs(probs: &[f32]) -> Candidates {
-        Candidates::from_token_data(
-            probs.iter().enumerate().map(|(i, &p)| TokenData { id: i as i32, logit: p.ln(), p }).collect(),
-        )
-    }
+    use crate::samplers::test_util::from_probs;
 
     #[test]
     fn names() {

@@ -102,15 +102,12 @@ impl TopNSigma {
 mod tests {
     use super::*;
     use crate::candidates::TokenData;
+    use crate::samplers::test_util::logits_of;
 
     fn from_logits(l: &[f32]) -> Candidates {
         Candidates::from_token_data(
             l.iter().enumerate().map(|(i, &x)| TokenData { id: i as i32, logit: x, p: 0.25 }).collect(),
         )
-    }
-
-    fn logits(c: &Candidates) -> Vec<f32> {
-        c.as_slice().iter().map(|d| d.logit).collect()
     }
 
     #[test]
@@ -125,13 +122,13 @@ mod tests {
         let l: Vec<f32> = [0.1f32, 0.2, 0.3, 0.4].iter().map(|p| p.ln()).collect();
         let mut c = from_logits(&l);
         TopNSigma::new(1.0).apply(&mut c);
-        assert_eq!(logits(&c), vec![f32::NEG_INFINITY, f32::NEG_INFINITY, l[2], l[3]]);
+        assert_eq!(logits_of(&c), vec![f32::NEG_INFINITY, f32::NEG_INFINITY, l[2], l[3]]);
         assert_eq!(c.len(), 4);
         assert!(c.as_slice().iter().all(|d| d.p == 0.25));
 
         let mut c = from_logits(&l);
         TopNSigma::new(3.0).apply(&mut c);
-        assert_eq!(logits(&c), l);
+        assert_eq!(logits_of(&c), l);
     }
 
     #[test]
@@ -139,7 +136,7 @@ mod tests {
         // Finite logits 0, 1, 2: mean 1, population sd sqrt(2/3) ~ 0.816; cutoff 2 - 0.816.
         let mut c = from_logits(&[f32::NEG_INFINITY, 0.0, 1.0, 2.0]);
         TopNSigma::new(1.0).apply(&mut c);
-        assert_eq!(logits(&c), vec![f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, 2.0]);
+        assert_eq!(logits_of(&c), vec![f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY, 2.0]);
     }
 
     #[test]
@@ -148,7 +145,7 @@ mod tests {
         s.apply(&mut Candidates::new());
         let mut c = from_logits(&[1.0]);
         s.apply(&mut c);
-        assert_eq!(logits(&c), vec![1.0]);
+        assert_eq!(logits_of(&c), vec![1.0]);
         let mut c = from_logits(&[f32::NEG_INFINITY; 3]);
         s.apply(&mut c);
         assert_eq!(c.len(), 3);
@@ -158,6 +155,6 @@ mod tests {
         // Equal logits: sd 0, nothing masked.
         let mut c = from_logits(&[0.5; 4]);
         s.apply(&mut c);
-        assert_eq!(logits(&c), vec![0.5; 4]);
+        assert_eq!(logits_of(&c), vec![0.5; 4]);
     }
 }

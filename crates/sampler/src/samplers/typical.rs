@@ -89,16 +89,7 @@ impl Sampler for Typical {
 mod tests {
     use super::*;
     use crate::candidates::TokenData;
-
-    fn from_probs(probs: &[f32]) -> Candidates {
-        Candidates::from_token_data(
-            probs.iter().enumerate().map(|(i, &p)| TokenData { id: i as i32, logit: p.ln(), p }).collect(),
-        )
-    }
-
-    fn ids(c: &Candidates) -> Vec<i32> {
-        c.as_slice().iter().map(|d| d.id).collect()
-    }
+    use crate::samplers::test_util::{from_probs, ids};
 
     #[test]
     fn names() {
