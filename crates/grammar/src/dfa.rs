@@ -74,6 +74,8 @@ pub struct Dfa {
     self_loops: Vec<Option<[u64; 4]>>,
     /// Per state, its uniform run once computed (`None` inside = the state has none).
     pub(crate) runs: Vec<Option<Option<crate::uniform_run::Run>>>,
+    /// Per state, its closed byte set once computed.
+    pub(crate) closures: Vec<Option<Option<crate::uniform_run::Closure>>>,
     /// Whether partial sequences may share [`ANY_VALUE`] states (not with token items, whose
     /// stacks can join a pending sequence without having been checked against it).
     any_value_ok: bool,
@@ -95,6 +97,7 @@ impl Dfa {
             end_ok: Vec::new(),
             self_loops: Vec::new(),
             runs: Vec::new(),
+            closures: Vec::new(),
             any_value_ok: false,
         };
         dfa.any_value_ok = !dfa.arena.grammar.has_token_items();
@@ -198,6 +201,7 @@ impl Dfa {
         self.end_ok.push(end_ok);
         self.self_loops.push(None);
         self.runs.push(None);
+        self.closures.push(None);
         id
     }
 
@@ -288,28 +292,9 @@ impl Dfa {
         v
     }
 
-    /// Whether every code point from U+0080 up leads from `s` back to `s`: each stack's class
-    /// holds all of them or none (so all advance alike), and U+0080 loops.
+    /// Whether every code point from U+0080 up leads from `s` back to `s`.
     fn utf8_loops(&mut self, s: u32) -> bool {
-        let key = &self.states[s as usize].key;
-        if key.partial.remain != 0 {
-            return false;
-        }
-        let g = self.arena.grammar.clone();
-        for &st in key.stacks.iter() {
-            if st == EMPTY {
-                return false;
-            }
-            if let Elem::Char(c) = self.arena.top_elem(st) {
-                let cls = &g.classes[c as usize];
-                if !cls.covers(0x80, 0x10FFFF) && cls.intersects(0x80, 0x10FFFF) {
-                    return false;
-                }
-            } else {
-                return false;
-            }
-        }
-        self.run(s, "\u{80}".as_bytes()) == s
+        self.utf8_uniform(s) == Some(s)
     }
 
     /// Feeds `bytes` from state `s`; [`DEAD`] if some byte is rejected.

@@ -157,8 +157,28 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
     // A state that loops on many bytes (e.g. inside a string) starts from the tokens that stay
     // in the loop and walks only from where tokens leave it; others walk the whole trie.
     let l = dfa.self_loops(state);
+    let loops: u32 = l.iter().map(|w| w.count_ones()).sum();
     let mut visited = 0;
-    if dfa.end_ok(state) && l.iter().map(|w| w.count_ones()).sum::<u32>() >= 32 {
+    let _ = dfa.run_of(state); // computes the closure where one is worth having
+    let closure = if dfa.end_ok(state) { dfa.known_closure(state) } else { None };
+    let wider = closure.filter(|c| c.states > 1 && c.bytes.iter().map(|w| w.count_ones()).sum::<u32>() > loops.max(31));
+    if let Some(c) = wider {
+        // Every token of the closed bytes is allowed, though the state changes along the way:
+        // walk from each exit with the state its prefix leads to.
+        let exits = vocab.loop_exits(&c.bytes);
+        scratch.positions.copy_from_slice(&exits.within);
+        let groups = exits.by_byte.iter().filter(|(b, _)| c.dead_all[(b >> 6) as usize] & (1u64 << (b & 63)) == 0);
+        let nodes = groups.flat_map(|(_, g)| g.iter().copied()).chain(exits.mid_char.iter().map(|(n, _)| *n));
+        for n in nodes {
+            let node = vocab.nodes[n as usize];
+            let first = vocab.node_tokens[node.tok_start as usize];
+            let prefix = &vocab.grammar_piece(first as i32)[..node.depth as usize - 1];
+            let parent = dfa.run(state, prefix);
+            if parent != DEAD {
+                visited += walk_subtree(dfa, vocab, scratch, n as usize, parent);
+            }
+        }
+    } else if dfa.end_ok(state) && loops >= 32 {
         let exits = vocab.loop_exits(&l);
         scratch.positions.copy_from_slice(&exits.within);
         for (b, group) in &exits.by_byte {

@@ -19,6 +19,21 @@ const USEFUL: u32 = 32;
 /// Fewest ASCII bytes worth a run.
 const MIN_BYTES: u32 = 8;
 
+/// Most states a closure may hold before the search gives up.
+const CLOSURE_STATES: usize = 128;
+
+/// A closed byte set of a state (see [`Dfa::closure_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closure {
+    /// The bytes; 0x80..=0xFF all set or all clear.
+    pub bytes: [u64; 4],
+    /// ASCII bytes no state of the closure accepts (a token leaving the set by one of them
+    /// is rejected wherever it leaves).
+    pub dead_all: [u64; 4],
+    /// States in the closure (1 = the state loops on its bytes).
+    pub states: u32,
+}
+
 /// A uniform run of a state: a token of at most `len` bytes, all in `bytes`, is allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
@@ -28,6 +43,13 @@ pub struct Run {
     pub len: u32,
     /// The run's bytes lead straight back to the same state.
     pub self_loop: bool,
+}
+
+/// Runs that never end but hold fewer bytes than this may be widened by a closure.
+const CLOSURE_WORTH: u32 = 128;
+
+fn count(set: &[u64; 4]) -> u32 {
+    set.iter().map(|w| w.count_ones()).sum()
 }
 
 fn subset(a: &[u64; 4], b: &[u64; 4]) -> bool {
@@ -52,8 +74,9 @@ impl Dfa {
             return (r, true);
         }
         let Some((bytes, t)) = self.first_step(s) else {
-            self.runs[s as usize] = Some(None);
-            return (None, true);
+            let run = self.closure_of(s).map(|c| Run { bytes: c.bytes, len: FOREVER, self_loop: c.states == 1 });
+            self.runs[s as usize] = Some(run);
+            return (run, true);
         };
         let (len, exact) = if t == s {
             (FOREVER, true)
@@ -67,11 +90,138 @@ impl Dfa {
                 _ => (1, true),
             }
         };
-        let run = Run { bytes, len, self_loop: t == s };
+        let mut run = Run { bytes, len, self_loop: t == s };
+        if len == FOREVER && count(&bytes) < CLOSURE_WORTH {
+            // A closure may accept much more (a pattern searched for inside a string). Bounded
+            // runs are left alone: their closures end in a state accepting nothing more.
+            if let Some(c) = self.closure_of(s).filter(|c| count(&c.bytes) > count(&bytes)) {
+                run = Run { bytes: c.bytes, len: FOREVER, self_loop: c.states == 1 };
+            }
+        }
         if exact || len >= USEFUL {
             self.runs[s as usize] = Some(Some(run));
         }
         (Some(run), exact)
+    }
+
+    /// The closure of `s` if one was computed and found (see [`Dfa::closure_of`]).
+    pub fn known_closure(&self, s: u32) -> Option<Closure> {
+        self.closures[s as usize].flatten()
+    }
+
+    /// The closed byte set of `s`, computed on first use and cached.
+    pub fn closure_of(&mut self, s: u32) -> Option<Closure> {
+        if let Some(c) = self.closures[s as usize] {
+            return c;
+        }
+        let c = self.compute_closure(s);
+        self.closures[s as usize] = Some(c);
+        c
+    }
+
+    /// The largest byte set `B` found such that every state reachable from `s` by strings of
+    /// `B` accepts every byte of `B` and lets tokens end there (bytes from 0x80 up standing for
+    /// whole characters): then every token made of `B` is allowed from `s`, even though the
+    /// states along the way differ (a pattern searched for inside a string, `char* [a-z] char*`,
+    /// visits a new set of stacks after each letter but rejects nothing).
+    fn compute_closure(&mut self, s: u32) -> Option<Closure> {
+        if self.states[s as usize].key.partial.remain != 0 || !self.end_ok(s) {
+            return None;
+        }
+        // Start from the bytes that keep most of the state's options open: a byte leading to a
+        // narrow state (a closing quote, an escape) would end the search with nothing.
+        let live = |d: &mut Dfa, r: u32| (1u8..0x80).filter(|&b| d.step(r, b) != DEAD).count();
+        let wide = live(self, s);
+        let mut bytes = [0u64; 4];
+        for b in 1u8..0x80 {
+            let t = self.step(s, b);
+            if t != DEAD && live(self, t) * 2 >= wide {
+                bytes[(b >> 6) as usize] |= 1u64 << (b & 63);
+            }
+        }
+        let mut high = self.utf8_uniform(s).is_some();
+        for _ in 0..8 {
+            if bytes[0].count_ones() + bytes[1].count_ones() < MIN_BYTES {
+                return None;
+            }
+            let mut seen: Vec<u32> = vec![s];
+            let mut queue = vec![s];
+            let mut dead_all = [u64::MAX, u64::MAX, 0, 0];
+            let mut changed = false;
+            while let Some(r) = queue.pop() {
+                if seen.len() > CLOSURE_STATES || !self.end_ok(r) {
+                    return None;
+                }
+                let mut next = Vec::new();
+                for b in 1u8..0x80 {
+                    let t = self.step(r, b);
+                    if t != DEAD {
+                        dead_all[(b >> 6) as usize] &= !(1u64 << (b & 63));
+                    }
+                    if bytes[(b >> 6) as usize] & (1u64 << (b & 63)) == 0 {
+                        continue;
+                    }
+                    if t == DEAD {
+                        bytes[(b >> 6) as usize] &= !(1u64 << (b & 63));
+                        changed = true;
+                    } else {
+                        next.push(t);
+                    }
+                }
+                if high {
+                    match self.utf8_uniform(r) {
+                        Some(t) => next.push(t),
+                        None => {
+                            high = false;
+                            changed = true;
+                        }
+                    }
+                }
+                for t in next {
+                    if !seen.contains(&t) {
+                        seen.push(t);
+                        queue.push(t);
+                    }
+                }
+            }
+            if !changed {
+                if bytes[0].count_ones() + bytes[1].count_ones() < MIN_BYTES {
+                    return None;
+                }
+                if high {
+                    bytes[2] = u64::MAX;
+                    bytes[3] = u64::MAX;
+                }
+                dead_all[0] &= !1; // NUL never reaches the automaton as text
+                return Some(Closure { bytes, dead_all, states: seen.len() as u32 });
+            }
+        }
+        None
+    }
+
+    /// The state every character from U+0080 up leads `r` to, if they all lead to the same
+    /// one (each class holds all of them or none, some class holds them) where tokens may end.
+    pub(crate) fn utf8_uniform(&mut self, r: u32) -> Option<u32> {
+        let key = &self.states[r as usize].key;
+        if key.partial.remain != 0 {
+            return None;
+        }
+        let g = self.arena.grammar.clone();
+        for &st in key.stacks.iter() {
+            if st == EMPTY {
+                continue;
+            }
+            if let Elem::Char(c) = self.arena.top_elem(st) {
+                let cls = &g.classes[c as usize];
+                let uniform = cls.ranges.iter().all(|&(_, hi)| hi <= 0x10FFFF)
+                    && (cls.covers(0x80, 0x10FFFF) || !cls.intersects(0x80, 0x10FFFF));
+                if !uniform {
+                    return None;
+                }
+            }
+        }
+        let t = self.run(r, "\u{80}".as_bytes());
+        (t != DEAD && self.end_ok(t)).then_some(t)
     }
 
     /// The largest set of bytes that all lead from `s` to one state `t` where tokens may end,

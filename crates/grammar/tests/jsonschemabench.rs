@@ -2,20 +2,15 @@
 //! valid instance is accepted and every invalid one rejected, judged by feeding the instance's
 //! text through the grammar byte by byte (keys laid out in the order the grammar accepts).
 
+mod common;
+
 use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::Matcher;
 
 #[test]
 fn jsonschemabench_dev() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = common::dev_schema_files();
     let (mut compiled, mut refused, mut ok, mut wrong) = (0, 0, 0, 0);
     let mut wrong_list = Vec::new();
     for f in &files {

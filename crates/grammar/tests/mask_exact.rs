@@ -5,6 +5,8 @@
 //! quotes and escapes inside words, multi-byte characters, cut UTF-8 sequences and the
 //! invalid lead bytes 0xC0, 0xC1 and 0xF8..0xFF.
 
+mod common;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -131,14 +133,7 @@ fn walk_mask_equals_token_by_token_check_on_dev_schemas() {
     for id in 0..n as i32 - 1 {
         map.entry(vocab.piece(id).to_vec()).or_insert(id);
     }
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
+    let files = common::dev_schema_files();
     let (mut schemas, mut steps) = (0, 0);
     for f in &files {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();

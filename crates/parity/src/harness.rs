@@ -409,7 +409,7 @@ pub fn case_for(seed: u64, index: u64) -> Case {
         _ => 0,
     };
     if h < share {
-        if let Some(c) = knife_edge(&case, h % 2 == 0) {
+        if let Some(c) = knife_edge(&case, h & 1 == 0) {
             return c;
         }
     }

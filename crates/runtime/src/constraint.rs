@@ -36,13 +36,20 @@ pub enum ConstraintError {
 /// emits (control tokens render as nothing, so a grammar can never be satisfied by them).
 /// Build it once per model ([`Model::grammar_vocab`] caches it): it reads every token.
 pub fn build_vocab_index(tok: &dyn Tokenizer) -> VocabIndex {
+    vocab_index_with(tok, false)
+}
+
+/// The vocabulary index with control tokens rendered as their text when `render_special` is
+/// set: the vocabulary exactly as llama.cpp's grammar sampler sees it (its piece cache renders
+/// them), for comparing masks with it.
+pub fn vocab_index_with(tok: &dyn Tokenizer, render_special: bool) -> VocabIndex {
     let n = tok.n_vocab();
     let mut pieces = Vec::with_capacity(n);
     let mut eog = Vec::with_capacity(n);
     let mut buf = Vec::new();
     for id in 0..n as Token {
         buf.clear();
-        tok.append_piece(id, false, &mut buf);
+        tok.append_piece(id, render_special, &mut buf);
         pieces.push(buf.as_slice().into());
         eog.push(tok.is_eog(id));
     }

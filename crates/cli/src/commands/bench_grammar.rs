@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::{GrammarSampler, Matcher, TokenMask, VocabIndex};
+use nucleus_runtime::constraint::vocab_index_with;
 use nucleus_runtime::llama::LlamaGrammar;
 use nucleus_runtime::{locate, models_dir, LlamaCppModel, Model, ModelRef, Pip, Tokenizer};
 use nucleus_sampler::Token;
@@ -75,7 +76,8 @@ pub fn run(b: &GrammarBench) -> Result<(), String> {
 fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(String, Value)]) -> Result<Value, String> {
     let tok = model.tokenizer();
     let t0 = Instant::now();
-    let vocab = Arc::new(reference_index(tok.as_ref()));
+    // Control tokens rendered as text, as llama.cpp's grammar sees them, so masks compare bit for bit.
+    let vocab = Arc::new(vocab_index_with(tok.as_ref(), true));
     let index_ms = t0.elapsed().as_secs_f64() * 1e3;
     if let Ok(path) = std::env::var("NUCLEUS_DUMP_VOCAB") {
         // Diagnostics: every token as (eog u8, len u32 LE, bytes), for offline profiling.
@@ -242,22 +244,6 @@ fn print_table(r: &Value) {
         }
     }
     println!();
-}
-
-/// The vocabulary as llama.cpp's grammar sees it: every token's text with special tokens
-/// rendered (llama.cpp's piece cache), so the two masks can be compared bit for bit.
-fn reference_index(tok: &dyn Tokenizer) -> VocabIndex {
-    let n = tok.n_vocab();
-    let mut pieces = Vec::with_capacity(n);
-    let mut eog = Vec::with_capacity(n);
-    let mut buf = Vec::new();
-    for id in 0..n as Token {
-        buf.clear();
-        tok.append_piece(id, true, &mut buf);
-        pieces.push(buf.as_slice().into());
-        eog.push(tok.is_eog(id));
-    }
-    VocabIndex::from_pieces(pieces, eog)
 }
 
 fn describe_mismatch(at: &str, ours: &TokenMask, theirs: &TokenMask, v: &VocabIndex) -> String {

@@ -4,6 +4,19 @@
 use nucleus_grammar::Matcher;
 use serde_json::Value;
 
+/// The JSONSchemaBench dev files (`shared/data/jsonschemabench-dev/*.json`), sorted.
+pub fn dev_schema_files() -> Vec<std::path::PathBuf> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("the dev schema folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// `shared/vectors/llama-grammar.json`.
 pub fn vectors() -> Value {
     let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/llama-grammar.json");
