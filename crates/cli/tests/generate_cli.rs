@@ -126,11 +126,14 @@ fn grammar_and_json_schema_constrain_the_output() {
     assert!(v["n"].as_i64().is_some_and(|n| (1..=9).contains(&n)) && v.as_object().unwrap().len() == 1, "{out}");
 
     let bad_gbnf = file("bad.gbnf", "root ::= \"a\" |\n  \"b\" @\n");
-    let bad_schema = file("bad.json", r#"{"type": "object", "properties": {"a": {"not": {}}}}"#);
+    let bad_schema = file(
+        "bad.json",
+        r#"{"type": "object", "properties": {"a": {"if": {"type": "string"}, "then": {"minLength": 2}}}}"#,
+    );
     let not_json = file("nj.json", "{\"type\":\n  oops}");
     let cases: &[(&str, &str, &[&str])] = &[
         ("--grammar", &bad_gbnf, &["line 2, column 7"]),
-        ("--json-schema", &bad_schema, &["not at", "/properties/a"]),
+        ("--json-schema", &bad_schema, &["if at", "/properties/a"]),
         ("--json-schema", &not_json, &["not valid JSON", "line 2 column 3"]),
     ];
     for (flag, path, needles) in cases {
