@@ -91,6 +91,11 @@ impl GrammarSampler {
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).scratch.visited
     }
 
+    /// States the grammar's automaton has built so far (shared by clones; 0 without a grammar).
+    pub fn automaton_states(&self) -> usize {
+        self.matcher.as_ref().map_or(0, |m| m.lock().n_states())
+    }
+
     /// The vocabulary index.
     pub fn vocab(&self) -> &Arc<VocabIndex> {
         &self.vocab

@@ -6,6 +6,7 @@ use nucleus_grammar::json_schema::{schema_to_grammar, SchemaOptions};
 use nucleus_grammar::{builtin, BuildError, GrammarSampler, SchemaError, VocabIndex};
 use nucleus_sampler::Token;
 use serde_json::Value;
+use std::sync::Mutex;
 use thiserror::Error;
 
 use crate::model::{Model, Tokenizer};
@@ -56,8 +57,68 @@ pub fn vocab_index_with(tok: &dyn Tokenizer, render_special: bool) -> VocabIndex
     VocabIndex::from_pieces(pieces, eog)
 }
 
-/// A grammar sampler enforcing `c` over `model`'s (shared, cached) vocabulary index.
+/// Grammars compiled for earlier requests, by constraint: a request repeating a schema or
+/// grammar gets a clone of the same sampler, whose automaton and per-state masks (shared by
+/// clones) are already warm. A few dozen entries, least recently used dropped first; an
+/// automaton grown past [`GrammarCache::MAX_STATES`] is rebuilt fresh.
+#[derive(Debug, Default)]
+pub struct GrammarCache {
+    entries: Mutex<Vec<(String, GrammarSampler)>>,
+}
+
+impl GrammarCache {
+    /// Entries kept.
+    pub const ENTRIES: usize = 32;
+    /// Automaton states beyond which a cached grammar is dropped (each costs about 1 KiB).
+    pub const MAX_STATES: usize = 65_536;
+
+    fn key(c: &OutputConstraint) -> String {
+        match c {
+            OutputConstraint::Gbnf(text) => format!("gbnf:{text}"),
+            OutputConstraint::JsonSchema(schema) => format!("schema:{schema}"),
+            OutputConstraint::JsonObject => "json_object".into(),
+        }
+    }
+
+    /// A clone of the cached sampler for `c`, or one built by `build` (and kept).
+    pub fn get_or_build(
+        &self,
+        c: &OutputConstraint,
+        build: impl FnOnce() -> Result<GrammarSampler, ConstraintError>,
+    ) -> Result<GrammarSampler, ConstraintError> {
+        let key = Self::key(c);
+        {
+            let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(i) = e.iter().position(|(k, _)| *k == key) {
+                let hit = e.remove(i);
+                if hit.1.automaton_states() <= Self::MAX_STATES {
+                    let out = hit.1.clone();
+                    e.push(hit);
+                    return Ok(out);
+                }
+            }
+        }
+        let fresh = build()?;
+        let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if e.len() >= Self::ENTRIES {
+            e.remove(0);
+        }
+        e.push((key, fresh.clone()));
+        Ok(fresh)
+    }
+}
+
+/// A grammar sampler enforcing `c` over `model`'s (shared, cached) vocabulary index, from the
+/// model's cache of compiled grammars when it has one.
 pub fn grammar_sampler(model: &dyn Model, c: &OutputConstraint) -> Result<GrammarSampler, ConstraintError> {
+    match model.grammar_cache() {
+        Some(cache) => cache.get_or_build(c, || build_grammar_sampler(model, c)),
+        None => build_grammar_sampler(model, c),
+    }
+}
+
+/// Compiles `c` into a new grammar sampler over `model`'s vocabulary index.
+fn build_grammar_sampler(model: &dyn Model, c: &OutputConstraint) -> Result<GrammarSampler, ConstraintError> {
     let vocab = model.grammar_vocab();
     let grammar = match c {
         OutputConstraint::Gbnf(text) => return Ok(GrammarSampler::with_index(vocab, text, "root")?),

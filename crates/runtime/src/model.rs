@@ -103,6 +103,11 @@ pub trait Model: Send + Sync {
     fn grammar_vocab(&self) -> Arc<VocabIndex> {
         Arc::new(crate::constraint::build_vocab_index(self.tokenizer().as_ref()))
     }
+
+    /// The model's cache of compiled grammars, if it keeps one (the default keeps none).
+    fn grammar_cache(&self) -> Option<&crate::constraint::GrammarCache> {
+        None
+    }
 }
 
 /// Mutable inference state: a KV cache holding up to [`Context::n_seq_max`] sequences.

@@ -107,8 +107,24 @@ fn bad_constraints_are_errors_and_the_vocab_index_is_shared() {
     assert!(matches!(e, ConstraintError::Grammar(_)) && e.to_string().contains("line 3, column 1"), "{e}");
     let e = grammar_sampler(model, &OutputConstraint::Gbnf("root ::= undefined-rule\n".into())).unwrap_err();
     assert!(e.to_string().contains("undefined-rule"), "{e}");
-    let schema = json!({"type": "object", "properties": {"a": {"type": "string", "not": {"const": "x"}}}});
+    let schema = json!({"type": "object", "properties": {"a": {"if": {"type": "string"}, "then": {"minLength": 2}}}});
     let e = grammar_sampler(model, &OutputConstraint::JsonSchema(schema)).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("not") && msg.contains("/properties/a"), "{msg}");
+    assert!(msg.contains("if at") && msg.contains("/properties/a"), "{msg}");
+}
+
+#[test]
+fn a_repeated_constraint_reuses_the_warm_automaton() {
+    let model = smollm2();
+    let c = OutputConstraint::JsonSchema(json!({"type": "object", "properties": {"cache-test": {"type": "integer"}}}));
+    let first = grammar_sampler(model, &c).unwrap();
+    let _ = first.mask();
+    let built = first.automaton_states();
+    assert!(built > 1);
+    let again = grammar_sampler(model, &c).unwrap();
+    assert_eq!(again.automaton_states(), built, "the second request starts from the built automaton");
+    assert!(again.can_end() == first.can_end() && !again.is_complete(), "but from the start of the grammar");
+    let other =
+        OutputConstraint::JsonSchema(json!({"type": "object", "properties": {"cache-test-2": {"type": "integer"}}}));
+    assert!(grammar_sampler(model, &other).unwrap().automaton_states() < built);
 }

@@ -25,6 +25,8 @@ pub struct LlamaCppModel {
     path: PathBuf,
     /// Built on the first constrained request, then shared by all.
     grammar_vocab: OnceLock<Arc<VocabIndex>>,
+    /// Grammars compiled for earlier requests (warm automata for repeated schemas).
+    grammar_cache: crate::constraint::GrammarCache,
 }
 
 impl std::fmt::Debug for LlamaCppModel {
@@ -54,6 +56,7 @@ impl LlamaCppModel {
             chat_template,
             path: path.to_path_buf(),
             grammar_vocab: OnceLock::new(),
+            grammar_cache: Default::default(),
         })
     }
 
@@ -107,6 +110,10 @@ impl Model for LlamaCppModel {
         self.grammar_vocab
             .get_or_init(|| Arc::new(crate::constraint::build_vocab_index(self.tokenizer.as_ref())))
             .clone()
+    }
+
+    fn grammar_cache(&self) -> Option<&crate::constraint::GrammarCache> {
+        Some(&self.grammar_cache)
     }
 }
 
