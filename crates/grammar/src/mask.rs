@@ -3,8 +3,9 @@
 //! token items and end-of-generation are added by id.
 
 use crate::dfa::{Dfa, DEAD};
-use crate::uniform_run::Run;
+use crate::uniform_run::{Run, FOREVER};
 use crate::vocab_index::VocabIndex;
+use crate::vocab_index::SPECIAL;
 
 /// A set of token ids as a bit vector.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -243,6 +244,15 @@ fn walk_subtree(dfa: &mut Dfa, vocab: &VocabIndex, scratch: &mut WalkScratch, to
         let d = node.depth as usize;
         let ps = states[d - 1];
         let run = &runs[d - 1];
+        if run.len == FOREVER && (0..4).all(|k| !run.bytes[k] & !SPECIAL[k] == 0) {
+            // The state accepts plain text forever: skip to the next sibling holding anything else.
+            let j = vocab.plain_next[i] as usize;
+            if j != i {
+                set_range(mask, node.tok_start as usize, vocab.plain_tok_end[i] as usize);
+                i = j;
+                continue;
+            }
+        }
         if run.len >= node.height {
             let sub = &sets[node.bytes as usize];
             let l = &run.bytes;

@@ -53,6 +53,13 @@ pub struct VocabIndex {
     /// Per node: its byte starts a character and every token of the subtree is well-formed
     /// UTF-8 from there on (a cut final character allowed), as the grammar automaton decodes.
     pub utf8_ok: Vec<bool>,
+    /// Per node: the first sibling at or after it (same parent) whose subtree holds a
+    /// [`SPECIAL`] byte or malformed UTF-8, or the parent's subtree end. The siblings before it
+    /// are plain text: inside any state that accepts every plain byte forever they are all
+    /// allowed, as one token range ending at [`VocabIndex::plain_tok_end`].
+    pub plain_next: Vec<u32>,
+    /// Per node: where the token range of the plain siblings from it up to `plain_next` ends.
+    pub plain_tok_end: Vec<u32>,
     max_depth: usize,
     by_text: HashMap<Box<[u8]>, u32>,
     /// Cache of [`LoopExits`] by byte set, shared by every grammar using this vocabulary
@@ -178,6 +185,7 @@ impl VocabIndex {
         for &t in &node_tokens {
             text_words[(t >> 6) as usize] |= 1u64 << (t & 63);
         }
+        let (plain_next, plain_tok_end) = plain_sibling_runs(&nodes, &byte_sets, &utf8_ok);
         let mut by_text = HashMap::new();
         for (i, p) in pieces.iter().enumerate() {
             if p.first() == Some(&b'<') && p.last() == Some(&b'>') {
@@ -195,6 +203,8 @@ impl VocabIndex {
             byte_sets,
             text_words,
             utf8_ok,
+            plain_next,
+            plain_tok_end,
             max_depth,
             by_text,
             exits: Arc::new(Mutex::new(Vec::new())),
@@ -245,6 +255,40 @@ impl VocabIndex {
     pub fn has_text(&self, token: Token) -> bool {
         !self.is_eog(token) && !self.grammar_piece(token).is_empty()
     }
+}
+
+/// Bytes that end ordinary text in JSON strings and keys: controls, `"`, `\` and DEL. Every
+/// other byte (UTF-8 included) is "plain".
+pub const SPECIAL: [u64; 4] = [0x0000_0004_FFFF_FFFF, 0x8000_0000_1000_0000, 0, 0];
+
+/// `plain_next` and `plain_tok_end` of every node (see [`VocabIndex::plain_next`]).
+fn plain_sibling_runs(nodes: &[TrieNode], sets: &[[u64; 4]], utf8_ok: &[bool]) -> (Vec<u32>, Vec<u32>) {
+    let n = nodes.len();
+    let mut next = vec![n as u32; n];
+    let mut tok_end = vec![0u32; n];
+    let plain = |i: usize| {
+        let s = &sets[nodes[i].bytes as usize];
+        (0..4).all(|k| s[k] & SPECIAL[k] == 0) && ((s[2] | s[3]) == 0 || utf8_ok[i])
+    };
+    let mut children = Vec::new();
+    for p in 0..n {
+        children.clear();
+        let mut c = p + 1;
+        while c < nodes[p].subtree_end as usize {
+            children.push(c);
+            c = nodes[c].subtree_end as usize;
+        }
+        let (mut nx, mut end) = (nodes[p].subtree_end, nodes[p].subtree_tok_end);
+        for &c in children.iter().rev() {
+            if !plain(c) {
+                nx = c as u32;
+                end = nodes[c].tok_start;
+            }
+            next[c] = nx;
+            tok_end[c] = end;
+        }
+    }
+    (next, tok_end)
 }
 
 /// Whether `text[from..]` starts a character and is well-formed UTF-8 whose characters are
