@@ -1,26 +1,10 @@
 //! `nucleus sample` follows its command-line contract: input formats, flags, output, errors.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
+use common::{nucleus, write};
 
 use serde_json::Value;
-
-fn nucleus(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nucleus")).args(args).output().expect("run nucleus");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn write(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nucleus-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
-}
 
 fn small_logits() -> Vec<f32> {
     [0.1f32, 0.2, 0.3, 0.4].iter().map(|p| p.ln()).collect()

@@ -27,22 +27,8 @@ impl CharClass {
         if !self.negated {
             return self.ranges.iter().any(|&(a, b)| a <= hi && lo <= b);
         }
-        // Negated: is lo..=hi entirely covered by the excluded ranges?
-        let mut rs: Vec<(u32, u32)> = self.ranges.clone();
-        rs.sort_unstable();
-        let mut next = lo;
-        for (a, b) in rs {
-            if a > next {
-                break;
-            }
-            if b >= next {
-                if b >= hi {
-                    return false;
-                }
-                next = b + 1;
-            }
-        }
-        next <= hi
+        // Negated: some code point is in the class unless the excluded ranges cover lo..=hi.
+        !ranges_cover(&self.ranges, lo, hi)
     }
 
     /// Whether every code point in `lo..=hi` is in the class.
@@ -50,21 +36,7 @@ impl CharClass {
         if self.negated {
             return !self.ranges.iter().any(|&(a, b)| a <= hi && lo <= b);
         }
-        let mut rs = self.ranges.clone();
-        rs.sort_unstable();
-        let mut next = lo;
-        for (a, b) in rs {
-            if a > next {
-                break;
-            }
-            if b >= next {
-                if b >= hi {
-                    return true;
-                }
-                next = b + 1;
-            }
-        }
-        false
+        ranges_cover(&self.ranges, lo, hi)
     }
 
     /// llama.cpp's end-of-token check for a partial UTF-8 sequence: a negated class only
@@ -75,6 +47,25 @@ impl CharClass {
         }
         !self.ranges.iter().any(|&(a, b)| a <= hi && lo <= b)
     }
+}
+
+/// Whether the union of `ranges` (inclusive, in any order) holds every code point of `lo..=hi`.
+fn ranges_cover(ranges: &[(u32, u32)], lo: u32, hi: u32) -> bool {
+    let mut rs = ranges.to_vec();
+    rs.sort_unstable();
+    let mut next = lo;
+    for (a, b) in rs {
+        if a > next {
+            break;
+        }
+        if b >= next {
+            if b >= hi {
+                return true;
+            }
+            next = b + 1;
+        }
+    }
+    false
 }
 
 /// One element of the flat rule array.

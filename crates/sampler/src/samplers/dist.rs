@@ -19,6 +19,22 @@ impl Dist {
     }
 }
 
+/// Writes each candidate's unnormalised weight `exp(logit - max)` into `p` (the maximum is the
+/// first logit when the view is sorted) and returns their `f64` sum, as llama.cpp's dist does.
+fn exp_weights(data: &mut [crate::candidates::TokenData], sorted: bool) -> f64 {
+    let m = if sorted {
+        data[0].logit
+    } else {
+        data.iter().fold(data[0].logit, |m, d| if d.logit > m { d.logit } else { m })
+    };
+    let mut total = 0.0f64;
+    for d in data.iter_mut() {
+        d.p = (d.logit - m).exp();
+        total += d.p as f64;
+    }
+    total
+}
+
 /// Samples an index from `c` as llama.cpp's dist does, writing normalised `p` values.
 /// Consumes two engine outputs whenever the view is non-empty.
 pub(crate) fn dist_select(c: &mut Candidates, rng: &mut LlamaRng) -> Option<usize> {
@@ -32,16 +48,7 @@ pub(crate) fn dist_select(c: &mut Candidates, rng: &mut LlamaRng) -> Option<usiz
         data[0].p = 1.0;
         return Some(0);
     }
-    let m = if sorted {
-        data[0].logit
-    } else {
-        data.iter().fold(data[0].logit, |m, d| if d.logit > m { d.logit } else { m })
-    };
-    let mut total = 0.0f64;
-    for d in data.iter_mut() {
-        d.p = (d.logit - m).exp();
-        total += d.p as f64;
-    }
+    let total = exp_weights(data, sorted);
     let u = rng.uniform_f64();
     let target = total * u;
     let mut run = 0.0f64;
@@ -66,16 +73,7 @@ pub(crate) fn dist_normalize(c: &mut Candidates, selected: usize) {
     if data.len() == 1 {
         data[0].p = 1.0;
     } else if !data.is_empty() {
-        let m = if sorted {
-            data[0].logit
-        } else {
-            data.iter().fold(data[0].logit, |m, d| if d.logit > m { d.logit } else { m })
-        };
-        let mut total = 0.0f64;
-        for d in data.iter_mut() {
-            d.p = (d.logit - m).exp();
-            total += d.p as f64;
-        }
+        let total = exp_weights(data, sorted);
         for d in data.iter_mut() {
             d.p = (d.p as f64 / total) as f32;
         }
