@@ -23,7 +23,7 @@ fn dist_stream_matches_llama_for_all_input_formats() {
     let obj = write("o.json", format!("{{\"logits\": {}}}", serde_json::to_string(&l).unwrap()).as_bytes());
     let raw: Vec<u8> = l.iter().flat_map(|x| x.to_le_bytes()).collect();
     let f32f = write("r.f32", &raw);
-    // llama.cpp's dist stream for seed 0 on these logits (shared/vectors).
+    // llama.cpp's dist stream for seed 0 on these logits (testdata/vectors/llama-test-sampling.json).
     let want = [2, 3, 3, 3, 3, 2, 1, 0, 1, 2, 3, 2, 2, 3, 2, 3];
     for p in [&arr, &obj, &f32f] {
         let mut args = vec!["sample", "--logits", p.to_str().unwrap(), "--seed", "0", "--draws", "16"];

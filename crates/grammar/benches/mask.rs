@@ -158,7 +158,7 @@ fn pct(v: &mut [Duration], p: f64) -> f64 {
 
 /// Percentiles across the dev schemas: the first valid instance of each compiled schema.
 fn dev_schema_report(vocab: &Arc<VocabIndex>, label: &str) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/jsonschemabench-dev");
     let Ok(rd) = std::fs::read_dir(dir) else { return };
     let mut files: Vec<_> =
         rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();

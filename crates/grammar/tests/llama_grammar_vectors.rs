@@ -1,5 +1,5 @@
 //! Every parser, integration and build-failure case of llama.cpp's grammar tests
-//! (`shared/vectors/llama-grammar.json`).
+//! (`testdata/vectors/llama-grammar.json`).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Every case of `shared/vectors/llama-test-sampling.json` (llama.cpp's own sampler tests,
+//! Every case of `testdata/vectors/llama-test-sampling.json` (llama.cpp's own sampler tests,
 //! the sampler-queue cases, RNG reference values, dist streams, multi-step chains, tie
 //! orders), run against nucleus-sampler.
 

@@ -33,8 +33,9 @@ pub struct BenchArgs {
     /// Models whose vocabularies the grammar benchmark uses (catalog names or .gguf paths)
     #[arg(long, value_delimiter = ',', default_values_t = ["smollm2", "gemma3"].map(String::from).to_vec())]
     pub models: Vec<String>,
-    /// Folder of JSONSchemaBench-style files for the grammar benchmark
-    #[arg(long, default_value = "../shared/data/jsonschemabench-dev")]
+    /// Folder of JSONSchemaBench-style files for the grammar benchmark (default: the repository's
+    /// `testdata/jsonschemabench-dev`, found from where this binary was built)
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/jsonschemabench-dev"))]
     pub schemas: std::path::PathBuf,
     /// Measured mask steps per schema in the grammar benchmark
     #[arg(long, default_value_t = 48)]

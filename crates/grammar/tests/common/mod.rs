@@ -4,9 +4,9 @@
 use nucleus_grammar::Matcher;
 use serde_json::Value;
 
-/// The JSONSchemaBench dev files (`shared/data/jsonschemabench-dev/*.json`), sorted.
+/// The JSONSchemaBench dev files (`testdata/jsonschemabench-dev/*.json`), sorted.
 pub fn dev_schema_files() -> Vec<std::path::PathBuf> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/jsonschemabench-dev");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/jsonschemabench-dev");
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .expect("the dev schema folder")
         .filter_map(|e| e.ok())
@@ -17,9 +17,9 @@ pub fn dev_schema_files() -> Vec<std::path::PathBuf> {
     files
 }
 
-/// `shared/vectors/llama-grammar.json`.
+/// `testdata/vectors/llama-grammar.json`.
 pub fn vectors() -> Value {
-    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/llama-grammar.json");
+    let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/vectors/llama-grammar.json");
     serde_json::from_str(&std::fs::read_to_string(p).expect("vector file")).unwrap()
 }
 

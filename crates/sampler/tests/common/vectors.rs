@@ -1,4 +1,4 @@
-//! Reading `shared/vectors/llama-test-sampling.json`: the file, JSON accessors, samplers built
+//! Reading `testdata/vectors/llama-test-sampling.json`: the file, JSON accessors, samplers built
 //! from their JSON description, the generated inputs, recorded multi-step chains and the
 //! tie-order comparison.
 
@@ -10,7 +10,7 @@ use nucleus_sampler::samplers::{
 use nucleus_sampler::{Candidates, Sampler, Token, TokenData};
 use serde_json::Value;
 
-pub const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/vectors/llama-test-sampling.json");
+pub const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/vectors/llama-test-sampling.json");
 
 /// The parsed vectors file.
 pub fn load() -> Value {
