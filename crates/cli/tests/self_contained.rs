@@ -52,7 +52,11 @@ fn no_file_reads_a_folder_outside_the_repository() {
             }
         }
     }
-    assert!(hits.is_empty(), "files refer to data outside the repository (move it into testdata/):\n{}", hits.join("\n"));
+    assert!(
+        hits.is_empty(),
+        "files refer to data outside the repository (move it into testdata/):\n{}",
+        hits.join("\n")
+    );
 }
 
 #[test]
