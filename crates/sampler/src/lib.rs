@@ -19,6 +19,7 @@
 //! * [`TokenSampler`] is the per-sequence loop object: logits in, token out, no allocation.
 //! * [`probs`] reports log-probabilities, top alternatives, entropy and perplexity.
 //! * Implement [`Sampler`] to add your own step anywhere in a chain.
+//! * [`SimdLevel`] reports, and can lower, the SIMD backend of the whole-vocabulary kernels.
 
 pub mod batch;
 pub mod candidates;
@@ -53,4 +54,5 @@ pub use rng::{LlamaRng, DEFAULT_SEED};
 pub use sampler::{FastPath, Sampler};
 pub use sampler_type::SamplerType;
 pub use session::TokenSampler;
+pub use simd::Level as SimdLevel;
 pub use vocab::Vocab;

@@ -5,9 +5,11 @@
 //! whose logit beats the heap's worst. An element that does not beat it leaves no trace, so
 //! whole blocks of the row can be skipped with one vector compare against the current worst;
 //! only the rare elements that beat it are replayed one by one, in order. The result (set *and*
-//! tie order) is exactly llama.cpp's. The same pass checks the row for NaN and `+inf`.
+//! tie order) is exactly llama.cpp's. The same pass checks the row for NaN and `+inf`. The
+//! block scan runs on the active SIMD level ([`Level::active`]), like every other kernel.
 
 use crate::candidates::TokenData;
+use crate::simd::Level;
 use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
 
 /// Why the scan stopped: the row holds a NaN or `+inf` at this index.
@@ -18,6 +20,21 @@ pub(crate) struct BadLogit(pub usize);
 /// (sorted by id, unique) take their patched logit instead of the row's. Requires
 /// `0 < k < logits.len()`. Returns the sorted best `k` in `heap`.
 pub(crate) fn raw_top_k(
+    logits: &[f32],
+    k: usize,
+    patches: &[TokenData],
+    heap: &mut Vec<TokenData>,
+) -> Result<(), BadLogit> {
+    // SAFETY: the active level never exceeds what this CPU supports.
+    unsafe { raw_top_k_on(Level::active(), logits, k, patches, heap) }
+}
+
+/// [`raw_top_k`] with its block scans on `level`.
+///
+/// # Safety
+/// This CPU supports `level`.
+unsafe fn raw_top_k_on(
+    level: Level,
     logits: &[f32],
     k: usize,
     patches: &[TokenData],
@@ -44,7 +61,8 @@ pub(crate) fn raw_top_k(
         let next_patch = patches.get(pi).map_or(n, |p| p.id as usize);
         let end = next_patch.min(n);
         if i < end {
-            scan(logits, i, end, heap)?;
+            // SAFETY: the caller guarantees `level`.
+            unsafe { scan(level, logits, i, end, heap)? };
         }
         if end < n {
             if is_bad(logits[end]) {
@@ -71,19 +89,23 @@ fn is_bad(x: f32) -> bool {
 ///
 /// The vector loops flag a block with one compare per lane: `!(x <= worst)` is true exactly
 /// when `x` beats the heap's worst *or* is NaN (`+inf` beats any finite worst). Flagged blocks
-/// are replayed element by element, which also names a NaN or `+inf`.
-fn scan(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+/// are replayed element by element, which also names a NaN or `+inf`. Runs on `level`.
+///
+/// # Safety
+/// This CPU supports `level`.
+unsafe fn scan(level: Level, logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+    #[cfg(test)]
+    tests::SCANNED_ON.with(|c| c.set(Some(level)));
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: AVX-512F is available (checked just above).
-            return unsafe { scan_avx512(logits, start, end, heap) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is available (checked just above).
-            return unsafe { scan_avx2(logits, start, end, heap) };
-        }
+    match level {
+        // SAFETY: the caller guarantees AVX-512F.
+        Level::Avx512 => return unsafe { scan_avx512(logits, start, end, heap) },
+        // SAFETY: the caller guarantees AVX2.
+        Level::Avx2 => return unsafe { scan_avx2(logits, start, end, heap) },
+        Level::Scalar => {}
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = level;
     scan_scalar(logits, start, end, heap)
 }
 
@@ -225,23 +247,68 @@ mod tests {
                     TokenData { id: (n - 1) as i32, logit: 9.0, p: 0.0 },
                 ];
                 for p in [&patches[..], &[]] {
+                    let want = reference(&l, k, p);
                     let mut heap = Vec::new();
                     raw_top_k(&l, k, p, &mut heap).unwrap();
-                    assert_eq!(heap, reference(&l, k, p), "seed {seed} n {n} k {k}");
+                    assert_eq!(heap, want, "seed {seed} n {n} k {k}");
+                    for level in supported_levels() {
+                        let mut heap = Vec::new();
+                        // SAFETY: the level is supported.
+                        unsafe { raw_top_k_on(level, &l, k, p, &mut heap) }.unwrap();
+                        assert_eq!(heap, want, "{level:?} seed {seed} n {n} k {k}");
+                    }
                 }
             }
         }
     }
 
+    /// Every level this CPU runs (scalar always; on an AVX-512 machine all three).
+    fn supported_levels() -> Vec<Level> {
+        let v: Vec<Level> =
+            [Level::Avx512, Level::Avx2, Level::Scalar].into_iter().filter(|l| l.is_supported()).collect();
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            assert!(v.contains(&Level::Avx2), "{v:?}");
+        }
+        v
+    }
+
     #[test]
     fn reports_nan_and_inf() {
         let mut l = lcg(5, 4000, 50);
-        l[3000] = f32::NAN;
-        assert_eq!(raw_top_k(&l, 10, &[], &mut Vec::new()), Err(BadLogit(3000)));
-        l[3000] = 0.0;
-        l[17] = f32::INFINITY;
-        assert_eq!(raw_top_k(&l, 10, &[], &mut Vec::new()), Err(BadLogit(17)));
-        l[17] = f32::NEG_INFINITY;
-        assert!(raw_top_k(&l, 10, &[], &mut Vec::new()).is_ok());
+        for level in supported_levels() {
+            // SAFETY: the level is supported.
+            let top = |l: &[f32]| unsafe { raw_top_k_on(level, l, 10, &[], &mut Vec::new()) };
+            l[3000] = f32::NAN;
+            assert_eq!(top(&l), Err(BadLogit(3000)), "{level:?}");
+            l[3000] = 0.0;
+            l[17] = f32::INFINITY;
+            assert_eq!(top(&l), Err(BadLogit(17)), "{level:?}");
+            l[17] = f32::NEG_INFINITY;
+            assert!(top(&l).is_ok(), "{level:?}");
+            // Past the first k and inside a vector block.
+            l[2100] = f32::INFINITY;
+            assert_eq!(top(&l), Err(BadLogit(2100)), "{level:?}");
+            l[2100] = 0.0;
+        }
+    }
+
+    thread_local! {
+        /// The level this thread's last block scan was dispatched on (test builds only).
+        pub(super) static SCANNED_ON: std::cell::Cell<Option<Level>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// `raw_top_k` scans on the forced level (not on the CPU's best one) and still finds a
+    /// NaN deep in the row at every level.
+    #[test]
+    fn follows_the_forced_level() {
+        let mut l = lcg(6, 5000, 30);
+        l[4321] = f32::NAN;
+        for level in supported_levels() {
+            SCANNED_ON.with(|c| c.set(None));
+            let got = crate::simd::with_level(level, || raw_top_k(&l, 7, &[], &mut Vec::new()));
+            assert_eq!(got, Some(Err(BadLogit(4321))), "{level:?}");
+            assert_eq!(SCANNED_ON.with(|c| c.get()), Some(level));
+        }
     }
 }

@@ -4,59 +4,99 @@
 //! Every operation maps to one IEEE operation per lane (FMA is a single fused rounding on every
 //! backend: `f32::mul_add` in scalar code), so the three backends give bit-identical results.
 //! Kernels are generic `#[inline(always)]` functions instantiated inside `#[target_feature]`
-//! wrappers; [`Level::detect`] picks the backend once at run time.
+//! wrappers; each call runs on [`Level::active`], the best backend of this CPU unless a lesser
+//! one was forced.
 
 #![allow(clippy::missing_safety_doc)]
 
-/// Which backend the CPU supports (checked once, cached).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Level {
-    /// 16 lanes.
+/// A SIMD backend for the whole-vocabulary kernels.
+///
+/// Every backend gives bit-identical results (the tests and the differential oracle run each
+/// one), so the level changes speed, never a token. The active level is process-wide: the
+/// best one this CPU supports, lowered by `NUCLEUS_SIMD=avx2` or `NUCLEUS_SIMD=scalar` in the
+/// environment at first use, or set at any time with [`SimdLevel::force`] (to test or measure
+/// the fallbacks within one process).
+///
+/// [`SimdLevel::force`]: Level::force
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// AVX-512F, 16 lanes.
     Avx512,
-    /// 8 lanes.
+    /// AVX2 + FMA, 8 lanes.
     Avx2,
-    /// 1 lane.
+    /// Portable code, 1 lane.
     Scalar,
 }
 
+/// The active level's code (see [`Level::code`]); 0 until first use.
+static ACTIVE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+/// The CPU's best level's code; 0 until first use.
+static SUPPORTED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
 impl Level {
-    /// The best backend on this CPU (cached after the first call). `NUCLEUS_SIMD=avx2` or
-    /// `NUCLEUS_SIMD=scalar` in the environment forces a lesser one (to test the fallbacks).
+    /// The level the kernels run on now (one relaxed atomic load once set). It never exceeds
+    /// [`Level::supported`], which is what makes the dispatch sound.
     #[inline]
-    pub(crate) fn detect() -> Level {
-        use std::sync::atomic::{AtomicU8, Ordering};
-        static CACHE: AtomicU8 = AtomicU8::new(0);
-        match CACHE.load(Ordering::Relaxed) {
-            1 => return Level::Avx512,
-            2 => return Level::Avx2,
-            3 => return Level::Scalar,
-            _ => {}
+    pub fn active() -> Level {
+        match Level::from_code(ACTIVE.load(std::sync::atomic::Ordering::Relaxed)) {
+            Some(l) => l,
+            None => Self::init_active(),
+        }
+    }
+
+    /// The best level this CPU supports (probed once, cached; ignores `NUCLEUS_SIMD`).
+    pub fn supported() -> Level {
+        use std::sync::atomic::Ordering;
+        if let Some(l) = Level::from_code(SUPPORTED.load(Ordering::Relaxed)) {
+            return l;
         }
         let l = Self::probe();
-        CACHE.store(
-            match l {
-                Level::Avx512 => 1,
-                Level::Avx2 => 2,
-                Level::Scalar => 3,
-            },
-            Ordering::Relaxed,
-        );
+        SUPPORTED.store(l.code(), Ordering::Relaxed);
         l
+    }
+
+    /// Whether this CPU can run this level.
+    pub fn is_supported(self) -> bool {
+        self.rank() <= Level::supported().rank()
+    }
+
+    /// Makes this the active level for every thread of the process, from the next kernel call
+    /// on. Returns the level that was active before, or `Err` with the best supported level
+    /// (and changes nothing) when this CPU cannot run this one.
+    pub fn force(self) -> Result<Level, Level> {
+        if !self.is_supported() {
+            return Err(Level::supported());
+        }
+        let before = Level::active();
+        ACTIVE.store(self.code(), std::sync::atomic::Ordering::Relaxed);
+        Ok(before)
+    }
+
+    /// First use: the supported level, lowered by `NUCLEUS_SIMD` (unknown values are ignored).
+    #[cold]
+    fn init_active() -> Level {
+        use std::sync::atomic::Ordering;
+        let best = Level::supported();
+        let asked = match std::env::var_os("NUCLEUS_SIMD") {
+            Some(v) if v == "scalar" => Level::Scalar,
+            Some(v) if v == "avx2" => Level::Avx2,
+            _ => best,
+        };
+        let l = if asked.rank() < best.rank() { asked } else { best };
+        // A concurrent `force` wins over the default.
+        match ACTIVE.compare_exchange(0, l.code(), Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => l,
+            Err(c) => Level::from_code(c).unwrap_or(l),
+        }
     }
 
     fn probe() -> Level {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::env::var_os("NUCLEUS_SIMD").is_some_and(|v| v == "scalar") {
-                return Level::Scalar;
-            }
             let avx2 = std::arch::is_x86_feature_detected!("avx2")
                 && std::arch::is_x86_feature_detected!("fma")
                 && std::arch::is_x86_feature_detected!("popcnt");
             if avx2 && std::arch::is_x86_feature_detected!("avx512f") {
-                if std::env::var_os("NUCLEUS_SIMD").is_some_and(|v| v == "avx2") {
-                    return Level::Avx2;
-                }
                 return Level::Avx512;
             }
             if avx2 {
@@ -65,6 +105,46 @@ impl Level {
         }
         Level::Scalar
     }
+
+    /// 0 for scalar, up to 2 for AVX-512: a level can run where the supported rank is as high.
+    fn rank(self) -> u8 {
+        match self {
+            Level::Scalar => 0,
+            Level::Avx2 => 1,
+            Level::Avx512 => 2,
+        }
+    }
+
+    fn code(self) -> u8 {
+        self.rank() + 1
+    }
+
+    #[inline]
+    fn from_code(c: u8) -> Option<Level> {
+        match c {
+            1 => Some(Level::Scalar),
+            2 => Some(Level::Avx2),
+            3 => Some(Level::Avx512),
+            _ => None,
+        }
+    }
+}
+
+/// Serialises the tests that change the process-wide level, and runs `f` with `level`
+/// active (restoring the previous one after). `None` when this CPU cannot run `level`.
+#[cfg(test)]
+pub(crate) fn with_level<R>(level: Level, f: impl FnOnce() -> R) -> Option<R> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let before = level.force().ok()?;
+    struct Restore(Level);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = self.0.force();
+        }
+    }
+    let _restore = Restore(before);
+    Some(f())
 }
 
 /// Lane-wise `f32` operations (and the few integer ones the kernels need).
@@ -395,10 +475,10 @@ mod x86 {
     use super::Simd;
     use std::arch::x86_64::*;
 
-    /// AVX-512F, 16 lanes (call only where [`super::Level::Avx512`] was detected).
+    /// AVX-512F, 16 lanes (call only where this CPU supports [`super::Level::Avx512`]).
     pub(crate) struct Avx512;
 
-    /// AVX2 + FMA, 8 lanes (call only where [`super::Level::Avx2`] or better was detected).
+    /// AVX2 + FMA, 8 lanes (call only where this CPU supports [`super::Level::Avx2`]).
     pub(crate) struct Avx2;
 
     impl Simd for Avx512 {
@@ -753,8 +833,8 @@ macro_rules! simd_dispatch {
                     // SAFETY: AVX2 and FMA are available (checked by the caller).
                     unsafe { $generic::<$crate::simd::Avx2>($($arg),*) }
                 }
-                match $crate::simd::Level::detect() {
-                    // SAFETY: the level was detected on this CPU.
+                match $crate::simd::Level::active() {
+                    // SAFETY: the active level never exceeds what this CPU supports.
                     $crate::simd::Level::Avx512 => return unsafe { avx512($($arg),*) },
                     // SAFETY: as above.
                     $crate::simd::Level::Avx2 => return unsafe { avx2($($arg),*) },
@@ -767,3 +847,38 @@ macro_rules! simd_dispatch {
     };
 }
 pub(crate) use simd_dispatch;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lane count of the backend a dispatched call runs on.
+    unsafe fn lanes_k<S: Simd>() -> usize {
+        S::N
+    }
+    simd_dispatch!(fn lanes() -> usize = lanes_k);
+
+    /// Every kernel built with `simd_dispatch!` runs on the forced level, for every level this
+    /// CPU supports; a level it does not support is refused.
+    #[test]
+    fn dispatch_follows_the_forced_level() {
+        let mut ran = Vec::new();
+        for (level, n) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Scalar, 1)] {
+            match with_level(level, || (Level::active(), lanes())) {
+                Some(got) => {
+                    assert_eq!(got, (level, n), "forced {level:?}");
+                    ran.push(level);
+                }
+                None => {
+                    assert!(!level.is_supported());
+                    assert_eq!(level.force(), Err(Level::supported()));
+                }
+            }
+        }
+        assert!(ran.contains(&Level::Scalar) && ran.contains(&Level::supported()), "{ran:?}");
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            assert!(ran.contains(&Level::Avx2), "AVX2 is on this CPU but was not run: {ran:?}");
+        }
+    }
+}

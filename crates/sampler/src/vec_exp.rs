@@ -127,14 +127,15 @@ fn expf_replica_scalar(x: f32) -> f32 {
 }
 
 /// Exact `expf` (what llama.cpp computes) for every element of `xs`, written to `out`.
-/// Uses the AVX-512 replica of glibc's `expf` when it was verified against this process's
-/// `expf` at first use, otherwise calls `f32::exp` element by element.
+/// Uses the AVX-512 replica of glibc's `expf` when AVX-512 is the active level and the replica
+/// was verified against this process's `expf` at first use, otherwise calls `f32::exp`
+/// element by element.
 pub(crate) fn expf_exact_slice(xs: &[f32], out: &mut [f32]) {
     debug_assert_eq!(xs.len(), out.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if replica_ok() {
-            // SAFETY: replica_ok() implies AVX-512F is available.
+        if use_replica() {
+            // SAFETY: use_replica() implies AVX-512F is available.
             unsafe { expf_replica_avx512(xs, out) };
             return;
         }
@@ -142,6 +143,13 @@ pub(crate) fn expf_exact_slice(xs: &[f32], out: &mut [f32]) {
     for (o, &x) in out.iter_mut().zip(xs) {
         *o = x.exp();
     }
+}
+
+/// Whether [`expf_exact_slice`] takes the vector replica: AVX-512 is the active level (a forced
+/// lesser level turns it off) and [`replica_ok`].
+#[inline]
+fn use_replica() -> bool {
+    crate::simd::Level::active() == crate::simd::Level::Avx512 && replica_ok()
 }
 
 /// Whether the vector replica may stand in for `f32::exp`: AVX-512F and FMA are present (so
@@ -152,8 +160,7 @@ pub(crate) fn replica_ok() -> bool {
     *OK.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            if crate::simd::Level::detect() != crate::simd::Level::Avx512 || !std::arch::is_x86_feature_detected!("fma")
-            {
+            if !crate::simd::Level::Avx512.is_supported() || !std::arch::is_x86_feature_detected!("fma") {
                 return false;
             }
             // Every 4099th float in [-104, 0] plus values near rounding-sensitive points.
@@ -241,28 +248,42 @@ mod tests {
     use super::*;
     use crate::simd::{Level, Scalar};
 
-    /// Runs `f` (a generic kernel) on `xs` with the given backend.
-    fn run(level: Level, xs: &[f32], out: &mut [f32], which: u8) {
+    /// Runs kernel `which` (0: [`exp_near`], 1: [`exp_bound`]) on `xs` with the given backend,
+    /// writing every element of `out`. `false` (and `out` untouched) when this CPU cannot run
+    /// `level`.
+    #[must_use]
+    fn run(level: Level, xs: &[f32], out: &mut [f32], which: u8) -> bool {
+        if !level.is_supported() {
+            return false;
+        }
         #[cfg(target_arch = "x86_64")]
         {
             use crate::simd::{Avx2, Avx512};
             #[target_feature(enable = "avx512f")]
             unsafe fn a512(xs: &[f32], out: &mut [f32], which: u8) {
+                // SAFETY: the caller checked AVX-512F.
                 unsafe { apply::<Avx512>(xs, out, which) }
             }
             #[target_feature(enable = "avx2,fma")]
             unsafe fn a2(xs: &[f32], out: &mut [f32], which: u8) {
+                // SAFETY: the caller checked AVX2 and FMA.
                 unsafe { apply::<Avx2>(xs, out, which) }
             }
-            let best = Level::detect();
             match level {
-                Level::Avx512 if best == Level::Avx512 => return unsafe { a512(xs, out, which) },
-                Level::Avx2 if best != Level::Scalar => return unsafe { a2(xs, out, which) },
-                Level::Scalar => {}
-                _ => return, // not available here: leave `out` as is
+                // SAFETY: the level is supported (checked above).
+                Level::Avx512 => unsafe { a512(xs, out, which) },
+                // SAFETY: as above.
+                Level::Avx2 => unsafe { a2(xs, out, which) },
+                // SAFETY: the scalar backend has no requirement.
+                Level::Scalar => unsafe { apply::<Scalar>(xs, out, which) },
             }
         }
-        unsafe { apply::<Scalar>(xs, out, which) }
+        // SAFETY: only the scalar level is supported off x86-64.
+        #[cfg(not(target_arch = "x86_64"))]
+        unsafe {
+            apply::<Scalar>(xs, out, which)
+        };
+        true
     }
 
     unsafe fn apply<S: Simd>(xs: &[f32], out: &mut [f32], which: u8) {
@@ -312,7 +333,7 @@ mod tests {
         let mut worst = 0f64;
         inputs(-104.0, 4096, |xs| {
             let out = &mut out[..xs.len()];
-            run(Level::detect(), xs, out, 0);
+            assert!(run(Level::active(), xs, out, 0));
             for (&x, &y) in xs.iter().zip(out.iter()) {
                 let e = x.exp() as f64;
                 let err = (y as f64 - e).abs();
@@ -333,7 +354,7 @@ mod tests {
         let mut out = vec![0f32; 4096];
         inputs_signed(-61.0, true, 4096, |xs| {
             let out = &mut out[..xs.len()];
-            run(Level::detect(), xs, out, 1);
+            assert!(run(Level::active(), xs, out, 1));
             for (&x, &f) in xs.iter().zip(out.iter()) {
                 let e = x.exp() as f64;
                 let f = f as f64;
@@ -342,7 +363,7 @@ mod tests {
         });
         inputs(-104.0, 4096, |xs| {
             let out = &mut out[..xs.len()];
-            run(Level::detect(), xs, out, 1);
+            assert!(run(Level::active(), xs, out, 1));
             for (&x, &f) in xs.iter().zip(out.iter()) {
                 let e = x.exp() as f64;
                 let f = f as f64;
@@ -354,19 +375,70 @@ mod tests {
         });
     }
 
+    /// The first index where `a` and `b` differ in their bits (`None`: identical).
+    fn first_difference(a: &[f32], b: &[f32]) -> Option<usize> {
+        assert_eq!(a.len(), b.len());
+        a.iter().zip(b).position(|(x, y)| x.to_bits() != y.to_bits())
+    }
+
+    /// Each backend writes its own buffer (pre-filled with NaN, which no kernel returns here)
+    /// and every SIMD backend this CPU runs is compared with the scalar one, so an output that
+    /// was never written, or a backend that did not run, fails the test.
     #[test]
     fn backends_agree_bit_for_bit() {
         let xs: Vec<f32> = (0..200_000).map(|i| -(i as f32) * 4.37e-4 - (i % 7) as f32 * 1e-7).collect();
+        let mut compared = Vec::new();
         for which in 0..2 {
-            let mut want = vec![0f32; xs.len()];
-            run(Level::Scalar, &xs, &mut want, which);
+            let mut want = vec![f32::NAN; xs.len()];
+            assert!(run(Level::Scalar, &xs, &mut want, which));
+            assert!(want.iter().all(|v| !v.is_nan()), "kernel {which}: scalar output not written");
             for level in [Level::Avx2, Level::Avx512] {
-                let mut got = want.clone();
-                run(level, &xs, &mut got, which);
-                for (i, (a, b)) in want.iter().zip(&got).enumerate() {
-                    assert_eq!(a.to_bits(), b.to_bits(), "{level:?} kernel {which} at x = {}", xs[i]);
+                let mut got = vec![f32::NAN; xs.len()];
+                if !run(level, &xs, &mut got, which) {
+                    eprintln!("{level:?} is not supported on this CPU: not compared");
+                    continue;
                 }
+                if let Some(i) = first_difference(&want, &got) {
+                    panic!("{level:?} kernel {which} at x = {}: {:e} vs scalar {:e}", xs[i], got[i], want[i]);
+                }
+                compared.push(level);
             }
+        }
+        // Every SIMD level this CPU has was compared, for both kernels.
+        for level in [Level::Avx2, Level::Avx512] {
+            let n = compared.iter().filter(|&&l| l == level).count();
+            assert_eq!(n, if level.is_supported() { 2 } else { 0 }, "{level:?}");
+        }
+    }
+
+    /// The comparison above can fail: it sees one flipped bit, an unwritten buffer, and two
+    /// different kernels' outputs.
+    #[test]
+    fn backend_comparison_detects_differences() {
+        let xs: Vec<f32> = (0..1000).map(|i| -(i as f32) * 0.031).collect();
+        let mut near = vec![f32::NAN; xs.len()];
+        assert!(run(Level::Scalar, &xs, &mut near, 0));
+        assert_eq!(first_difference(&near, &near.clone()), None);
+        let mut flipped = near.clone();
+        flipped[617] = f32::from_bits(flipped[617].to_bits() ^ 1);
+        assert_eq!(first_difference(&near, &flipped), Some(617));
+        assert_eq!(first_difference(&near, &vec![f32::NAN; xs.len()]), Some(0));
+        let mut bound = vec![f32::NAN; xs.len()];
+        assert!(run(Level::Scalar, &xs, &mut bound, 1));
+        assert!(first_difference(&near, &bound).is_some());
+    }
+
+    /// A forced level below AVX-512 turns the vector replica off (and AVX-512 turns it back on
+    /// where it was verified).
+    #[test]
+    fn replica_follows_the_forced_level() {
+        for level in [Level::Avx2, Level::Scalar] {
+            if let Some(used) = crate::simd::with_level(level, use_replica) {
+                assert!(!used, "replica used at {level:?}");
+            }
+        }
+        if let Some(used) = crate::simd::with_level(Level::Avx512, use_replica) {
+            assert_eq!(used, replica_ok());
         }
     }
 
