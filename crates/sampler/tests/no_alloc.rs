@@ -65,6 +65,27 @@ fn assert_no_alloc(name: &str, mut s: TokenSampler, rows: &[Vec<f32>]) {
     assert_eq!(allocs() - before, 0, "{name}: allocated during sampling");
 }
 
+/// The counter the checks here rest on counts: a known allocation, a growth (realloc) and a
+/// fresh sampler's first step (its buffers are allocated inside the library, on this thread)
+/// each show up, and freeing does not.
+#[test]
+fn the_counter_sees_allocations() {
+    let before = allocs();
+    let mut v: Vec<u64> = Vec::with_capacity(std::hint::black_box(16));
+    assert_eq!(allocs() - before, 1, "Vec::with_capacity");
+    v.extend(0..std::hint::black_box(1000));
+    assert!(allocs() - before >= 2, "growing a Vec");
+    let grown = allocs();
+    drop(std::hint::black_box(v));
+    assert_eq!(allocs(), grown, "a free is not an allocation");
+
+    let row = logits(5000, 9);
+    let mut s = TokenSampler::new(SamplingParams { seed: 3, ..Default::default() }.build(row.len(), None).unwrap());
+    let before = allocs();
+    s.sample(&row).unwrap();
+    assert!(allocs() > before, "a fresh sampler's first step allocated nothing that was seen");
+}
+
 #[test]
 fn sampling_allocates_nothing_after_warmup() {
     let n = 5000;

@@ -3,7 +3,7 @@
 use nucleus_sampler::samplers::{
     dist::Dist, min_p::MinP, top_k::TopK, top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
 };
-use nucleus_sampler::{Candidates, MirostatMode, Sampler, SamplerType, SamplingParams, TokenSampler};
+use nucleus_sampler::{Candidates, MirostatMode, Sampler, SamplerType, SamplingParams, TokenSampler, DEFAULT_SEED};
 use proptest::prelude::*;
 
 fn logits_strategy() -> impl Strategy<Value = Vec<f32>> {
@@ -113,9 +113,24 @@ proptest! {
         }
     }
 
+    /// `TokenSampler::sample` is the chain applied to the row, then its pick accepted: a second
+    /// chain built from the same parameters (so the same seed) and driven by hand over
+    /// `Candidates` gives the same token stream.
     #[test]
-    fn same_seed_same_stream(logits in logits_strategy(), params in params_strategy()) {
-        prop_assert_eq!(run(&params, &logits, 6), run(&params, &logits, 6));
+    fn sample_is_the_chain_applied_then_accepted(logits in logits_strategy(), params in params_strategy()) {
+        // DEFAULT_SEED would draw a fresh random seed for each side.
+        let params = SamplingParams { seed: params.seed.min(DEFAULT_SEED - 1), ..params };
+        let got = run(&params, &logits, 6);
+        let mut chain = params.build(logits.len(), None).unwrap();
+        let mut c = Candidates::new();
+        for (step, g) in got.iter().enumerate() {
+            let Ok(token) = g else { break };
+            c.fill_f32(&logits);
+            chain.apply(&mut c);
+            let want = c.selected_token().map(|d| d.id);
+            prop_assert_eq!(want, Some(*token), "step {}", step);
+            chain.accept(*token);
+        }
     }
 
     #[test]
