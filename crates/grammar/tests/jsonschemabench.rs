@@ -8,6 +8,10 @@ use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::Matcher;
 
+/// How many of the 100 dev schemas compile today. Coverage must never shrink silently: when it
+/// grows, raise this number in the same commit.
+const COMPILED: usize = 97;
+
 #[test]
 fn jsonschemabench_dev() {
     let files = common::dev_schema_files();
@@ -50,5 +54,7 @@ fn jsonschemabench_dev() {
     }
     eprintln!("jsonschemabench-dev: {compiled} compiled, {refused} refused, {ok} instances right, {wrong} wrong");
     assert_eq!(compiled + refused, 100);
+    assert_eq!(compiled, COMPILED, "dev schemas compiled changed from {COMPILED}: a regression, or raise COMPILED");
+    assert!(ok > 300, "only {ok} instance checks ran");
     assert_eq!(wrong, 0, "{wrong_list:#?}");
 }
