@@ -1,0 +1,101 @@
+//! Borrowing logits from any Python object that exports the buffer protocol (NumPy arrays,
+//! `array.array`, `memoryview`, PyTorch CPU tensors through `.numpy()`), without copying:
+//! float32 (`f`) and float16 (`e`), C-contiguous, native byte order.
+
+use std::ffi::CStr;
+
+use half::f16;
+use nucleus_sampler::Logits;
+use pyo3::buffer::{Element, PyBuffer, PyUntypedBuffer};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// `half::f16` as a buffer element (format `e`), which PyO3 does not know.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub(crate) struct Half(f16);
+
+// SAFETY: `Half` is two bytes holding an IEEE binary16 value, exactly what the struct-module
+// format `e` describes; any bit pattern is a valid f16.
+unsafe impl Element for Half {
+    fn is_compatible_format(format: &CStr) -> bool {
+        matches!(format.to_bytes(), b"e" | b"@e" | b"=e" | b"<e")
+    }
+}
+
+/// An exported buffer of logits, held for as long as the borrowed slice is used.
+pub(crate) enum LogitsBuffer {
+    F32(PyBuffer<f32>),
+    F16(PyBuffer<Half>),
+}
+
+// SAFETY (for the `Send` below): the buffer stays exported (so its memory stays allocated and
+// in place) until this value is dropped; PyO3's buffers are already `Send`.
+impl LogitsBuffer {
+    /// Exports `obj`'s buffer. Refuses other element types, non-contiguous views and
+    /// misaligned memory (PyO3 checks alignment) instead of converting them behind the
+    /// caller's back.
+    pub(crate) fn get(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let raw = PyUntypedBuffer::get(obj)?;
+        if !raw.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "logits must be C-contiguous (use numpy.ascontiguousarray; nucleus never copies them)",
+            ));
+        }
+        let fmt = raw.format().to_bytes().to_vec();
+        let buf = match fmt.as_slice() {
+            b"f" | b"@f" | b"=f" | b"<f" => LogitsBuffer::F32(raw.into_typed::<f32>()?),
+            b"e" | b"@e" | b"=e" | b"<e" => LogitsBuffer::F16(raw.into_typed::<Half>()?),
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "logits must be float32 or float16, not buffer format {:?}",
+                    String::from_utf8_lossy(other)
+                )))
+            }
+        };
+        Ok(buf)
+    }
+
+    /// The shape of the exported array (`[n]` for a flat buffer).
+    pub(crate) fn shape(&self) -> &[usize] {
+        match self {
+            LogitsBuffer::F32(b) => b.shape(),
+            LogitsBuffer::F16(b) => b.shape(),
+        }
+    }
+
+    /// Element count.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            LogitsBuffer::F32(b) => b.item_count(),
+            LogitsBuffer::F16(b) => b.item_count(),
+        }
+    }
+
+    /// The whole buffer as logits.
+    pub(crate) fn logits(&self) -> Logits<'_> {
+        match self {
+            // SAFETY: `get` checked the format, size, alignment and C-contiguity, so the
+            // pointer covers `item_count` initialised elements of the right type; the export
+            // keeps the memory alive and in place while `self` lives. Python code writing to
+            // the array from another thread during a call is a data race the caller must avoid,
+            // as with any NumPy function that releases the GIL.
+            LogitsBuffer::F32(b) => Logits::F32(unsafe { b.as_slice_ptr().map_or(&[][..], |p| p.as_ref()) }),
+            LogitsBuffer::F16(b) => {
+                // SAFETY: as above; `Half` is `repr(transparent)` over `f16`.
+                let s: &[Half] = unsafe { b.as_slice_ptr().map_or(&[][..], |p| p.as_ref()) };
+                // SAFETY: same layout (`repr(transparent)`), same length.
+                Logits::F16(unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<f16>(), s.len()) })
+            }
+        }
+    }
+
+    /// Row `i` of `rows` equal rows.
+    pub(crate) fn row(&self, i: usize, width: usize) -> Logits<'_> {
+        match self.logits() {
+            Logits::F32(l) => Logits::F32(&l[i * width..(i + 1) * width]),
+            Logits::F16(l) => Logits::F16(&l[i * width..(i + 1) * width]),
+            Logits::Bf16(l) => Logits::Bf16(&l[i * width..(i + 1) * width]),
+        }
+    }
+}
