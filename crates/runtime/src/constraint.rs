@@ -2,8 +2,8 @@
 //! compilation: a keyword that cannot be enforced is refused) or any JSON object, built as a
 //! nucleus-grammar [`GrammarSampler`] over the model's vocabulary.
 
-use nucleus_grammar::json_schema::{schema_to_grammar, SchemaOptions};
-use nucleus_grammar::{builtin, BuildError, GrammarSampler, SchemaError, VocabIndex};
+use nucleus_grammar::json_schema::{schema_to_gbnf, schema_to_grammar, SchemaOptions};
+use nucleus_grammar::{builtin, BuildError, GrammarSampler, SchemaError, Triggers, VocabIndex};
 use nucleus_sampler::Token;
 use serde_json::Value;
 use std::sync::Mutex;
@@ -20,6 +20,14 @@ pub enum OutputConstraint {
     JsonSchema(Value),
     /// Any JSON object (the built-in `json` grammar).
     JsonObject,
+    /// A lazy GBNF grammar (tool calls): free text until one of the trigger words appears,
+    /// then the grammar from that word on.
+    LazyGbnf {
+        /// The grammar (start rule `root`); it matches from the trigger word.
+        grammar: String,
+        /// Words that switch the grammar on.
+        triggers: Vec<String>,
+    },
 }
 
 /// Why a constraint could not be built.
@@ -77,6 +85,7 @@ impl GrammarCache {
             OutputConstraint::Gbnf(text) => format!("gbnf:{text}"),
             OutputConstraint::JsonSchema(schema) => format!("schema:{schema}"),
             OutputConstraint::JsonObject => "json_object".into(),
+            OutputConstraint::LazyGbnf { grammar, triggers } => format!("lazy:{triggers:?}:{grammar}"),
         }
     }
 
@@ -108,6 +117,16 @@ impl GrammarCache {
     }
 }
 
+/// The GBNF (start rule `root`) of a JSON Schema for tool-call arguments: strict conversion
+/// (a keyword that cannot be enforced is an error naming it), objects closed unless the schema
+/// opens them, as OpenAI's strict function schemas and llama.cpp's tool grammars are.
+pub fn tool_arguments_gbnf(schema: &Value) -> Result<String, ConstraintError> {
+    let opts = SchemaOptions { strict: true, closed_objects: true, lenient: false };
+    let compiled = schema_to_gbnf(schema, &opts)?;
+    compiled.grammar()?;
+    Ok(compiled.gbnf)
+}
+
 /// A grammar sampler enforcing `c` over `model`'s (shared, cached) vocabulary index, from the
 /// model's cache of compiled grammars when it has one.
 pub fn grammar_sampler(model: &dyn Model, c: &OutputConstraint) -> Result<GrammarSampler, ConstraintError> {
@@ -122,6 +141,10 @@ fn build_grammar_sampler(model: &dyn Model, c: &OutputConstraint) -> Result<Gram
     let vocab = model.grammar_vocab();
     let grammar = match c {
         OutputConstraint::Gbnf(text) => return Ok(GrammarSampler::with_index(vocab, text, "root")?),
+        OutputConstraint::LazyGbnf { grammar, triggers } => {
+            let t = Triggers::new(triggers, &[], &[])?;
+            return Ok(GrammarSampler::lazy(vocab, grammar, "root", t)?);
+        }
         OutputConstraint::JsonSchema(schema) => schema_to_grammar(schema, &SchemaOptions::default())?,
         OutputConstraint::JsonObject => match builtin::grammar("json") {
             Some(g) => g?,

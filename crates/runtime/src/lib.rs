@@ -41,13 +41,13 @@ pub mod threads;
 pub mod utf8;
 
 pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
-pub use chat::{ChatMessage, ChatTemplate, TemplateSource};
-pub use constraint::{grammar_sampler, ConstraintError, OutputConstraint};
+pub use chat::{ChatMessage, ChatTemplate, ChatToolCall, TemplateSource};
+pub use constraint::{grammar_sampler, tool_arguments_gbnf, ConstraintError, OutputConstraint};
 pub use error::RuntimeError;
 pub use generate::{generate, generate_sequence, GenerationStats};
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SeqId, SpecialTokens, Tokenizer};
-pub use prompt::{prompt_tokens, Prompt};
+pub use prompt::{chat_prompt_tokens, prompt_tokens, Prompt};
 pub use pull::{models_dir, Pip, PullEvent};
 pub use resolve::{locate, ModelRef};
 pub use sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};

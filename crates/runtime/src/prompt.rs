@@ -24,11 +24,7 @@ pub fn prompt_tokens(model: &dyn Model, prompt: &Prompt) -> Result<Vec<Token>> {
     let tok = model.tokenizer();
     let tokens = match prompt {
         Prompt::Text(text) => tok.encode(text, true, true)?,
-        Prompt::Chat(messages) => {
-            let template = ChatTemplate::for_model(model);
-            let text = template.render(messages, true)?;
-            tok.encode(strip_bos(&text, template.bos_token(), tok.special().add_bos), true, true)?
-        }
+        Prompt::Chat(messages) => return chat_prompt_tokens(model, &ChatTemplate::for_model(model), messages, None),
         Prompt::Tokens(t) => {
             let n_vocab = model.n_vocab();
             if let Some(&bad) = t.iter().find(|&&x| x < 0 || x as usize >= n_vocab) {
@@ -37,6 +33,23 @@ pub fn prompt_tokens(model: &dyn Model, prompt: &Prompt) -> Result<Vec<Token>> {
             t.clone()
         }
     };
+    if tokens.is_empty() {
+        return Err(RuntimeError::EmptyPrompt);
+    }
+    Ok(tokens)
+}
+
+/// A conversation's tokens through `template` (the model's, or one given on the command
+/// line), with `tools` handed to the template when given; ends with the assistant's turn.
+pub fn chat_prompt_tokens(
+    model: &dyn Model,
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+    tools: Option<&serde_json::Value>,
+) -> Result<Vec<Token>> {
+    let tok = model.tokenizer();
+    let text = template.render_with_tools(messages, true, tools)?;
+    let tokens = tok.encode(strip_bos(&text, template.bos_token(), tok.special().add_bos), true, true)?;
     if tokens.is_empty() {
         return Err(RuntimeError::EmptyPrompt);
     }

@@ -8,10 +8,13 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::engine::{Event, TokenOut};
 use crate::errors::ApiError;
 use crate::openai_types::{
-    json_response, AssistantMessage, ChatChoice, ChatLogprobs, LegacyLogprobs, TextChoice, Usage,
+    json_response, AssistantMessage, ChatChoice, ChatLogprobs, FunctionCall, LegacyLogprobs, TextChoice, ToolCall,
+    Usage,
 };
 use crate::render::{finish_reason, ResponseMeta};
 use crate::request::Endpoint;
+use crate::tools::output::ToolParser;
+use crate::tools::ToolFormat;
 
 #[derive(Default)]
 struct Choice {
@@ -30,6 +33,32 @@ pub fn failure(message: String, bad_input: bool, shutting_down: bool) -> ApiErro
     } else {
         ApiError::internal(message)
     }
+}
+
+/// A whole answer read for tool calls: its content, its complete calls, and the finish
+/// reason (`tool_calls` when the answer ended normally with calls).
+fn read_tool_answer(
+    format: ToolFormat,
+    text: &str,
+    finish: &'static str,
+) -> (Option<String>, Option<Vec<ToolCall>>, &'static str) {
+    let mut p = ToolParser::new(format);
+    let mut sink = Vec::new();
+    p.push(text, &mut sink);
+    p.finish(&mut sink);
+    let calls: Vec<ToolCall> = p
+        .calls()
+        .iter()
+        .map(|c| ToolCall {
+            id: c.id.clone(),
+            kind: "function",
+            function: FunctionCall { name: c.name.clone(), arguments: c.arguments.clone() },
+        })
+        .collect();
+    if calls.is_empty() {
+        return (Some(p.content().unwrap_or_default()), None, finish);
+    }
+    (p.content(), Some(calls), if finish == "stop" { "tool_calls" } else { finish })
 }
 
 /// Waits for every choice, then answers.
@@ -72,19 +101,27 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
                 choices
                     .into_iter()
                     .enumerate()
-                    .map(|(index, c)| ChatChoice {
-                        index,
-                        logprobs: meta.logprobs.then(|| ChatLogprobs {
-                            content: c.tokens.iter().filter_map(|t| r.chat_entry(t)).collect(),
-                            refusal: None,
-                        }),
-                        message: AssistantMessage {
-                            role: "assistant",
-                            content: c.text,
-                            refusal: None,
-                            annotations: Vec::new(),
-                        },
-                        finish_reason: c.finish.unwrap_or("stop"),
+                    .map(|(index, c)| {
+                        let finish = c.finish.unwrap_or("stop");
+                        let (content, tool_calls, finish_reason) = match meta.tool_format {
+                            Some(format) => read_tool_answer(format, &c.text, finish),
+                            None => (Some(c.text), None, finish),
+                        };
+                        ChatChoice {
+                            index,
+                            logprobs: meta.logprobs.then(|| ChatLogprobs {
+                                content: c.tokens.iter().filter_map(|t| r.chat_entry(t)).collect(),
+                                refusal: None,
+                            }),
+                            message: AssistantMessage {
+                                role: "assistant",
+                                content,
+                                refusal: None,
+                                annotations: Vec::new(),
+                                tool_calls,
+                            },
+                            finish_reason,
+                        }
                     })
                     .collect::<Vec<ChatChoice>>(),
                 usage,

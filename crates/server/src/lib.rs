@@ -43,6 +43,7 @@ pub mod sampling_fields;
 pub mod shutdown;
 pub mod state;
 pub mod streaming;
+pub mod tools;
 
 use std::net::SocketAddr;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -193,6 +194,7 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
     let engine = EngineHandle::spawn(ctx, &engine::EngineConfig { parallel, queue: c.queue }, state.metrics.clone())
         .map_err(|e| format!("could not start the engine thread: {e}"))?;
     let fingerprint = format!("nucleus-{}-{}", env!("CARGO_PKG_VERSION"), c.model_id);
-    let _ = state.ready.set(state::Ready { model, engine, created: openai_types::unix_now(), fingerprint });
+    let template = nucleus_runtime::ChatTemplate::for_model_or(model.as_ref(), c.chat_template.as_deref());
+    let _ = state.ready.set(state::Ready { model, engine, created: openai_types::unix_now(), fingerprint, template });
     Ok(())
 }

@@ -99,12 +99,62 @@ pub struct ChatLogprobs {
 pub struct AssistantMessage {
     /// Always `assistant`.
     pub role: &'static str,
-    /// The generated text.
-    pub content: String,
+    /// The generated text (null when the answer is only tool calls).
+    pub content: Option<String>,
     /// Always null.
     pub refusal: Option<String>,
     /// Always empty.
     pub annotations: Vec<Value>,
+    /// The calls the answer made, when it made any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+}
+
+/// A function call in `message.tool_calls`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ToolCall {
+    /// `call_...`.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Name and arguments.
+    pub function: FunctionCall,
+}
+
+/// The function part of a [`ToolCall`].
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct FunctionCall {
+    /// The function's name.
+    pub name: String,
+    /// The arguments, a string of JSON.
+    pub arguments: String,
+}
+
+/// A piece of a call in a stream chunk's `delta.tool_calls`: the first carries id, type and
+/// name (with empty arguments), later ones only argument text.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ToolCallDelta {
+    /// Which call of the answer.
+    pub index: usize,
+    /// `call_...`, in the call's first piece.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `function`, in the call's first piece.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// Name (first piece) and arguments text.
+    pub function: FunctionDelta,
+}
+
+/// The function part of a [`ToolCallDelta`].
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct FunctionDelta {
+    /// The name, in the call's first piece.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The next piece of the arguments.
+    pub arguments: String,
 }
 
 /// One choice of a chat completion.
@@ -116,7 +166,7 @@ pub struct ChatChoice {
     pub message: AssistantMessage,
     /// Log-probabilities, when asked for.
     pub logprobs: Option<ChatLogprobs>,
-    /// `stop` or `length`.
+    /// `stop`, `length` or `tool_calls`.
     pub finish_reason: &'static str,
 }
 
@@ -129,6 +179,9 @@ pub struct Delta {
     /// New text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// New pieces of tool calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
 /// One choice of a chat chunk.
@@ -303,9 +356,10 @@ mod tests {
                 index: 0,
                 message: AssistantMessage {
                     role: "assistant",
-                    content: "hi".into(),
+                    content: Some("hi".into()),
                     refusal: None,
                     annotations: Vec::new(),
+                    tool_calls: None,
                 },
                 logprobs: Some(logprobs()),
                 finish_reason: "stop",
@@ -349,13 +403,13 @@ mod tests {
                 choices: vec![
                     ChunkChoice {
                         index: 1,
-                        delta: Delta { role: Some("assistant"), content: None },
+                        delta: Delta { role: Some("assistant"), content: None, tool_calls: None },
                         logprobs: None,
                         finish_reason: None,
                     },
                     ChunkChoice {
                         index: 2,
-                        delta: Delta { role: None, content: Some("x".into()) },
+                        delta: Delta { role: None, content: Some("x".into()), tool_calls: None },
                         logprobs: Some(logprobs()),
                         finish_reason: Some("length"),
                     },

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use nucleus_runtime::{prompt_tokens, Model, Prompt, RuntimeError, Sequence, SequenceOptions};
+use nucleus_runtime::{
+    grammar_sampler, prompt_tokens, ChatTemplate, Model, Prompt, RuntimeError, Sequence, SequenceOptions,
+};
 use nucleus_sampler::{Token, DEFAULT_SEED};
 
 use crate::constraint;
@@ -12,6 +14,7 @@ use crate::engine::SeqJob;
 use crate::errors::ApiError;
 use crate::request::{Endpoint, GenerationRequest};
 use crate::sampling_fields::param_error;
+use crate::tools::{self, ToolFormat};
 
 /// What the response needs to know about one choice besides its events.
 #[derive(Clone, Debug)]
@@ -30,6 +33,8 @@ pub struct Prepared {
     pub choices: Vec<ChoiceInfo>,
     /// Prompt tokens for `usage` (each prompt once).
     pub prompt_tokens: usize,
+    /// With tools in use: the format the answers are read in.
+    pub tool_format: Option<ToolFormat>,
 }
 
 /// The seed of choice `j`: the request's seed plus `j` (choice 0 equals the same request with
@@ -51,6 +56,7 @@ pub fn choice_seed(base: u32, j: usize) -> u32 {
 pub fn prepare(
     req: &GenerationRequest,
     model: &dyn Model,
+    template: &ChatTemplate,
     slot_ctx: usize,
     parallel: usize,
 ) -> Result<Prepared, ApiError> {
@@ -64,9 +70,24 @@ pub fn prepare(
             req.n
         )));
     }
-    let mut out = Prepared { seqs: Vec::with_capacity(total), choices: Vec::with_capacity(total), prompt_tokens: 0 };
+    let format = ToolFormat::for_template(template);
+    let active_tools = req.tools.as_ref().filter(|t| t.active());
+    let tool_grammar = match active_tools.and_then(|t| tools::grammar::constraint(t, format)) {
+        Some(c) => Some(grammar_sampler(model, &c).map_err(|e| ApiError::invalid_value("tools", e.to_string()))?),
+        None => None,
+    };
+    let mut out = Prepared {
+        seqs: Vec::with_capacity(total),
+        choices: Vec::with_capacity(total),
+        prompt_tokens: 0,
+        tool_format: active_tools.map(|_| format),
+    };
     for (pi, prompt) in req.prompts.iter().enumerate() {
-        let tokens: Arc<[Token]> = prompt_tokens(model, prompt).map_err(|e| prompt_error(e, prompt_param))?.into();
+        let tokens = match prompt {
+            Prompt::Chat(msgs) => tools::prompt::chat_tokens(model, template, msgs, req.tools.as_ref(), format),
+            other => prompt_tokens(model, other),
+        };
+        let tokens: Arc<[Token]> = tokens.map_err(|e| prompt_error(e, prompt_param))?.into();
         let len = tokens.len();
         if len >= slot_ctx {
             return Err(ApiError::context_exceeded(
@@ -106,6 +127,9 @@ pub fn prepare(
                 other => ApiError::invalid_value("sampling", other.to_string()),
             })?;
             constraint::enforce(req.constraint.as_ref(), model, &mut sequence)?;
+            if let Some(g) = &tool_grammar {
+                sequence.set_grammar(g.clone());
+            }
             sequence.accept_prompt(&tokens);
             out.seqs.push(SeqJob {
                 choice: pi * req.n + j,

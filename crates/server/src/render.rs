@@ -114,6 +114,8 @@ pub struct ResponseMeta {
     pub include_usage: bool,
     /// Token ids to text.
     pub renderer: Renderer,
+    /// With tools in use: answers are read for calls in this format.
+    pub tool_format: Option<crate::tools::ToolFormat>,
 }
 
 impl ResponseMeta {

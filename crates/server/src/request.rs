@@ -3,14 +3,15 @@
 //! the field, never clamped). Unknown fields are ignored, as vLLM and llama.cpp do; fields that
 //! ask for something this server cannot do are refused rather than ignored.
 
-use nucleus_runtime::{ChatMessage, Model, Prompt};
+use nucleus_runtime::{ChatMessage, ChatToolCall, Model, Prompt};
 use nucleus_sampler::{SamplingParams, Token};
 use serde_json::{Map, Value};
 
 use crate::constraint::{self, Constraint};
 use crate::errors::ApiError;
-use crate::fields::{check_int, type_name, Fields};
+use crate::fields::{check_int, Fields};
 use crate::sampling_fields;
+use crate::tools::{self, ToolRequest};
 
 /// Which route a request came to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +62,8 @@ pub struct GenerationRequest {
     pub stop_tokens: Vec<Token>,
     /// An output constraint, enforced per sequence by [`constraint::enforce`].
     pub constraint: Option<Constraint>,
+    /// Chat: the tools the model may call ([`crate::tools`]).
+    pub tools: Option<ToolRequest>,
 }
 
 /// Fields that ask for features this server does not have: refused, never silently ignored.
@@ -89,6 +92,17 @@ pub fn parse(
     let f = Fields::new(body);
     refuse_unsupported(&f, endpoint)?;
     let constraint = constraint::parse(&f)?;
+    let tools = match endpoint {
+        Endpoint::Chat => tools::parse(&f)?,
+        Endpoint::Completions => None,
+    };
+    if constraint.is_some() && tools.as_ref().is_some_and(ToolRequest::active) {
+        let param = if f.has("response_format") { "response_format" } else { "grammar" };
+        return Err(ApiError::unsupported(
+            param,
+            format!("'{param}' cannot be combined with tools; the tool-call grammar already constrains the answer"),
+        ));
+    }
 
     let prompts = match endpoint {
         Endpoint::Chat => vec![Prompt::Chat(parse_messages(&f)?)],
@@ -198,6 +212,7 @@ pub fn parse(
         min_tokens,
         stop_tokens,
         constraint,
+        tools,
     })
 }
 
@@ -207,21 +222,11 @@ fn refuse_unsupported(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
             return Err(ApiError::unsupported(name, format!("'{name}': {why} by this server.")));
         }
     }
-    if let Some(tools) = f.get("tools") {
-        match tools {
-            Value::Array(a) if a.is_empty() => {}
-            Value::Array(_) => {
-                return Err(ApiError::unsupported("tools", "'tools': tool calling is not supported by this server."))
+    if endpoint == Endpoint::Completions {
+        for name in ["tools", "tool_choice"] {
+            if f.has(name) {
+                return Err(ApiError::invalid_value(name, format!("'{name}' is only for POST /v1/chat/completions")));
             }
-            other => return Err(ApiError::wrong_type("tools", &format!("an array, not {}", type_name(other)))),
-        }
-    }
-    if let Some(tc) = f.get("tool_choice") {
-        if tc != "none" && tc != "auto" {
-            return Err(ApiError::unsupported(
-                "tool_choice",
-                "'tool_choice': tool calling is not supported by this server.",
-            ));
         }
     }
     if let Some(m) = f.get("modalities") {
@@ -273,7 +278,7 @@ fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
             }
         };
         let content = match mf.get("content") {
-            None if role == "assistant" => String::new(),
+            None | Some(Value::Null) if role == "assistant" => String::new(),
             None => return Err(ApiError::missing(&format!("{name}.content"))),
             Some(Value::String(s)) => s.clone(),
             Some(Value::Array(parts)) => {
@@ -307,8 +312,51 @@ fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
                 return Err(ApiError::wrong_type(&format!("{name}.content"), "a string or an array of text parts"))
             }
         };
-        mf.str("name")?;
-        out.push(ChatMessage::new(role, content));
+        let mut msg = ChatMessage::new(role, content);
+        msg.name = mf.str("name")?.map(str::to_string);
+        if role == "assistant" {
+            msg.tool_calls = parse_tool_calls(&mf, &name)?;
+        }
+        if role == "tool" {
+            match mf.str("tool_call_id")? {
+                Some(id) => msg.tool_call_id = Some(id.to_string()),
+                None => return Err(ApiError::missing(&format!("{name}.tool_call_id"))),
+            }
+        }
+        out.push(msg);
+    }
+    Ok(out)
+}
+
+/// An assistant message's `tool_calls`: `[{id, type: "function", function: {name, arguments}}]`.
+fn parse_tool_calls(mf: &Fields<'_>, name: &str) -> Result<Vec<ChatToolCall>, ApiError> {
+    let calls = match mf.get("tool_calls") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(ApiError::wrong_type(&format!("{name}.tool_calls"), "an array of tool calls")),
+    };
+    let mut out = Vec::with_capacity(calls.len());
+    for (k, c) in calls.iter().enumerate() {
+        let cname = format!("{name}.tool_calls[{k}]");
+        let Value::Object(c) = c else { return Err(ApiError::wrong_type(&cname, "a tool call object")) };
+        let prefix = format!("{cname}.");
+        let cf = Fields::nested(c, &prefix);
+        let id = cf.str("id")?.ok_or_else(|| ApiError::missing(&format!("{cname}.id")))?.to_string();
+        let Some(Value::Object(func)) = c.get("function") else {
+            return Err(ApiError::missing(&format!("{cname}.function")));
+        };
+        let fprefix = format!("{cname}.function.");
+        let ff = Fields::nested(func, &fprefix);
+        let fname = ff.str("name")?.ok_or_else(|| ApiError::missing(&format!("{cname}.function.name")))?.to_string();
+        let arguments = match func.get("arguments") {
+            None | Some(Value::Null) => "{}".to_string(),
+            Some(Value::String(s)) => s.clone(),
+            Some(v @ Value::Object(_)) => v.to_string(),
+            Some(_) => {
+                return Err(ApiError::wrong_type(&format!("{cname}.function.arguments"), "a string of JSON"));
+            }
+        };
+        out.push(ChatToolCall { id, name: fname, arguments });
     }
     Ok(out)
 }

@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub shutdown_grace: Duration,
     /// Shut down gracefully on SIGINT / SIGTERM.
     pub handle_signals: bool,
+    /// A Jinja chat template used instead of the model's (`--chat-template FILE`).
+    pub chat_template: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +61,7 @@ impl Default for ServerConfig {
             model_aliases: Vec::new(),
             shutdown_grace: Duration::from_secs(30),
             handle_signals: false,
+            chat_template: None,
         }
     }
 }
@@ -73,6 +76,8 @@ pub struct Ready {
     pub created: u64,
     /// `nucleus-<version>-<model id>`.
     pub fingerprint: String,
+    /// The chat template (`--chat-template`, else the model's or a built-in one).
+    pub template: nucleus_runtime::ChatTemplate,
 }
 
 /// Shared by every handler.

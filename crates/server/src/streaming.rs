@@ -19,10 +19,12 @@ use tokio_stream::Stream;
 use crate::collect::failure;
 use crate::engine::{Event, TokenOut};
 use crate::openai_types::{
-    ChatChunk, ChatLogprobs, ChunkChoice, Delta, LegacyLogprobs, LogprobEntry, TextChoice, TextCompletion, Usage,
+    ChatChunk, ChatLogprobs, ChunkChoice, Delta, FunctionDelta, LegacyLogprobs, LogprobEntry, TextChoice,
+    TextCompletion, ToolCallDelta, Usage,
 };
 use crate::render::{finish_reason, ResponseMeta};
 use crate::request::Endpoint;
+use crate::tools::output::{ToolDelta, ToolParser};
 
 #[derive(Default)]
 struct ChoiceState {
@@ -37,6 +39,8 @@ struct ChoiceState {
     /// Character offset for legacy `text_offset`.
     offset: usize,
     finished: bool,
+    /// With tools: the text read for calls.
+    tools: Option<ToolParser>,
 }
 
 /// The SSE body of one request.
@@ -65,9 +69,12 @@ pub fn response(meta: ResponseMeta, rx: UnboundedReceiver<Event>) -> Response {
 impl SseStream {
     fn new(meta: ResponseMeta, rx: UnboundedReceiver<Event>) -> Self {
         let n = meta.choices.len();
+        let tool_format = meta.tool_format;
         let mut s = SseStream {
             rx,
-            choices: (0..n).map(|_| ChoiceState::default()).collect(),
+            choices: (0..n)
+                .map(|_| ChoiceState { tools: tool_format.map(ToolParser::new), ..ChoiceState::default() })
+                .collect(),
             meta,
             out: VecDeque::new(),
             finished: 0,
@@ -77,7 +84,7 @@ impl SseStream {
         for i in 0..n {
             match s.meta.endpoint {
                 Endpoint::Chat => {
-                    let delta = Delta { role: Some("assistant"), content: Some(String::new()) };
+                    let delta = Delta { role: Some("assistant"), content: Some(String::new()), tool_calls: None };
                     s.chat_chunk(i, delta, None, None);
                 }
                 Endpoint::Completions => {
@@ -150,9 +157,13 @@ impl SseStream {
                         self.choices[i].chat_pending.push(e);
                     }
                 }
-                if !text.is_empty() {
+                if let Some(p) = self.choices[i].tools.as_mut() {
+                    let mut deltas = Vec::new();
+                    p.push(&text, &mut deltas);
+                    self.send_tool_deltas(i, deltas);
+                } else if !text.is_empty() {
                     let logprobs = self.take_chat_logprobs(i);
-                    self.chat_chunk(i, Delta { role: None, content: Some(text) }, logprobs, None);
+                    self.chat_chunk(i, Delta { role: None, content: Some(text), tool_calls: None }, logprobs, None);
                 }
             }
             Endpoint::Completions => {
@@ -164,6 +175,35 @@ impl SseStream {
                     self.text_chunk(i, text, logprobs, None);
                 }
             }
+        }
+    }
+
+    /// Content and call pieces as chunks; pending logprobs ride on the first.
+    fn send_tool_deltas(&mut self, i: usize, deltas: Vec<ToolDelta>) {
+        for d in deltas {
+            let delta = match d {
+                ToolDelta::Content(t) => Delta { role: None, content: Some(t), tool_calls: None },
+                ToolDelta::CallStart { index, id, name } => {
+                    let call = ToolCallDelta {
+                        index,
+                        id: Some(id),
+                        kind: Some("function"),
+                        function: FunctionDelta { name: Some(name), arguments: String::new() },
+                    };
+                    Delta { role: None, content: None, tool_calls: Some(vec![call]) }
+                }
+                ToolDelta::Args { index, text } => {
+                    let call = ToolCallDelta {
+                        index,
+                        id: None,
+                        kind: None,
+                        function: FunctionDelta { name: None, arguments: text },
+                    };
+                    Delta { role: None, content: None, tool_calls: Some(vec![call]) }
+                }
+            };
+            let logprobs = self.take_chat_logprobs(i);
+            self.chat_chunk(i, delta, logprobs, None);
         }
     }
 
@@ -182,15 +222,28 @@ impl SseStream {
         Some(lp)
     }
 
-    fn on_finished(&mut self, i: usize, reason: &'static str, completion_tokens: usize) {
+    fn on_finished(&mut self, i: usize, mut reason: &'static str, completion_tokens: usize) {
         if self.choices[i].finished {
             return;
         }
         match self.meta.endpoint {
             Endpoint::Chat => {
+                if let Some(p) = self.choices[i].tools.as_mut() {
+                    let mut deltas = Vec::new();
+                    p.finish(&mut deltas);
+                    if !p.calls().is_empty() && reason == "stop" {
+                        reason = "tool_calls";
+                    }
+                    self.send_tool_deltas(i, deltas);
+                }
                 if !self.choices[i].chat_pending.is_empty() {
                     let logprobs = self.take_chat_logprobs(i);
-                    self.chat_chunk(i, Delta { role: None, content: Some(String::new()) }, logprobs, None);
+                    self.chat_chunk(
+                        i,
+                        Delta { role: None, content: Some(String::new()), tool_calls: None },
+                        logprobs,
+                        None,
+                    );
                 }
                 let logprobs = self.meta.logprobs.then(ChatLogprobs::default);
                 self.chat_chunk(i, Delta::default(), logprobs, Some(reason));

@@ -55,6 +55,10 @@ pub struct ServeArgs {
     /// Show llama.cpp's own log on stderr
     #[arg(long)]
     pub verbose: bool,
+    /// A Jinja chat template file to use instead of the model's own (e.g. a Hermes-style
+    /// template that renders `tools`, for native tool calls)
+    #[arg(long = "chat-template", value_name = "FILE")]
+    pub chat_template: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -74,6 +78,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     llama::set_verbose(args.verbose);
     let api_key = args.api_key.clone().or_else(|| std::env::var("NUCLEUS_API_KEY").ok()).filter(|k| !k.is_empty());
 
+    let chat_template = match &args.chat_template {
+        Some(p) => Some(
+            std::fs::read_to_string(p).map_err(|e| format!("could not read the chat template {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
     let model_ref = ModelRef::parse(&args.model).map_err(|e| e.to_string())?;
     let path = resolve(&model_ref)?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
@@ -101,6 +111,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         model_aliases: aliases,
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         handle_signals: true,
+        chat_template,
     };
     eprintln!("nucleus serve: loading {}", path.display());
     let load_path = path.clone();

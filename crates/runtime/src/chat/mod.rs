@@ -10,26 +10,50 @@ mod builtin;
 mod strftime;
 
 use minijinja::syntax::SyntaxConfig;
-use minijinja::{context, Environment, Error, ErrorKind, Value};
+use minijinja::{Environment, Error, ErrorKind, Value};
 
 use crate::error::{Result, RuntimeError};
 use crate::model::Model;
 
 pub use builtin::{CHATML_TEMPLATE, GEMMA_TEMPLATE};
 
+/// A function call an assistant message made (OpenAI's `tool_calls` entries), kept so the
+/// template can render the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatToolCall {
+    /// The call id (`call_...`), echoed by the tool message answering it.
+    pub id: String,
+    /// The function's name.
+    pub name: String,
+    /// The arguments as JSON text.
+    pub arguments: String,
+}
+
 /// One message of a conversation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChatMessage {
-    /// `system`, `user` or `assistant`.
+    /// `system`, `user`, `assistant` or `tool`.
     pub role: String,
     /// The text.
     pub content: String,
+    /// Assistant messages: the function calls it made.
+    pub tool_calls: Vec<ChatToolCall>,
+    /// Tool messages: the call this is the result of.
+    pub tool_call_id: Option<String>,
+    /// The author's name, when the request gave one.
+    pub name: Option<String>,
 }
 
 impl ChatMessage {
     /// A message from `role`.
     pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
-        ChatMessage { role: role.into(), content: content.into() }
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
     }
 
     /// A user message.
@@ -76,9 +100,15 @@ impl ChatTemplate {
 
     /// The model's template, or the built-in one that fits it.
     pub fn for_model(model: &dyn Model) -> Self {
+        Self::for_model_or(model, None)
+    }
+
+    /// `source` when given (`--chat-template FILE`, counted as the model's own), else the
+    /// model's template or the built-in one that fits it.
+    pub fn for_model_or(model: &dyn Model, source: Option<&str>) -> Self {
         let tok = model.tokenizer();
         let sp = tok.special();
-        let (source, kind) = match model.chat_template() {
+        let (source, kind) = match source.or(model.chat_template()) {
             Some(t) => (t.to_string(), TemplateSource::Model),
             None if model.architecture().starts_with("gemma") => {
                 (GEMMA_TEMPLATE.to_string(), TemplateSource::BuiltinGemma)
@@ -103,20 +133,83 @@ impl ChatTemplate {
         &self.bos_token
     }
 
+    /// Whether the template renders a `tools` list itself (Hermes / Qwen style templates do;
+    /// plain ChatML ones such as SmolLM2's never mention it).
+    pub fn takes_tools(&self) -> bool {
+        self.source.contains("tools")
+    }
+
     /// Renders `messages`; with `add_generation_prompt` the text ends with the opening of the
     /// assistant's turn.
     pub fn render(&self, messages: &[ChatMessage], add_generation_prompt: bool) -> Result<String> {
-        let env = environment();
-        let msgs: Vec<Value> =
-            messages.iter().map(|m| context! { role => m.role.as_str(), content => m.content.as_str() }).collect();
-        let ctx = context! {
-            messages => msgs,
-            add_generation_prompt => add_generation_prompt,
-            bos_token => self.bos_token.as_str(),
-            eos_token => self.eos_token.as_str(),
-        };
-        env.render_str(&self.source, ctx).map_err(|e| RuntimeError::Template(describe(&e)))
+        self.render_with_tools(messages, add_generation_prompt, None)
     }
+
+    /// [`ChatTemplate::render`] with OpenAI's tool objects given to the template as `tools`
+    /// (left undefined when `None`). Messages carry `tool_calls` (arguments parsed back into
+    /// JSON when they are JSON, as Hugging Face templates expect), `tool_call_id` and `name`.
+    pub fn render_with_tools(
+        &self,
+        messages: &[ChatMessage],
+        add_generation_prompt: bool,
+        tools: Option<&serde_json::Value>,
+    ) -> Result<String> {
+        let env = environment();
+        let msgs: Vec<Value> = messages.iter().map(message_value).collect();
+        let mut ctx = std::collections::BTreeMap::new();
+        ctx.insert("messages", Value::from(msgs));
+        ctx.insert("add_generation_prompt", Value::from(add_generation_prompt));
+        ctx.insert("bos_token", Value::from(self.bos_token.as_str()));
+        ctx.insert("eos_token", Value::from(self.eos_token.as_str()));
+        if let Some(t) = tools {
+            ctx.insert("tools", json_value(t));
+        }
+        env.render_str(&self.source, Value::from(ctx)).map_err(|e| RuntimeError::Template(describe(&e)))
+    }
+}
+
+/// A JSON value as a template value (objects keep their key order).
+fn json_value(v: &serde_json::Value) -> Value {
+    use serde_json::Value as J;
+    match v {
+        J::Null => Value::from(()),
+        J::Bool(b) => Value::from(*b),
+        J::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::from(i),
+            (None, Some(u)) => Value::from(u),
+            _ => Value::from(n.as_f64().unwrap_or(0.0)),
+        },
+        J::String(s) => Value::from(s.as_str()),
+        J::Array(a) => Value::from(a.iter().map(json_value).collect::<Vec<_>>()),
+        J::Object(o) => Value::from_pairs(o.iter().map(|(k, v)| (k.as_str(), json_value(v)))),
+    }
+}
+
+/// One message as templates see it: `role` and `content`, plus `tool_calls`, `tool_call_id`
+/// and `name` when the message has them.
+fn message_value(m: &ChatMessage) -> Value {
+    let mut map = std::collections::BTreeMap::new();
+    map.insert("role", Value::from(m.role.as_str()));
+    map.insert("content", Value::from(m.content.as_str()));
+    if !m.tool_calls.is_empty() {
+        let calls: Vec<serde_json::Value> = m
+            .tool_calls
+            .iter()
+            .map(|c| {
+                let args = serde_json::from_str::<serde_json::Value>(&c.arguments)
+                    .unwrap_or_else(|_| serde_json::Value::String(c.arguments.clone()));
+                serde_json::json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+            })
+            .collect();
+        map.insert("tool_calls", json_value(&serde_json::Value::Array(calls)));
+    }
+    if let Some(id) = &m.tool_call_id {
+        map.insert("tool_call_id", Value::from(id.as_str()));
+    }
+    if let Some(n) = &m.name {
+        map.insert("name", Value::from(n.as_str()));
+    }
+    Value::from(map)
 }
 
 /// The Jinja environment chat templates expect.
@@ -175,6 +268,27 @@ mod tests {
              <start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n"
         );
         assert_eq!(t.render(&[ChatMessage::user("x")], false).unwrap(), "<bos><start_of_turn>user\nx<end_of_turn>\n");
+    }
+
+    #[test]
+    fn tools_and_tool_calls_reach_the_template() {
+        let src = "{% for t in tools %}{{ t.function.name }};{% endfor %}{% for m in messages %}{{ m.role }}:\
+                   {% for c in m.tool_calls %}{{ c.id }}={{ c.function.name }}({{ c.function.arguments.city }}){% endfor %}\
+                   {{ m.tool_call_id }}|{% endfor %}{% if tools is undefined %}none{% endif %}";
+        let t = ChatTemplate::new(src, TemplateSource::Model, "", "");
+        let mut call = ChatMessage::new("assistant", "");
+        call.tool_calls.push(ChatToolCall {
+            id: "c1".into(),
+            name: "w".into(),
+            arguments: r#"{"city": "Oslo"}"#.into(),
+        });
+        let mut result = ChatMessage::new("tool", "sunny");
+        result.tool_call_id = Some("c1".into());
+        let tools = serde_json::json!([{"type": "function", "function": {"name": "w"}}]);
+        let msgs = [ChatMessage::user("hi"), call, result];
+        assert_eq!(t.render_with_tools(&msgs, false, Some(&tools)).unwrap(), "w;user:|assistant:c1=w(Oslo)|tool:c1|");
+        assert!(t.render(&msgs, false).unwrap().ends_with("none"));
+        assert!(t.takes_tools());
     }
 
     #[test]

@@ -78,11 +78,12 @@ async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body:
     }
 
     let model = ready.model.clone();
+    let template = ready.template.clone();
     let defaults = state.config.defaults.clone();
     let (slot_ctx, parallel) = (ready.engine.slot_ctx(), ready.engine.parallel());
     let (req, prepared) = tokio::task::spawn_blocking(move || {
         let req = request::parse(endpoint, &map, &defaults, model.as_ref())?;
-        let prepared = prepare(&req, model.as_ref(), slot_ctx, parallel)?;
+        let prepared = prepare(&req, model.as_ref(), &template, slot_ctx, parallel)?;
         Ok::<_, ApiError>((req, prepared))
     })
     .await
@@ -99,6 +100,7 @@ async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body:
         logprobs: req.logprobs.is_some(),
         include_usage: req.include_usage,
         renderer: Renderer::new(ready.model.tokenizer(), req.post_sampling_probs),
+        tool_format: prepared.tool_format,
     };
     let (tx, mut rx) = unbounded_channel();
     let job = Job { seqs: prepared.seqs, events: tx, received };

@@ -46,8 +46,7 @@ bad("response_format.json_schema.name", "missing_required_parameter",
 bad("response_format.type", "invalid_value", response_format={"type": "xml"})
 bad("grammar", "invalid_value", extra_body={"grammar": "root ::= \"a\" @"})
 bad("json_schema", "invalid_value", extra_body={"json_schema": {"type": "string", "not": {}}})
-bad("tools", "unsupported_parameter",
-    tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])
+bad("tools", "empty_array", tools=[])
 bad("messages", "empty_array", messages=[])
 bad("messages[0].role", "invalid_value", messages=[{"role": "wizard", "content": "x"}])
 bad("messages[0].content", "missing_required_parameter", messages=[{"role": "user"}])
