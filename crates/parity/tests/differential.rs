@@ -11,6 +11,9 @@
 //! - `NUCLEUS_PARITY_SKIP_NAN`: exploration only, do not count mismatches at a step where
 //!   llama.cpp's own candidates hold NaN (to look past that known class for other ones).
 //!
+//! This runs on the SIMD level the CPU picks (or `NUCLEUS_SIMD` asks for); `tests/simd_levels.rs`
+//! runs fewer cases at every level.
+//!
 //! Longer local run: `NUCLEUS_PARITY_CASES=1000000 NUCLEUS_PARITY_SEED=random cargo test
 //! --release -p nucleus-parity --test differential -- --nocapture`.
 
@@ -65,8 +68,9 @@ fn differential_llama_vs_nucleus() {
     };
     let r = run_many(&opts);
     eprintln!(
-        "parity: harness seed {seed:#x}, {} cases, {} steps, {} threads, {:.1}s; slowest case {} ({:.0} ms); \
+        "parity: harness seed {seed:#x}, SIMD level {:?}, {} cases, {} steps, {} threads, {:.1}s; slowest case {} ({:.0} ms); \
          {} values within the {REL_TOL:e} relative tolerance but not bit-identical (max rel diff {:e}); {} failing cases{}",
+        nucleus_sampler::SimdLevel::active(),
         r.cases,
         r.steps,
         opts.threads,
