@@ -6,7 +6,7 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{config, loader};
 use nucleus_server::Server;
@@ -59,7 +59,8 @@ fn graceful_shutdown_finishes_the_running_stream() {
     let addr = server.addr();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let body = r#"{"prompt": "Once upon a time", "max_tokens": 24, "stream": true, "ignore_eos": true, "seed": 1}"#;
+    // Long enough (96 tokens on one thread) to outlast the moment connections are refused.
+    let body = r#"{"prompt": "Once upon a time", "max_tokens": 96, "stream": true, "ignore_eos": true, "seed": 1}"#;
     write!(
         s,
         "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
@@ -68,7 +69,7 @@ fn graceful_shutdown_finishes_the_running_stream() {
     .unwrap();
     let mut r = BufReader::new(s);
     let mut line = String::new();
-    // Wait for the first event, then ask the server to stop.
+    // The stream is running once its first event arrives; then ask the server to stop.
     loop {
         line.clear();
         r.read_line(&mut line).unwrap();
@@ -77,20 +78,39 @@ fn graceful_shutdown_finishes_the_running_stream() {
         }
     }
     server.shutdown();
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(TcpStream::connect(addr).is_err() || request_fails(addr), "new connections are refused");
+    // Poll until a new connection is refused; no fixed sleep.
+    let t0 = Instant::now();
+    while !refused(addr) {
+        assert!(t0.elapsed() < Duration::from_secs(30), "new connections are still served 30 s after shutdown");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // ... while the stream still holds its slot: the refusal came first, the stream goes on.
+    assert_eq!(
+        metric(&server, "nucleus_slots_busy"),
+        1.0,
+        "the stream was still running when connections were refused"
+    );
     let mut rest = String::new();
     let _ = r.read_to_string(&mut rest);
     assert!(rest.contains("\"finish_reason\":\"length\""), "the stream finished: {rest}");
     assert!(rest.contains("data: [DONE]"), "{rest}");
+    // Shutdown is complete when the server thread has exited.
     server.wait().unwrap();
 }
 
-/// A connection accepted by the OS backlog but never served.
-fn request_fails(addr: SocketAddr) -> bool {
+/// A metric's value as `/metrics` would render it.
+fn metric(server: &Server, name: &str) -> f64 {
+    let text = server.state().metrics.render();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+/// A new connection is refused, or accepted by the OS backlog but never served.
+fn refused(addr: SocketAddr) -> bool {
     let Ok(mut s) = TcpStream::connect(addr) else { return true };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    let _ = s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     let mut buf = [0u8; 16];
     !matches!(s.read(&mut buf), Ok(n) if n > 0)
 }
@@ -107,18 +127,15 @@ fn a_departing_non_streaming_client_frees_its_slot() {
         body.len()
     )
     .unwrap();
-    let metric = |name: &str| -> f64 {
-        let text = server.state().metrics.render();
-        text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.trim().parse().ok())).unwrap_or(-1.0)
-    };
-    let t0 = std::time::Instant::now();
-    while metric("nucleus_slots_busy ") < 1.0 {
+    let metric = |name: &str| metric(&server, name);
+    let t0 = Instant::now();
+    while metric("nucleus_slots_busy") < 1.0 {
         assert!(t0.elapsed() < Duration::from_secs(30), "the request never started");
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(s);
-    let t0 = std::time::Instant::now();
-    while metric("nucleus_sequences_cancelled_total ") < 1.0 || metric("nucleus_slots_busy ") > 0.0 {
+    let t0 = Instant::now();
+    while metric("nucleus_sequences_cancelled_total") < 1.0 || metric("nucleus_slots_busy") > 0.0 {
         assert!(t0.elapsed() < Duration::from_secs(10), "the slot was not freed");
         std::thread::sleep(Duration::from_millis(20));
     }
