@@ -253,9 +253,9 @@ impl<'a> Converter<'a> {
                 self.refuse(k, ptr, "keyword not supported")?;
             }
             // Vacuous for at most one item; checked value by value next to enum/const.
-            let decidable = obj.get("maxItems").and_then(Value::as_u64).is_some_and(|m| m <= 1)
-                || obj.contains_key("enum")
-                || obj.contains_key("const");
+            let decidable = obj.contains_key("enum")
+                || obj.contains_key("const")
+                || super::arrays::unique_items_supported(self.root, obj);
             if k == "uniqueItems" && obj[k] == Value::Bool(true) && !decidable {
                 self.refuse(k, ptr, "uniqueItems cannot be enforced by a grammar")?;
             }
@@ -276,6 +276,35 @@ impl<'a> Converter<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Strict mode, a schema without `type`: the JSON types it admits, when it has keywords
+    /// that constrain only some types (`items` constrains arrays and admits every non-array).
+    /// `None` when it has none, or lists values (`enum`/`const` are checked value by value).
+    /// Types an `allOf` component rules out are left out (a smaller grammar, same language).
+    fn implied_types(&self, obj: &Map<String, Value>) -> Option<Vec<&'static str>> {
+        if obj.contains_key("enum") || obj.contains_key("const") {
+            return None;
+        }
+        let typed = obj.iter().any(|(k, v)| {
+            let vacuous = match k.as_str() {
+                "format" => v.as_str().is_none_or(super::any_of::custom_format),
+                "uniqueItems" => *v != Value::Bool(true),
+                "additionalProperties" => *v == Value::Bool(true),
+                _ => false,
+            };
+            SUPPORTED.contains(&k.as_str()) && applies_to(k).is_some() && !vacuous
+        });
+        if !typed {
+            return None;
+        }
+        let mut types = vec!["object", "array", "string", "number", "boolean", "null"];
+        for c in obj.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(ts) = super::shape::declared_types(self.root, c) {
+                types.retain(|t| super::shape::overlaps(t, &ts));
+            }
+        }
+        Some(types)
     }
 
     /// Converts `schema` (at JSON pointer `ptr`) into a rule; returns the rule name.
@@ -397,6 +426,17 @@ impl<'a> Converter<'a> {
             }
             let body = self.union(name, &alts, ptr, kw)?;
             return Ok(self.add_rule(&rule_name, &body));
+        }
+        if strict && ty.is_none() {
+            if let Some(types) = self.implied_types(obj) {
+                // Keywords constrain only instances of their own type: a schema without
+                // `type` accepts every other type unconstrained. Written as a type union, each
+                // branch then honours only the keywords of its type.
+                let mut m = obj.clone();
+                m.insert("type".into(), Value::Array(types.into_iter().map(Value::from).collect()));
+                let r = self.visit(&Value::Object(m), name, ptr)?;
+                return Ok(if r == rule_name { r } else { self.add_rule(&rule_name, &r) });
+            }
         }
         if let Some(Value::Array(types)) = ty {
             let alts: Vec<Value> = types
@@ -523,6 +563,9 @@ impl<'a> Converter<'a> {
         }
         if matches!(ty_str, None | Some("object") | Some("string")) && obj.contains_key("allOf") {
             return self.all_of(obj, name, &rule_name, ptr);
+        }
+        if strict && ty_str == Some("array") {
+            return self.strict_array(obj, name, &rule_name, ptr);
         }
         if matches!(ty_str, None | Some("array")) && (obj.contains_key("items") || obj.contains_key("prefixItems")) {
             if strict {

@@ -11,7 +11,7 @@ use super::keywords::applies_to;
 use super::shape::json_type_matches;
 
 /// A canonical text for uniqueness checks (numbers compared by value).
-fn canonical(v: &Value) -> String {
+pub(super) fn canonical(v: &Value) -> String {
     match v {
         Value::Number(n) => n.as_f64().map(|f| f.to_string()).unwrap_or_default(),
         Value::Array(a) => format!("[{}]", a.iter().map(canonical).collect::<Vec<_>>().join(",")),

@@ -17,6 +17,7 @@
 //!   format.
 
 mod any_of;
+mod arrays;
 mod automaton;
 mod bounds;
 mod converter;

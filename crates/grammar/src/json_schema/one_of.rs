@@ -18,27 +18,98 @@
 
 use serde_json::{Map, Value};
 
-use super::any_of::total_types;
+use super::any_of::{custom_format, total_types};
 use super::converter::as_count;
+use super::keywords::{applies_to, ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use super::shape::{declared_types, json_type_matches, merge_all_of, merge_schemas, overlaps, resolve};
 
 /// How deep the prover follows properties, items and nested unions.
 const DEPTH: usize = 12;
 
-/// The JSON types the converter generates for a schema (narrower than what it admits when
-/// the schema has no `type`: `properties` makes objects, `items` arrays, ...).
+/// The JSON types the converter generates for a schema: the ones it admits (a schema
+/// without `type` admits every type, whatever its type-specific keywords).
 fn generated_types(root: &Value, s: &Value) -> Option<Vec<String>> {
-    if let Some(t) = declared_types(root, s) {
-        return Some(t);
+    declared_types(root, s)
+}
+
+/// The six JSON types a schema can be split into (`integer` lies within `number`).
+const TYPES: [&str; 6] = ["object", "array", "string", "number", "boolean", "null"];
+
+/// The types `s` admits, as a list (every type when it does not say).
+fn admitted(root: &Value, s: &Value) -> Vec<String> {
+    declared_types(root, s).unwrap_or_else(|| TYPES.iter().map(|t| t.to_string()).collect())
+}
+
+/// The types both lists admit (`number` and `integer` meet in `integer`).
+fn common_types(a: &[String], b: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in a {
+        for u in b {
+            let m = match (t.as_str(), u.as_str()) {
+                (x, y) if x == y => x,
+                ("number", "integer") | ("integer", "number") => "integer",
+                _ => continue,
+            };
+            if !out.iter().any(|o| o == m) {
+                out.push(m.to_string());
+            }
+        }
     }
-    let s = resolve(root, s);
-    let has = |k: &str| s.get(k).is_some();
-    if has("properties") || has("additionalProperties") || has("required") {
-        Some(vec!["object".into()])
-    } else if has("items") || has("prefixItems") {
-        Some(vec!["array".into()])
-    } else {
-        None
+    out
+}
+
+/// `s` restricted to instances of type `t` (`None` when that cannot be written).
+fn restricted(root: &Value, s: &Value, t: &str) -> Option<Value> {
+    merge_schemas(root, s, &serde_json::json!({ "type": t })).ok()
+}
+
+/// Whether `s` accepts every instance of type `t` (one of [`TYPES`]): every assertion it has
+/// constrains other types only.
+fn total_for(root: &Value, s: &Value, t: &str) -> bool {
+    let m = match resolve(root, s) {
+        Value::Bool(b) => return *b,
+        Value::Object(m) => m,
+        _ => return false,
+    };
+    m.iter().all(|(k, v)| {
+        let k = k.as_str();
+        if ANNOTATIONS.contains(&k) || (!SUPPORTED.contains(&k) && !UNSUPPORTED.contains(&k)) {
+            return true;
+        }
+        match k {
+            "type" => match v {
+                Value::String(x) => x == t,
+                Value::Array(a) => a.iter().any(|x| x == t),
+                _ => false,
+            },
+            "format" if v.as_str().is_some_and(custom_format) => true,
+            "additionalProperties" if *v == Value::Bool(true) => true,
+            "uniqueItems" if *v != Value::Bool(true) => true,
+            _ => applies_to(k).is_some_and(|u| u != t),
+        }
+    })
+}
+
+/// Types that two or more alternatives accept in full: each such instance matches at least
+/// two alternatives, so none is valid; every alternative is narrowed to the other types
+/// (exact). Alternatives that cannot be narrowed are left as they are.
+fn drop_shared_types(root: &Value, out: &mut [Value], alts: &[Value]) {
+    for t in TYPES {
+        if alts.iter().filter(|a| total_for(root, a, t)).count() < 2 {
+            continue;
+        }
+        for o in out.iter_mut() {
+            let keep: Vec<Value> = admitted(root, o)
+                .into_iter()
+                .filter(|u| u != t && !(t == "number" && u == "integer"))
+                .map(Value::from)
+                .collect();
+            if keep.is_empty() {
+                *o = Value::Bool(false);
+            } else if let Ok(n) = merge_schemas(root, o, &serde_json::json!({ "type": keep })) {
+                *o = n;
+            }
+        }
     }
 }
 
@@ -111,6 +182,21 @@ fn disjoint_at(root: &Value, a: &Value, b: &Value, depth: usize) -> bool {
         if let Some(merged) = x.as_object().filter(|m| m.contains_key("allOf")).and_then(|m| merge_all_of(root, m)) {
             return disjoint_at(root, &merged, y, depth + 1);
         }
+    }
+    // Decided type by type when either side admits several.
+    let (ta, tb) = (admitted(root, a), admitted(root, b));
+    let common = common_types(&ta, &tb);
+    if common.is_empty() {
+        return true;
+    }
+    if ta.len() > 1 || tb.len() > 1 {
+        return common.iter().all(|t| match (restricted(root, a, t), restricted(root, b, t)) {
+            (Some(x), Some(y)) if x == Value::Bool(false) || y == Value::Bool(false) => true,
+            (Some(x), Some(y)) => {
+                admitted(root, &x).len() == 1 && admitted(root, &y).len() == 1 && disjoint_at(root, &x, &y, depth + 1)
+            }
+            _ => false,
+        });
     }
     let sem_a = declared_types(root, a);
     let sem_b = declared_types(root, b);
@@ -251,9 +337,17 @@ fn differ_only_in_required(root: &Value, a: &Value, b: &Value) -> bool {
 /// alternatives differ only in `required` (then an `x` instance with that name matches `y`
 /// once it has `y`'s other required names: exact when that is the only one).
 fn forbid_required_of(root: &Value, x: &Value, x_orig: &Value, y: &Value) -> Option<Value> {
-    if !(only(root, x, "object") && only(root, y, "object")) {
+    if !only(root, x, "object") {
         return None;
     }
+    // Only `y`'s objects can meet `x`'s.
+    let y_objects;
+    let y = if only(root, y, "object") {
+        y
+    } else {
+        y_objects = restricted(root, y, "object")?;
+        &y_objects
+    };
     let mut m = editable(root, x)?;
     let declared = |k: &str| m.get("properties").is_some_and(|p| p.get(k).is_some_and(|v| *v != Value::Bool(false)));
     let req_x = required(&Value::Object(m.clone()));
@@ -281,6 +375,7 @@ pub fn make_exclusive(root: &Value, alts: &[Value]) -> Result<Vec<Value>, String
             out[i] = Value::Object(m);
         }
     }
+    drop_shared_types(root, &mut out, alts);
     // Identical alternatives: whatever matches one matches the other, so neither contributes.
     for i in 0..alts.len() {
         for j in i + 1..alts.len() {

@@ -3,6 +3,8 @@
 //! itself. Used by `grammar check --json-schema` and the JSONSchemaBench test: the verdict
 //! comes from the grammar, never from a schema validator.
 
+use std::collections::HashMap;
+
 use crate::matcher::Matcher;
 
 /// A parsed JSON value that keeps number text exactly as written.
@@ -114,24 +116,52 @@ pub struct Failure {
     pub text: String,
 }
 
+/// The key-order search. Orders are tried by limited discrepancy: first the greedy order (at
+/// each member, the first remaining key in document order the grammar accepts there), then
+/// orders that deviate from it at one member, two, ... until an order is accepted, the search
+/// is exhaustive (no branch was cut by the deviation limit), or the budget runs out. Failures
+/// are remembered per (object, grammar state, remaining members), so an order prefix that
+/// reaches a state already explored is not explored again.
 struct Search {
     budget: usize,
     best: String,
     failure: Option<Failure>,
+    /// Deviations from the greedy order allowed per object in this round.
+    limit: usize,
+    /// Whether this round cut some branch for exceeding `limit`.
+    cut: bool,
+    /// (object address, grammar state, remaining members) -> the largest limit known to fail
+    /// (`usize::MAX`: fails whatever the limit).
+    failed: HashMap<(usize, u32, Vec<usize>), usize>,
 }
+
+/// Steps of the search (members tried) before it gives up.
+const BUDGET: usize = 200_000;
 
 /// Feeds `doc` through `m` (from its current state), trying key orders the grammar accepts.
 pub fn feed_json(m: &Matcher, doc: &Json) -> Verdict {
-    let mut s = Search { budget: 200_000, best: String::new(), failure: None };
-    let mut m = m.clone();
-    let mut text = String::new();
-    let fed = value(&mut m, doc, &mut text, &mut s);
-    if fed && m.can_end() {
-        Verdict { accepted: true, text, failure: None, gave_up: false }
-    } else {
+    let mut s =
+        Search { budget: BUDGET, best: String::new(), failure: None, limit: 0, cut: false, failed: HashMap::new() };
+    loop {
+        s.cut = false;
+        let mut m = m.clone();
+        let mut text = String::new();
+        let fed = value(&mut m, doc, &mut text, &mut s);
+        if fed && m.can_end() {
+            return Verdict { accepted: true, text, failure: None, gave_up: false };
+        }
+        if s.cut && s.budget > 0 {
+            s.limit += 1;
+            continue;
+        }
         // Fed whole but the grammar cannot end there: no byte was refused.
         let (failure, gave_up) = if fed { (None, false) } else { (s.failure, s.budget == 0) };
-        Verdict { accepted: false, text: if s.best.len() > text.len() { s.best } else { text }, failure, gave_up }
+        return Verdict {
+            accepted: false,
+            text: if s.best.len() > text.len() { s.best } else { text },
+            failure,
+            gave_up,
+        };
     }
 }
 
@@ -188,7 +218,8 @@ fn value(m: &mut Matcher, v: &Json, text: &mut String, s: &mut Search) -> bool {
     }
 }
 
-/// Tries the remaining members in each order the grammar admits, then the closing brace.
+/// Tries the remaining members in each order the grammar admits (within the round's
+/// deviation limit), then the closing brace.
 fn members(
     m: &mut Matcher,
     o: &[(String, Json)],
@@ -200,9 +231,23 @@ fn members(
     if rem.is_empty() {
         return feed(m, text, "}", s);
     }
+    let key = (o.as_ptr() as usize, m.state_id(), rem.to_vec());
+    if s.failed.get(&key).is_some_and(|&f| f >= s.limit) {
+        if s.failed[&key] != usize::MAX {
+            s.cut = true;
+        }
+        return false;
+    }
+    let (limit, cut_before) = (s.limit, s.cut);
+    s.cut = false;
+    // The greedy choice is the first member (in document order) the grammar accepts here;
+    // with deviations left, the others are tried first (deviating early in the object), the
+    // greedy one last.
+    let mut greedy: Option<(usize, Matcher, String)> = None;
+    let mut found = false;
     for (pos, &i) in rem.iter().enumerate() {
         if s.budget == 0 {
-            return false;
+            break;
         }
         s.budget -= 1;
         let mut m2 = m.clone();
@@ -211,12 +256,54 @@ fn members(
         if !feed(&mut m2, &mut t2, &head, s) || !value(&mut m2, &o[i].1, &mut t2, s) {
             continue;
         }
-        let rest: Vec<usize> = rem.iter().enumerate().filter(|&(p, _)| p != pos).map(|(_, &x)| x).collect();
-        if members(&mut m2, o, &rest, false, &mut t2, s) {
-            *m = m2;
-            *text = t2;
-            return true;
+        if greedy.is_none() {
+            greedy = Some((pos, m2, t2));
+            if s.limit == 0 {
+                break;
+            }
+            continue;
+        }
+        s.limit -= 1;
+        let ok = rest(m, o, rem, pos, m2, t2, text, s);
+        s.limit += 1;
+        if ok {
+            found = true;
+            break;
         }
     }
-    false
+    if let (false, Some((pos, m2, t2))) = (found, greedy) {
+        let others_left = rem.len() > pos + 1;
+        found = rest(m, o, rem, pos, m2, t2, text, s);
+        if !found && s.limit == 0 && others_left {
+            s.cut = true;
+        }
+    }
+    if !found && s.budget > 0 {
+        s.failed.insert(key, if s.cut { limit } else { usize::MAX });
+    }
+    s.cut |= cut_before;
+    found
+}
+
+/// After member `rem[pos]` was fed (into `m2`/`t2`): the other members, then the brace;
+/// on success the state moves to `m`/`text`.
+#[allow(clippy::too_many_arguments)]
+fn rest(
+    m: &mut Matcher,
+    o: &[(String, Json)],
+    rem: &[usize],
+    pos: usize,
+    mut m2: Matcher,
+    mut t2: String,
+    text: &mut String,
+    s: &mut Search,
+) -> bool {
+    let others: Vec<usize> = rem.iter().enumerate().filter(|&(p, _)| p != pos).map(|(_, &x)| x).collect();
+    if members(&mut m2, o, &others, false, &mut t2, s) {
+        *m = m2;
+        *text = t2;
+        true
+    } else {
+        false
+    }
 }
