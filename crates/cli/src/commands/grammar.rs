@@ -199,6 +199,14 @@ pub fn check_json(m: &Matcher, input: &[u8]) -> Outcome {
             v.text
         ));
     }
+    if v.gave_up {
+        return Outcome::rejected(format!(
+            "rejected: gave up searching for an order of object keys the grammar accepts (too many members); \
+             the grammar accepted the first {} of this layout:\n{}",
+            n_bytes(v.text.len()),
+            excerpt(v.text.as_bytes(), v.text.len())
+        ));
+    }
     if let Some(f) = v.failure {
         let b = f.text.as_bytes();
         return Outcome::rejected(format!(
@@ -206,14 +214,6 @@ pub fn check_json(m: &Matcher, input: &[u8]) -> Outcome {
             f.offset,
             unexpected(b, f.offset),
             excerpt(b, f.offset)
-        ));
-    }
-    if v.gave_up {
-        return Outcome::rejected(format!(
-            "rejected: gave up searching for an order of object keys the grammar accepts (too many members); \
-             the grammar accepted the first {} of this layout:\n{}",
-            n_bytes(v.text.len()),
-            excerpt(v.text.as_bytes(), v.text.len())
         ));
     }
     Outcome::rejected(format!(
