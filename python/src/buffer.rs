@@ -29,8 +29,6 @@ pub(crate) enum LogitsBuffer {
     F16(PyBuffer<Half>),
 }
 
-// SAFETY (for the `Send` below): the buffer stays exported (so its memory stays allocated and
-// in place) until this value is dropped; PyO3's buffers are already `Send`.
 impl LogitsBuffer {
     /// Exports `obj`'s buffer. Refuses other element types, non-contiguous views and
     /// misaligned memory (PyO3 checks alignment) instead of converting them behind the

@@ -1,0 +1,11 @@
+//! The `nucleus-sampler` npm package's native module: thin Node-API bindings over
+//! nucleus-sampler (and nucleus-grammar). Every behaviour comes from the Rust crates; this crate
+//! converts arguments (camelCase or snake_case parameter names), borrows typed arrays without
+//! copying and turns errors into JavaScript exceptions.
+
+#![deny(clippy::all)]
+
+mod convert;
+#[path = "../../python/src/params.rs"]
+mod params;
+mod sampler;

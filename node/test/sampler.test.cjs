@@ -1,0 +1,149 @@
+// Sampler (CommonJS) against llama.cpp's recorded token streams, bit for bit, and the binding's
+// own contract: parameter names and errors, arrays read in place, lastProbs and statistics.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+
+const { Sampler } = require('..')
+const { vectors, inputLogits, recorded, CHAIN_PARAMS } = require('./vectors.cjs')
+
+const snake = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase()), v]))
+
+for (const id of Object.keys(CHAIN_PARAMS).sort()) {
+  test(`recorded chain ${id} bit for bit (camelCase and snake_case)`, () => {
+    const ch = recorded(id)
+    const logits = inputLogits(ch.input)
+    for (const params of [CHAIN_PARAMS[id], snake(CHAIN_PARAMS[id])]) {
+      const s = new Sampler(logits.length, params)
+      const got = Array.from({ length: ch.steps }, () => s.sample(logits))
+      assert.deepEqual(got, ch.selected_tokens)
+    }
+  })
+
+  test(`recorded chain ${id}: clone continues, reset replays`, () => {
+    const ch = recorded(id)
+    const logits = inputLogits(ch.input)
+    const half = ch.steps >> 1
+    const s = new Sampler(logits.length, CHAIN_PARAMS[id])
+    assert.deepEqual(Array.from({ length: half }, () => s.sample(logits)), ch.selected_tokens.slice(0, half))
+    const twin = s.clone()
+    const rest = Array.from({ length: ch.steps - half }, () => s.sample(logits))
+    assert.deepEqual(rest, ch.selected_tokens.slice(half))
+    if (!id.startsWith('chain_adaptive_p')) {
+      // adaptive-p's clone restarts its random stream, as llama.cpp's does
+      assert.deepEqual(Array.from({ length: ch.steps - half }, () => twin.sample(logits)), rest)
+    }
+    s.reset()
+    assert.deepEqual(Array.from({ length: ch.steps }, () => s.sample(logits)), ch.selected_tokens)
+  })
+}
+
+test('dist streams', () => {
+  const streams = vectors.derived_reference.dist_streams
+  assert.equal(streams.length, 10)
+  for (const st of streams) {
+    const logits = inputLogits(st.input)
+    const s = new Sampler(logits.length, { seed: st.seed, samplers: [] })
+    assert.deepEqual(Array.from({ length: st.steps }, () => s.sample(logits)), st.selected_tokens, `seed ${st.seed}`)
+  }
+})
+
+test('apply + accept equals sample', () => {
+  const ch = recorded('chain_penalties')
+  const logits = inputLogits(ch.input)
+  const s = new Sampler(logits.length, CHAIN_PARAMS.chain_penalties)
+  const got = []
+  for (let i = 0; i < ch.steps; i++) {
+    const t = s.apply(logits)
+    s.accept(t)
+    got.push(t)
+  }
+  assert.deepEqual(got, ch.selected_tokens)
+})
+
+test("llama.cpp's defaults", () => {
+  assert.equal(
+    new Sampler(10).describe(),
+    'Sampler(nVocab=10, chain=[?penalties, ?dry, ?top-n-sigma, top-k, ?typical, top-p, min-p, ?xtc, temp-ext, dist])',
+  )
+})
+
+test('bad values throw naming the field', () => {
+  const cases = [
+    [{ topP: 1.5 }, 'top_p'],
+    [{ min_p: -0.1 }, 'min_p'],
+    [{ temp: NaN }, 'temp'],
+    [{ topK: '40' }, 'top_k'],
+    [{ topK: 1.5 }, 'top_k'],
+    [{ penaltyRepeat: 0 }, 'penalty_repeat'],
+    [{ mirostat: 3 }, 'mirostat'],
+    [{ samplers: ['top_k', 'nope'] }, 'samplers'],
+    [{ logitBias: { 99: 1 } }, 'logit_bias'],
+    [{ logitBias: { 1: Infinity } }, 'logit_bias'],
+    [{ dryMultiplier: 0.8 }, 'dry_sequence_breakers'],
+    [{ topk: 3 }, 'topk'],
+  ]
+  for (const [params, field] of cases) {
+    assert.throws(() => new Sampler(10, params), (e) => e instanceof Error && e.message.includes(field), JSON.stringify(params))
+  }
+  assert.throws(() => new Sampler(0), /nVocab/)
+})
+
+test('bad logits throw', () => {
+  const s = new Sampler(4, { seed: 1 })
+  assert.throws(() => s.sample(new Float32Array(5)), /nVocab/)
+  assert.throws(() => s.sample(Float32Array.from([0, NaN, 0, 0])), /NaN/)
+  assert.throws(() => s.sample(new Float64Array(4)))
+  assert.throws(() => s.sample(new Float32Array(4).fill(-Infinity)))
+  assert.throws(() => s.accept(4), /vocabulary/)
+  assert.throws(() => s.lastProbs(2), /no token/)
+})
+
+test('a subarray view is read in place', () => {
+  const logits = inputLogits('logits_256')
+  const big = new Float32Array(256 * 3)
+  big.set(logits, 256)
+  const view = big.subarray(256, 512)
+  const a = new Sampler(256, { seed: 5 })
+  const b = new Sampler(256, { seed: 5 })
+  const want = Array.from({ length: 16 }, () => a.sample(logits))
+  assert.deepEqual(Array.from({ length: 16 }, () => b.sample(view)), want)
+})
+
+test('lastProbs, entropy, surprisal, perplexity', () => {
+  const logits = inputLogits('logits_4096_seed11')
+  const s = new Sampler(logits.length, { seed: 3, trackPerplexity: true })
+  const tokens = Array.from({ length: 5 }, () => s.sample(logits))
+  const probs = s.lastProbs(5)
+  assert.equal(probs.length, 5)
+  for (let i = 0; i < 4; i++) assert.ok(probs[i].p >= probs[i + 1].p)
+  assert.ok(s.lastProbs(40).some((t) => t.token === tokens[4]))
+  let max = -Infinity
+  for (const x of logits) max = Math.max(max, x)
+  let sum = 0
+  for (const x of logits) sum += Math.exp(x - max)
+  let h = 0
+  for (const x of logits) {
+    const p = Math.exp(x - max) / sum
+    if (p > 0) h -= p * Math.log(p)
+  }
+  const prob = (t) => Math.exp(logits[t] - max) / sum
+  assert.ok(Math.abs(s.entropy() - h) < 1e-9 * h)
+  assert.ok(Math.abs(s.surprisal() + Math.log2(prob(tokens[4]))) < 1e-4)
+  const ppl = Math.exp(-tokens.reduce((a, t) => a + Math.log(prob(t)), 0) / tokens.length)
+  assert.ok(Math.abs(s.perplexity() - ppl) < 1e-4 * ppl)
+  assert.throws(() => new Sampler(4).perplexity(), /trackPerplexity/)
+})
+
+test('sample does not copy the logits (peak RSS)', () => {
+  // A 64 MiB row: after a warm-up call, sampling it again must not raise the peak resident
+  // size by anything like a row.
+  const v = 1 << 24
+  const logits = new Float32Array(v)
+  for (let i = 0; i < v; i++) logits[i] = Math.sin(i * 0.37) * 4
+  const s = new Sampler(v, { seed: 1 })
+  s.sample(logits)
+  const before = process.resourceUsage().maxRSS
+  for (let i = 0; i < 5; i++) s.sample(logits)
+  const grownKiB = process.resourceUsage().maxRSS - before
+  assert.ok(grownKiB < 8 * 1024, `peak RSS grew by ${grownKiB} KiB while sampling`)
+})
