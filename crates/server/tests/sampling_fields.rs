@@ -4,10 +4,11 @@
 //!   SmolLM2 vocabulary for `logit_bias` text keys) gives exactly the [`SamplingParams`] expected,
 //!   compared field by field, for every supported field under each of its names (OpenAI's,
 //!   llama-server's, vLLM's) on both routes.
-//! * End to end: a running server's answer with those fields and a seed equals the runtime's
-//!   [`generate`] with the expected parameters (the reference the CLI's `nucleus generate` also
-//!   runs), and for each field, the reference with the field differs from the reference without
-//!   it, so a server that dropped the field could not pass.
+//! * End to end: a running server's answer with those fields and a seed (on `/v1/completions`,
+//!   and a few on `/v1/chat/completions`) equals the runtime's [`generate`] with the expected
+//!   parameters (the reference the CLI's `nucleus generate` also runs), and for each field, the
+//!   reference with the field differs from the reference without it, so a server that dropped
+//!   the field could not pass.
 
 mod common;
 
@@ -18,7 +19,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::{config, model_path, TestServer};
-use nucleus_runtime::{generate, prompt_tokens, ContextOptions, LlamaCppModel, Model, Prompt, SequenceOptions};
+use nucleus_runtime::{
+    generate, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model, Prompt, SequenceOptions,
+};
 use nucleus_sampler::{MirostatMode, SamplerType, SamplingParams, Token, DEFAULT_SEED};
 use nucleus_server::request::{self, Endpoint};
 use serde_json::{json, Map, Value};
@@ -329,9 +332,16 @@ fn effect(context: Vec<Field>, field: Field) -> Effect {
     Effect { context, field }
 }
 
-/// The request body and the reference parameters of a set of fields.
-fn request_of(fields: &[&Field]) -> (Value, SamplingParams) {
-    let mut body = json!({"prompt": PROMPT, "max_tokens": MAX_TOKENS, "seed": SEED});
+/// The chat message of the chat-route requests.
+const MESSAGE: &str = "Repeat after me: red green blue red green blue red green blue";
+
+/// The request body (for `/v1/completions`, or `/v1/chat/completions` when `chat`) and the
+/// reference parameters of a set of fields.
+fn request_of(chat: bool, fields: &[&Field]) -> (Value, SamplingParams) {
+    let mut body = match chat {
+        false => json!({"prompt": PROMPT, "max_tokens": MAX_TOKENS, "seed": SEED}),
+        true => json!({"messages": [{"role": "user", "content": MESSAGE}], "max_tokens": MAX_TOKENS, "seed": SEED}),
+    };
     let mut params = SamplingParams { seed: SEED, ..SamplingParams::default() };
     for (name, value, set) in fields {
         body[*name] = value.clone();
@@ -340,9 +350,10 @@ fn request_of(fields: &[&Field]) -> (Value, SamplingParams) {
     (body, params)
 }
 
-/// (text, completion tokens) of the runtime generating from [`PROMPT`] with `params`, in a
-/// context shaped like the server's (four streams, one thread).
-fn reference(params: &SamplingParams) -> (String, usize) {
+/// (text, completion tokens) of the runtime generating with `params` from [`PROMPT`], or from
+/// [`MESSAGE`] through the chat template when `chat`, in a context shaped like the server's (four
+/// streams, one thread).
+fn reference(chat: bool, params: &SamplingParams) -> (String, usize) {
     static CTX: OnceLock<Mutex<Box<dyn nucleus_runtime::Context>>> = OnceLock::new();
     let m = model();
     let ctx = CTX.get_or_init(|| {
@@ -356,7 +367,11 @@ fn reference(params: &SamplingParams) -> (String, usize) {
         Mutex::new(m.new_context(&opts).expect("context"))
     });
     let mut ctx = ctx.lock().unwrap();
-    let prompt = prompt_tokens(m, &Prompt::Text(PROMPT.into())).unwrap();
+    let prompt = match chat {
+        false => Prompt::Text(PROMPT.into()),
+        true => Prompt::Chat(vec![ChatMessage::new("user", MESSAGE)]),
+    };
+    let prompt = prompt_tokens(m, &prompt).unwrap();
     let opts = SequenceOptions { max_tokens: Some(MAX_TOKENS), ..Default::default() };
     let mut text = String::new();
     let stats = generate(m, ctx.as_mut(), &prompt, params, &opts, None, &mut |ev| {
@@ -367,14 +382,17 @@ fn reference(params: &SamplingParams) -> (String, usize) {
     (text, stats.generated_tokens)
 }
 
-/// (text, completion tokens) of the server's `/v1/completions` answer to `body`.
+/// (text, completion tokens) of the server's answer to `body`: `/v1/chat/completions` for a
+/// body with messages, else `/v1/completions`.
 fn ask(addr: SocketAddr, body: &Value) -> (String, usize) {
+    let chat = body.get("messages").is_some();
+    let path = if chat { "/v1/chat/completions" } else { "/v1/completions" };
     let body = body.to_string();
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     write!(
         s,
-        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -383,8 +401,19 @@ fn ask(addr: SocketAddr, body: &Value) -> (String, usize) {
     let (head, json_body) = text.split_once("\r\n\r\n").expect("an HTTP response");
     assert!(head.starts_with("HTTP/1.1 200"), "{body}: {text}");
     let v: Value = serde_json::from_str(json_body).expect("a JSON body");
-    let out = v["choices"][0]["text"].as_str().expect("text").to_string();
+    let text = if chat { &v["choices"][0]["message"]["content"] } else { &v["choices"][0]["text"] };
+    let out = text.as_str().expect("text").to_string();
     (out, v["usage"]["completion_tokens"].as_u64().expect("usage") as usize)
+}
+
+/// Effects on the chat route (same reader, but its own prompt path).
+fn chat_effects() -> Vec<Effect> {
+    vec![
+        effect(Vec::new(), field("repeat_penalty", json!(2.0), |p| p.penalty_repeat = 2.0)),
+        effect(Vec::new(), field("mirostat", json!(2), |p| p.mirostat = MirostatMode::V2)),
+        effect(Vec::new(), field("min_p", json!(0.5), |p| p.min_p = 0.5)),
+        effect(Vec::new(), field("xtc_probability", json!(1.0), |p| p.xtc_probability = 1.0)),
+    ]
 }
 
 fn effects() -> Vec<Effect> {
@@ -464,12 +493,13 @@ fn server_answers_equal_the_runtime_and_each_field_changes_them() {
     // Every distinct request: each effect with and without its field.
     let mut requests: Vec<(Value, SamplingParams)> = Vec::new();
     let mut pairs = Vec::new();
-    let effects = effects();
-    for e in &effects {
+    let effects: Vec<(bool, Effect)> =
+        effects().into_iter().map(|e| (false, e)).chain(chat_effects().into_iter().map(|e| (true, e))).collect();
+    for (chat, e) in &effects {
         let context: Vec<&Field> = e.context.iter().collect();
         let with: Vec<&Field> = context.iter().copied().chain([&e.field]).collect();
         let mut index = |fields: &[&Field]| {
-            let r = request_of(fields);
+            let r = request_of(*chat, fields);
             requests.iter().position(|x| x.0 == r.0).unwrap_or_else(|| {
                 requests.push(r);
                 requests.len() - 1
@@ -497,7 +527,7 @@ fn server_answers_equal_the_runtime_and_each_field_changes_them() {
             })
         })
         .collect();
-    let refs: Vec<(String, usize)> = requests.iter().map(|r| reference(&r.1)).collect();
+    let refs: Vec<(String, usize)> = requests.iter().map(|r| reference(r.0.get("messages").is_some(), &r.1)).collect();
     let mut served = vec![None; requests.len()];
     for w in workers {
         for (i, answer) in w.join().expect("a request thread") {
