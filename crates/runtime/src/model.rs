@@ -136,6 +136,17 @@ pub trait Context: Send {
     /// Forgets `seq`'s tokens.
     fn clear(&mut self, seq: SeqId);
 
+    /// Keeps `seq`'s first `len` tokens and forgets the rest (prompt caching: a new prompt
+    /// sharing that prefix continues from there). The default can only forget everything.
+    fn truncate(&mut self, seq: SeqId, len: usize) -> Result<()> {
+        if len == 0 {
+            self.clear(seq);
+            Ok(())
+        } else {
+            Err(crate::error::RuntimeError::BadSequence { seq, problem: "this backend cannot keep part of a sequence" })
+        }
+    }
+
     /// Appends `tokens` to `seq` (in chunks of [`Context::n_batch`]) and computes the logits of
     /// the last one.
     fn prefill(&mut self, seq: SeqId, tokens: &[Token]) -> Result<()>;

@@ -17,6 +17,7 @@ use nucleus_sampler::{Logits, Token};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::{lock, Event, Job, JobQueue, Msg, SeqJob, Shared, TokenOut};
+use crate::prompt_cache::{choose_slot, SlotCache};
 
 /// A sequence holding a slot.
 struct Active {
@@ -33,6 +34,8 @@ struct Active {
     events: UnboundedSender<Event>,
     received: Instant,
     started_generating: bool,
+    /// Prompt tokens kept from the slot's cache (not evaluated again).
+    cached: usize,
 }
 
 /// Why a sequence stopped early.
@@ -55,13 +58,23 @@ pub(crate) struct Scheduler {
     shared: Arc<Shared>,
     slot_ctx: usize,
     slots: Vec<Option<Active>>,
+    /// Per slot: the whole prompt chunks its KV cache holds.
+    caches: Vec<SlotCache>,
+    /// Prompt tokens per prefill call (chunks start at its multiples).
+    chunk: usize,
     queue: JobQueue,
     /// Set once draining: running sequences are cut off at this instant.
     deadline: Option<Instant>,
 }
 
 impl Scheduler {
-    pub(crate) fn new(ctx: Box<dyn Context>, rx: Receiver<Msg>, shared: Arc<Shared>, slot_ctx: usize) -> Self {
+    pub(crate) fn new(
+        ctx: Box<dyn Context>,
+        rx: Receiver<Msg>,
+        shared: Arc<Shared>,
+        slot_ctx: usize,
+        chunk: usize,
+    ) -> Self {
         let n = shared.parallel;
         Scheduler {
             ctx,
@@ -69,6 +82,8 @@ impl Scheduler {
             shared,
             slot_ctx,
             slots: (0..n).map(|_| None).collect(),
+            caches: vec![SlotCache::default(); n],
+            chunk: chunk.max(1),
             queue: JobQueue::new(),
             deadline: None,
         }
@@ -198,7 +213,10 @@ impl Scheduler {
             self.shared.metrics.admitted(job.received.elapsed());
             let Job { seqs, events, received } = job;
             for sj in seqs {
-                let Some(slot) = self.slots.iter().position(Option::is_none) else { break };
+                let free: Vec<usize> = (0..self.slots.len()).filter(|&i| self.slots[i].is_none()).collect();
+                let cacheable = sj.cache_prompt && sj.prompt_logprobs.is_none();
+                let key: &[Token] = if cacheable { &sj.prompt } else { &[] };
+                let Some(slot) = choose_slot(&free, &self.caches, key, self.chunk) else { break };
                 self.start(slot, sj, events.clone(), received);
             }
         }
@@ -213,19 +231,29 @@ impl Scheduler {
             load.busy += 1;
             self.shared.metrics.set_busy(load.busy);
         }
-        self.ctx.clear(slot);
         let scoring = sj.prompt_logprobs.is_some();
+        let mut reuse =
+            if sj.cache_prompt && !scoring { self.caches[slot].reusable(&sj.prompt, self.chunk) } else { 0 };
+        if reuse > 0 && self.ctx.truncate(slot, reuse).is_ok() {
+            self.caches[slot].truncate(reuse);
+        } else {
+            reuse = 0;
+            self.ctx.clear(slot);
+            self.caches[slot].clear();
+        }
+        self.shared.metrics.prompt_cached(reuse);
         let active = Active {
             choice: sj.choice,
             prompt: sj.prompt.clone(),
             seq: sj.sequence,
             max_tokens: sj.max_tokens,
             scoring: sj.prompt_logprobs.map(|k| (1, k)),
-            prefilled: 0,
+            prefilled: reuse,
             pending: None,
             events,
             received,
             started_generating: false,
+            cached: reuse,
         };
         self.slots[slot] = Some(active);
         if scoring {
@@ -245,11 +273,12 @@ impl Scheduler {
         }
     }
 
-    /// Evaluates waiting prompts in chunks of `n_batch` tokens, slot by slot: all of them when
-    /// nothing is generating, else one chunk. A sequence whose prompt is in samples its first
+    /// Evaluates waiting prompts in chunks of the prefill size (at fixed positions: multiples
+    /// of it), slot by slot: all of them when nothing is generating, else one chunk. A whole
+    /// chunk joins the slot's prompt cache. A sequence whose prompt is in samples its first
     /// token at once (its logits are those of this very call).
     fn prefill(&mut self) {
-        let chunk = self.ctx.n_batch().max(1);
+        let chunk = self.chunk;
         let generating = self.slots.iter().any(|s| s.as_ref().is_some_and(|a| a.pending.is_some()));
         let mut chunks_left = if generating { 1 } else { usize::MAX };
         for slot in 0..self.slots.len() {
@@ -266,6 +295,9 @@ impl Scheduler {
                 let t0 = Instant::now();
                 let r = self.ctx.prefill(slot, &prompt[from..to]);
                 self.shared.metrics.prompt_done(to - from, t0.elapsed());
+                if r.is_ok() && to - from == chunk && self.caches[slot].len() == from {
+                    self.caches[slot].push_chunk(&prompt[from..to]);
+                }
                 match r {
                     Ok(()) if to == len => self.advance_slot(slot),
                     Ok(()) => {}
@@ -315,11 +347,15 @@ impl Scheduler {
             let _ = a.events.send(Event::Failed { message: f.message, bad_input: f.bad_input, shutting_down: false });
         }
         self.free(slot);
+        // After a failed call the slot's KV is not to be trusted.
+        self.ctx.clear(slot);
+        self.caches[slot].clear();
     }
 
+    /// Gives the slot back. Its KV cache stays: the whole prompt chunks in it serve later
+    /// prompts that start the same way.
     fn free(&mut self, slot: usize) {
         if self.slots[slot].take().is_some() {
-            self.ctx.clear(slot);
             let mut load = lock(&self.shared.load);
             load.busy = load.busy.saturating_sub(1);
             self.shared.metrics.set_busy(load.busy);
@@ -374,6 +410,7 @@ fn finish(a: &Active, reason: StopReason, shared: &Shared) {
         choice: a.choice,
         reason,
         prompt_tokens: a.prompt.len(),
+        cached_tokens: a.cached,
         completion_tokens: generated,
     });
 }

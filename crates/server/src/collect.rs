@@ -67,6 +67,7 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
     let mut choices: Vec<Choice> = (0..n).map(|_| Choice::default()).collect();
     let mut done = 0;
     let mut completion_tokens = 0;
+    let mut cached = vec![0; n];
     while done < n {
         match rx.recv().await {
             None => return Err(ApiError::internal("the engine stopped before the generation finished")),
@@ -79,8 +80,9 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
                     c.tokens.push(token);
                 }
             }
-            Some(Event::Finished { choice, reason, completion_tokens: k, .. }) => {
+            Some(Event::Finished { choice, reason, completion_tokens: k, cached_tokens, .. }) => {
                 if choices[choice].finish.is_none() {
+                    cached[choice] = cached_tokens;
                     choices[choice].finish = Some(finish_reason(&reason));
                     completion_tokens += k;
                     done += 1;
@@ -91,7 +93,7 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
             }
         }
     }
-    let usage = Usage::new(meta.prompt_tokens, completion_tokens);
+    let usage = Usage::with_cached(meta.prompt_tokens, completion_tokens, meta.cached_tokens(&cached));
     let r = &meta.renderer;
     let body = match meta.endpoint {
         Endpoint::Chat => json_response(

@@ -30,6 +30,8 @@ pub struct SeqJob {
     /// Score the prompt (echo with logprobs): each prompt token's log-probability and this many
     /// alternatives.
     pub prompt_logprobs: Option<usize>,
+    /// Reuse a slot's cached prefix of this prompt (`cache_prompt`, on by default).
+    pub cache_prompt: bool,
 }
 
 /// A request's work: one sequence per choice, all admitted together.
@@ -84,6 +86,8 @@ pub enum Event {
         reason: StopReason,
         /// Prompt tokens of this choice.
         prompt_tokens: usize,
+        /// Of those, how many came from the slot's prompt cache.
+        cached_tokens: usize,
         /// Tokens generated (an end-of-generation token counts).
         completion_tokens: usize,
     },
@@ -149,6 +153,9 @@ pub struct EngineConfig {
     pub parallel: usize,
     /// Jobs that may wait for slots beyond those running.
     pub queue: usize,
+    /// Prompt tokens per prefill call; chunks start at multiples of it, and the prompt cache
+    /// reuses whole chunks only (see [`crate::batching`]).
+    pub prefill_chunk: usize,
 }
 
 impl EngineHandle {
@@ -156,6 +163,7 @@ impl EngineHandle {
     pub fn spawn(ctx: Box<dyn Context>, config: &EngineConfig, metrics: Arc<Metrics>) -> std::io::Result<Self> {
         let parallel = config.parallel.max(1);
         let slot_ctx = ctx.n_ctx_seq();
+        let chunk = config.prefill_chunk.clamp(1, ctx.n_batch().max(1));
         let shared = Arc::new(Shared {
             load: Mutex::new(Load::default()),
             parallel,
@@ -167,7 +175,7 @@ impl EngineHandle {
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("nucleus-engine".into())
-            .spawn(move || Scheduler::new(ctx, rx, sh, slot_ctx).run())?;
+            .spawn(move || Scheduler::new(ctx, rx, sh, slot_ctx, chunk).run())?;
         Ok(EngineHandle { tx: Mutex::new(tx), shared, thread: Mutex::new(Some(thread)), slot_ctx })
     }
 

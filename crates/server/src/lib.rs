@@ -36,6 +36,7 @@ pub mod fields;
 pub mod metrics;
 pub mod openai_types;
 pub mod prepare;
+pub(crate) mod prompt_cache;
 pub mod render;
 pub mod request;
 pub mod routes;
@@ -191,8 +192,12 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
         ..Default::default()
     };
     let ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
-    let engine = EngineHandle::spawn(ctx, &engine::EngineConfig { parallel, queue: c.queue }, state.metrics.clone())
-        .map_err(|e| format!("could not start the engine thread: {e}"))?;
+    let engine = EngineHandle::spawn(
+        ctx,
+        &engine::EngineConfig { parallel, queue: c.queue, prefill_chunk: c.prefill_chunk },
+        state.metrics.clone(),
+    )
+    .map_err(|e| format!("could not start the engine thread: {e}"))?;
     let fingerprint = format!("nucleus-{}-{}", env!("CARGO_PKG_VERSION"), c.model_id);
     let template = nucleus_runtime::ChatTemplate::for_model_or(model.as_ref(), c.chat_template.as_deref());
     let _ = state.ready.set(state::Ready { model, engine, created: openai_types::unix_now(), fingerprint, template });

@@ -15,6 +15,7 @@ const TTFT_BUCKETS: [f64; 12] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.
 pub struct Metrics {
     requests: Mutex<Vec<((&'static str, u16), u64)>>,
     prompt_tokens: AtomicU64,
+    prompt_cached: AtomicU64,
     prompt_nanos: AtomicU64,
     completion_tokens: AtomicU64,
     sequences: AtomicU64,
@@ -76,6 +77,11 @@ impl Metrics {
         self.prompt_nanos.fetch_add(nanos(t), Ordering::Relaxed);
     }
 
+    /// A prompt started with `n` tokens kept from its slot's prompt cache.
+    pub fn prompt_cached(&self, n: usize) {
+        self.prompt_cached.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// One decode call advanced `seqs` sequences in `t`.
     pub fn decode_step(&self, seqs: usize, t: Duration) {
         self.decode_steps.fetch_add(1, Ordering::Relaxed);
@@ -123,6 +129,12 @@ impl Metrics {
             "counter",
             "Prompt tokens evaluated.",
             g(&self.prompt_tokens).to_string(),
+        );
+        metric(
+            "nucleus_prompt_cached_tokens_total",
+            "counter",
+            "Prompt tokens taken from a slot's prompt cache instead of being evaluated.",
+            g(&self.prompt_cached).to_string(),
         );
         metric(
             "nucleus_prompt_seconds_total",

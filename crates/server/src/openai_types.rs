@@ -42,12 +42,35 @@ pub struct Usage {
     pub completion_tokens: usize,
     /// The sum.
     pub total_tokens: usize,
+    /// How many prompt tokens came from the prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens taken from a slot's prompt cache.
+    pub cached_tokens: usize,
 }
 
 impl Usage {
     /// Usage from the two counts.
     pub fn new(prompt_tokens: usize, completion_tokens: usize) -> Self {
-        Usage { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }
+        Usage {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+            prompt_tokens_details: None,
+        }
+    }
+
+    /// Usage with the count of cached prompt tokens.
+    pub fn with_cached(prompt_tokens: usize, completion_tokens: usize, cached_tokens: usize) -> Self {
+        Usage {
+            prompt_tokens_details: Some(PromptTokensDetails { cached_tokens }),
+            ..Usage::new(prompt_tokens, completion_tokens)
+        }
     }
 }
 

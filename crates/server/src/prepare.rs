@@ -137,6 +137,7 @@ pub fn prepare(
                 sequence,
                 max_tokens,
                 prompt_logprobs: if req.echo { req.logprobs } else { None },
+                cache_prompt: req.cache_prompt,
             });
             out.choices.push(ChoiceInfo { prompt: tokens.clone(), echo_text: echo_text.clone() });
         }

@@ -119,6 +119,18 @@ pub struct ResponseMeta {
 }
 
 impl ResponseMeta {
+    /// Cached prompt tokens for `usage`, each prompt once (from its first choice), as
+    /// `prompt_tokens` counts them; `per_choice` in choice order.
+    pub fn cached_tokens(&self, per_choice: &[usize]) -> usize {
+        let mut total = 0;
+        for (i, c) in self.choices.iter().enumerate() {
+            if i == 0 || !Arc::ptr_eq(&self.choices[i - 1].prompt, &c.prompt) {
+                total += per_choice.get(i).copied().unwrap_or(0);
+            }
+        }
+        total
+    }
+
     /// A response or stream chunk of this request (its id, creation time, model and
     /// fingerprint) with `object`, `choices` and `usage`.
     pub fn completion<C, U: UsageField>(&self, object: &'static str, choices: Vec<C>, usage: U) -> Completion<C, U> {

@@ -64,6 +64,8 @@ pub struct GenerationRequest {
     pub constraint: Option<Constraint>,
     /// Chat: the tools the model may call ([`crate::tools`]).
     pub tools: Option<ToolRequest>,
+    /// Start from a slot's cached prefix of the prompt (llama.cpp's `cache_prompt`, default on).
+    pub cache_prompt: bool,
 }
 
 /// Fields that ask for features this server does not have: refused, never silently ignored.
@@ -181,6 +183,7 @@ pub fn parse(
         }
     };
     let post_sampling_probs = f.bool("post_sampling_probs")?.unwrap_or(false);
+    let cache_prompt = f.bool("cache_prompt")?.unwrap_or(true);
 
     let stop = parse_stop(&f)?;
     let params = sampling_fields::parse(&f, defaults, model)?;
@@ -213,6 +216,7 @@ pub fn parse(
         stop_tokens,
         constraint,
         tools,
+        cache_prompt,
     })
 }
 

@@ -11,6 +11,10 @@ use crate::engine::EngineHandle;
 use crate::errors::ApiError;
 use crate::metrics::Metrics;
 
+/// Default prompt tokens per prefill call: small enough that a shared system prompt is
+/// mostly whole chunks the prompt cache can reuse, large enough to keep prefill efficient.
+pub const DEFAULT_PREFILL_CHUNK: usize = 64;
+
 /// Server settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -43,6 +47,8 @@ pub struct ServerConfig {
     pub handle_signals: bool,
     /// A Jinja chat template used instead of the model's (`--chat-template FILE`).
     pub chat_template: Option<String>,
+    /// Prompt tokens per prefill call; the prompt cache reuses whole chunks of this size.
+    pub prefill_chunk: usize,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +68,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(30),
             handle_signals: false,
             chat_template: None,
+            prefill_chunk: DEFAULT_PREFILL_CHUNK,
         }
     }
 }

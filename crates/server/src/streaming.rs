@@ -51,6 +51,8 @@ pub struct SseStream {
     choices: Vec<ChoiceState>,
     finished: usize,
     completion_tokens: usize,
+    /// Cached prompt tokens per choice.
+    cached: Vec<usize>,
     done: bool,
 }
 
@@ -79,6 +81,7 @@ impl SseStream {
             out: VecDeque::new(),
             finished: 0,
             completion_tokens: 0,
+            cached: vec![0; n],
             done: false,
         };
         for i in 0..n {
@@ -265,7 +268,8 @@ impl SseStream {
     /// The usage chunk (when asked for) and `[DONE]`.
     fn end(&mut self) {
         if self.meta.include_usage {
-            let usage = Some(Some(Usage::new(self.meta.prompt_tokens, self.completion_tokens)));
+            let cached = self.meta.cached_tokens(&self.cached);
+            let usage = Some(Some(Usage::with_cached(self.meta.prompt_tokens, self.completion_tokens, cached)));
             match self.meta.endpoint {
                 Endpoint::Chat => {
                     let chunk: ChatChunk = self.meta.completion("chat.completion.chunk", Vec::new(), usage);
@@ -294,7 +298,10 @@ impl SseStream {
             Event::Started => {}
             Event::PromptToken { choice, token } => self.choices[choice].prompt_scores.push(token),
             Event::Token { choice, token } => self.on_token(choice, token),
-            Event::Finished { choice, reason, completion_tokens, .. } => {
+            Event::Finished { choice, reason, completion_tokens, cached_tokens, .. } => {
+                if let Some(c) = self.cached.get_mut(choice) {
+                    *c = cached_tokens;
+                }
                 self.on_finished(choice, finish_reason(&reason), completion_tokens)
             }
             Event::Failed { message, bad_input, shutting_down } => self.fail(message, bad_input, shutting_down),

@@ -59,6 +59,10 @@ pub struct ServeArgs {
     /// template that renders `tools`, for native tool calls)
     #[arg(long = "chat-template", value_name = "FILE")]
     pub chat_template: Option<std::path::PathBuf>,
+    /// Prompt tokens per prefill call; prompts are evaluated in chunks at multiples of it, and
+    /// the prompt cache reuses whole matching chunks (so cached answers equal uncached ones)
+    #[arg(long = "prefill-chunk", default_value_t = nucleus_server::state::DEFAULT_PREFILL_CHUNK)]
+    pub prefill_chunk: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -67,6 +71,9 @@ pub struct ServeArgs {
 pub fn run(args: &ServeArgs) -> Result<(), String> {
     if args.threads == Some(0) {
         return Err("--threads must be at least 1".into());
+    }
+    if args.prefill_chunk == 0 {
+        return Err("--prefill-chunk must be at least 1".into());
     }
     if args.parallel == 0 {
         return Err("--parallel must be at least 1".into());
@@ -112,6 +119,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         handle_signals: true,
         chat_template,
+        prefill_chunk: args.prefill_chunk,
     };
     eprintln!("nucleus serve: loading {}", path.display());
     let load_path = path.clone();

@@ -159,6 +159,28 @@ impl Context for LlamaCppContext {
         }
     }
 
+    fn truncate(&mut self, seq: SeqId, len: usize) -> Result<()> {
+        self.check_seq(seq)?;
+        if len == 0 {
+            self.clear(seq);
+            return Ok(());
+        }
+        if len > self.seqs[seq].len {
+            return Err(RuntimeError::BadSequence { seq, problem: "cannot keep more tokens than it holds" });
+        }
+        // Removes positions len.. of this sequence; the cells before stay as they were written.
+        let kept = self.ctx.clear_kv_cache_seq(Some(seq as u32), Some(len as u32), None);
+        if !matches!(kept, Ok(true)) {
+            self.clear(seq);
+            return Err(RuntimeError::BadSequence {
+                seq,
+                problem: "llama.cpp could not remove the end of the sequence",
+            });
+        }
+        self.seqs[seq] = SeqState { len, logits: None };
+        Ok(())
+    }
+
     fn prefill(&mut self, seq: SeqId, tokens: &[Token]) -> Result<()> {
         self.check_seq(seq)?;
         if tokens.is_empty() {

@@ -1,0 +1,87 @@
+"""The prompt cache never changes an answer (run on a fresh server with 2 slots and 16-token
+prefill chunks): a seeded request with log-probabilities is answered identically cold, warm
+after a different request sharing its system prompt, warm from its own prompt, with
+cache_prompt false, and beside concurrent load; the cached token counts show the cache was used."""
+
+import re
+import threading
+import urllib.request
+
+from common import BASE, MODEL, client, done
+
+c = client()
+SYS = ("You are a careful assistant for a small library. Answer in one short paragraph, name your "
+       "sources when you can, and say so plainly when you do not know something. Prefer simple words. ")
+
+
+def ask(question, **kw):
+    kw.setdefault("seed", 42)
+    kw.setdefault("temperature", 0.9)
+    return c.chat.completions.create(
+        model=MODEL, max_tokens=24, logprobs=True, top_logprobs=3,
+        messages=[{"role": "system", "content": SYS}, {"role": "user", "content": question}], **kw)
+
+
+def answer(r):
+    """Everything that must not change: text, tokens, logprobs and alternatives."""
+    ch = r.choices[0]
+    return (ch.message.content, ch.finish_reason,
+            [(e.token, e.logprob, [(t.token, t.logprob) for t in e.top_logprobs]) for e in ch.logprobs.content])
+
+
+def cached(r):
+    return r.usage.prompt_tokens_details.cached_tokens
+
+
+def metric(name):
+    text = urllib.request.urlopen(BASE.removesuffix("/v1") + "/metrics", timeout=30).read().decode()
+    return int(float(re.search(rf"^{name} (\S+)$", text, re.M).group(1)))
+
+
+A, B = "Tell me about cats.", "Tell me about the history of dogs and wolves."
+cold = ask(A)
+assert cached(cold) == 0, cold.usage
+assert metric("nucleus_prompt_cached_tokens_total") == 0
+
+other = ask(B)  # shares the system prompt with A: starts from A's chunks
+assert cached(other) >= 32, other.usage
+
+warm_other = ask(A)  # the slot now holds B's chunks: only the shared system prompt is reused
+assert 32 <= cached(warm_other) < cold.usage.prompt_tokens, warm_other.usage
+assert answer(warm_other) == answer(cold), (answer(warm_other), answer(cold))
+
+warm_self = ask(A)  # the slot holds A's own chunks
+assert cached(warm_self) >= cached(warm_other), warm_self.usage
+assert cold.usage.prompt_tokens - cached(warm_self) <= 16, warm_self.usage
+assert answer(warm_self) == answer(cold)
+
+off = ask(A, extra_body={"cache_prompt": False})
+assert cached(off) == 0, off.usage
+assert answer(off) == answer(cold)
+done("cold, warm after another prefix, warm from itself, cache_prompt false: identical")
+
+# Beside concurrent load: streams with the same system prompt (and unrelated ones) queue for
+# the two slots while A runs again.
+results, errors = {}, []
+
+
+def load(i):
+    try:
+        q = [B, "What is a library card?", "Name three poets.", A][i % 4]
+        s = c.chat.completions.create(model=MODEL, max_tokens=20, seed=i, temperature=1.0, stream=True,
+                                      messages=[{"role": "system", "content": SYS}, {"role": "user", "content": q}])
+        results[i] = "".join(k.choices[0].delta.content or "" for k in s if k.choices)
+    except Exception as e:  # noqa: BLE001
+        errors.append(e)
+
+
+threads = [threading.Thread(target=load, args=(i,)) for i in range(5)]
+for t in threads:
+    t.start()
+busy = ask(A)
+for t in threads:
+    t.join()
+assert not errors, errors
+assert answer(busy) == answer(cold), (answer(busy), answer(cold))
+assert metric("nucleus_prompt_cached_tokens_total") > 0
+done("beside concurrent load: identical")
