@@ -10,7 +10,7 @@ use nucleus_grammar::Matcher;
 
 /// How many of the 100 dev schemas compile today. Coverage must never shrink silently: when it
 /// grows, raise this number in the same commit.
-const COMPILED: usize = 97;
+const COMPILED: usize = 98;
 
 #[test]
 fn jsonschemabench_dev() {
