@@ -27,8 +27,11 @@
 pub mod bench;
 pub mod cases;
 pub mod common_chain;
+pub mod common_sampler;
 pub mod harness;
 pub mod llama;
+pub mod mask_walk;
+pub mod reference_grammar;
 pub mod spec;
 
 pub use cases::{generate, Case};

@@ -102,9 +102,6 @@ pub enum RuntimeError {
     /// No token both the sampler chain and the grammar allow (e.g. every allowed token banned).
     #[error("constrained generation stuck: {0}")]
     GrammarDeadEnd(String),
-    /// llama.cpp's own grammar sampler (the benchmark/test reference) refused a grammar or token.
-    #[error("llama.cpp reference grammar: {0}")]
-    ReferenceGrammar(String),
     /// The chat template failed to render.
     #[error("chat template: {0}")]
     Template(String),

@@ -4,16 +4,15 @@
 //! the grammar, tokenized by the model) each step times nucleus's mask and llama.cpp's grammar
 //! over the whole vocabulary, checks that both allow exactly the same tokens, then advances both.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
-use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
-use nucleus_grammar::{GrammarSampler, Matcher, TokenMask, VocabIndex};
+use nucleus_grammar::GrammarSampler;
+use nucleus_parity::mask_walk::{compare_with_llama, nucleus_masks, read_schema_dir, schema_case, WalkCase};
+use nucleus_parity::reference_grammar::LlamaGrammar;
 use nucleus_runtime::constraint::vocab_index_with;
-use nucleus_runtime::llama::LlamaGrammar;
-use nucleus_runtime::{locate, models_dir, LlamaCppModel, Model, ModelRef, Pip, Tokenizer};
+use nucleus_runtime::{locate, models_dir, LlamaCppModel, Model, ModelRef, Pip};
 use nucleus_sampler::Token;
 use serde_json::{json, Value};
 
@@ -27,12 +26,6 @@ pub struct GrammarBench<'a> {
     pub positions: usize,
     /// Print one JSON object instead of tables.
     pub json: bool,
-}
-
-/// One schema's prepared run: the GBNF and the instance's tokens.
-struct Case {
-    gbnf: String,
-    tokens: Vec<Token>,
 }
 
 /// Times of one side at every measured step.
@@ -61,7 +54,7 @@ impl Times {
 
 /// Runs the grammar benchmark for every model.
 pub fn run(b: &GrammarBench) -> Result<(), String> {
-    let docs = read_schemas(b.schemas)?;
+    let docs = read_schema_dir(b.schemas)?;
     let mut out = Vec::new();
     for spec in b.models {
         let model = load(spec)?;
@@ -90,10 +83,10 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
         }
         std::fs::write(&path, out).map_err(|e| format!("writing {path}: {e}"))?;
     }
-    let mut cases = Vec::new();
+    let mut cases: Vec<(String, WalkCase)> = Vec::new();
     let mut skipped = Vec::new();
     for (name, v) in docs {
-        match prepare(v, tok.as_ref()) {
+        match schema_case(v, tok.as_ref()) {
             Ok(c) => cases.push((name.clone(), c)),
             Err(e) => skipped.push(format!("{name}: {e}")),
         }
@@ -117,42 +110,26 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
         // generation with this grammar, fresh automaton, per-state mask cache on.
         let mut ours = GrammarSampler::with_index(vocab.clone(), &case.gbnf, "root").map_err(|e| e.to_string())?;
         let walker_start = ours.clone();
-        let mut masks: Vec<Arc<TokenMask>> = Vec::new();
-        let mut text = Vec::new();
-        for &t in case.tokens.iter().take(b.positions) {
-            let s = Instant::now();
-            let m = ours.mask();
-            let took = s.elapsed();
-            first.0.push(took);
-            if slowest_n > 0 {
+        let pass1 = nucleus_masks(&mut ours, &case.tokens, b.positions, false).map_err(|e| format!("{name}: {e}"))?;
+        first.0.extend_from_slice(&pass1.times);
+        if slowest_n > 0 {
+            let mut text = Vec::new();
+            for ((m, &took), &t) in pass1.masks.iter().zip(&pass1.times).zip(&case.tokens) {
                 let tail = String::from_utf8_lossy(&text[text.len().saturating_sub(40)..]).into_owned();
                 slowest_first.push((took, format!("{name} after {tail:?}: {} tokens allowed", m.count())));
+                text.extend_from_slice(vocab.piece(t));
             }
-            text.extend_from_slice(vocab.piece(t));
-            let ok = m.contains(t);
-            masks.push(m);
-            if !ok {
-                break;
-            }
-            ours.try_accept(t).map_err(|e| format!("{name}: {e}"))?;
         }
+        let masks = pass1.masks;
         // Pass 2, llama.cpp along the same tokens; every mask must equal nucleus's.
-        let mut fed = Vec::new();
-        for (&t, m) in case.tokens.iter().zip(&masks) {
-            llama.0.push(reference.apply());
-            steps += 1;
-            if **m != *reference.allowed() {
-                mismatches += 1;
-                if mismatch_notes.len() < 5 {
-                    let at =
-                        format!("{name} after {:?}", String::from_utf8_lossy(&fed[fed.len().saturating_sub(60)..]));
-                    mismatch_notes.push(describe_mismatch(&at, m, reference.allowed(), &vocab));
-                }
+        let cmp = compare_with_llama(&mut reference, &case.tokens, &masks, &vocab, name);
+        llama.0.extend_from_slice(&cmp.times);
+        steps += cmp.steps;
+        mismatches += cmp.mismatches.len();
+        for note in cmp.mismatches.iter().map(|m| m.to_string()).chain(cmp.stuck) {
+            if mismatch_notes.len() < 5 {
+                mismatch_notes.push(note);
             }
-            if !m.contains(t) || reference.accept(t).is_err() {
-                break;
-            }
-            fed.extend_from_slice(vocab.piece(t));
         }
         // Pass 3, the walk alone: automaton warmed by pass 1, mask cache off.
         let mut walker = walker_start;
@@ -244,46 +221,6 @@ fn print_table(r: &Value) {
         }
     }
     println!();
-}
-
-fn describe_mismatch(at: &str, ours: &TokenMask, theirs: &TokenMask, v: &VocabIndex) -> String {
-    let show = |id: u32| format!("{id} {:?}", String::from_utf8_lossy(v.piece(id as Token)));
-    let only_ours: Vec<String> =
-        ours.ids().into_iter().filter(|&i| !theirs.contains(i as i32)).take(3).map(show).collect();
-    let only_theirs: Vec<String> =
-        theirs.ids().into_iter().filter(|&i| !ours.contains(i as i32)).take(3).map(show).collect();
-    format!("{at}: only nucleus {only_ours:?}, only llama.cpp {only_theirs:?}")
-}
-
-/// Compiles the schema (strict) and tokenizes its first valid instance as the grammar lays it out.
-fn prepare(v: &Value, tok: &dyn Tokenizer) -> Result<Case, String> {
-    let g = schema_to_gbnf(&v["schema"], &SchemaOptions::default()).map_err(|e| format!("refused: {e}"))?;
-    let m = Matcher::from_gbnf(&g.gbnf).map_err(|e| e.to_string())?;
-    let inst = v["tests"].as_array().and_then(|t| t.iter().find(|t| t["valid"] == true)).ok_or("no valid instance")?;
-    let doc = parse_json(&inst["data"].to_string())?;
-    let verdict = feed_json(&m, &doc);
-    if !verdict.accepted {
-        return Err("the first valid instance is not accepted".into());
-    }
-    let tokens = tok.encode(&verdict.text, false, false).map_err(|e| e.to_string())?;
-    Ok(Case { gbnf: g.gbnf, tokens })
-}
-
-fn read_schemas(dir: &Path) -> Result<Vec<(String, Value)>, String> {
-    let rd = std::fs::read_dir(dir).map_err(|e| format!("reading the schema folder {}: {e}", dir.display()))?;
-    let mut files: Vec<PathBuf> =
-        rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| format!("reading {}: {e}", f.display()))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", f.display()))?;
-        out.push((f.file_name().unwrap_or_default().to_string_lossy().into_owned(), v));
-    }
-    if out.is_empty() {
-        return Err(format!("no .json schema files in {}", dir.display()));
-    }
-    Ok(out)
 }
 
 fn load(spec: &str) -> Result<LlamaCppModel, String> {

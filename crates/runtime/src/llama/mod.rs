@@ -4,11 +4,9 @@
 mod backend;
 mod context;
 mod model;
-mod reference_grammar;
 mod tokenizer;
 
 pub use backend::{backend, set_verbose};
 pub use context::LlamaCppContext;
 pub use model::LlamaCppModel;
-pub use reference_grammar::LlamaGrammar;
 pub use tokenizer::LlamaTokenizer;

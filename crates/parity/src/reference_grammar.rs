@@ -1,6 +1,7 @@
 //! [`LlamaGrammar`]: llama.cpp's own grammar sampler over a loaded model's vocabulary, the
 //! reference that nucleus-grammar's masks are compared with and timed against (`nucleus bench
-//! --grammar`, differential tests). Never used to generate: all sampling is nucleus's.
+//! --grammar`, `tests/grammar_masks.rs`). Never used to generate: all sampling is nucleus's.
+//! (Moved here from `nucleus-runtime`, which keeps no reference code.)
 
 use std::time::{Duration, Instant};
 
@@ -9,10 +10,8 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 use nucleus_grammar::TokenMask;
+use nucleus_runtime::LlamaCppModel;
 use nucleus_sampler::Token;
-
-use super::model::LlamaCppModel;
-use crate::error::{Result, RuntimeError};
 
 /// llama.cpp's grammar sampler plus a reusable full-vocabulary candidate array.
 pub struct LlamaGrammar {
@@ -26,9 +25,9 @@ pub struct LlamaGrammar {
 
 impl LlamaGrammar {
     /// Compiles `gbnf` (start rule `root`) with llama.cpp's parser over `model`'s vocabulary.
-    pub fn new(model: &LlamaCppModel, gbnf: &str, root: &str) -> Result<Self> {
+    pub fn new(model: &LlamaCppModel, gbnf: &str, root: &str) -> Result<Self, String> {
         let sampler = LlamaSampler::grammar(model.raw(), gbnf, root)
-            .map_err(|e| RuntimeError::ReferenceGrammar(format!("it rejected the grammar: {e}")))?;
+            .map_err(|e| format!("llama.cpp's grammar sampler rejected the grammar: {e}"))?;
         let n_vocab = model.raw().n_vocab().max(0) as usize;
         let data = (0..n_vocab as i32).map(|i| LlamaTokenData::new(LlamaToken(i), 0.0, 0.0)).collect();
         Ok(LlamaGrammar {
@@ -67,9 +66,9 @@ impl LlamaGrammar {
     }
 
     /// Advances the grammar by `token`, which the last [`LlamaGrammar::apply`] must have allowed.
-    pub fn accept(&mut self, token: Token) -> Result<()> {
+    pub fn accept(&mut self, token: Token) -> Result<(), String> {
         if !self.allowed.contains(token) {
-            return Err(RuntimeError::ReferenceGrammar(format!("token {token} was not allowed by its last mask")));
+            return Err(format!("token {token} was not allowed by llama.cpp's last mask"));
         }
         self.sampler.accept(LlamaToken(token));
         Ok(())
