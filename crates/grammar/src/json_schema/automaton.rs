@@ -139,6 +139,12 @@ impl Dfa {
         nfa.determinize(start, end)
     }
 
+    /// The automaton with these rows (sorted, disjoint `(lo, hi, target)`) and accepting
+    /// states, state 0 the start; trimmed and minimized.
+    pub(super) fn from_parts(trans: Vec<Row>, accept: Vec<bool>) -> Dfa {
+        Dfa { trans, accept }.minimized()
+    }
+
     /// Strings in both.
     pub fn intersect(&self, other: &Dfa) -> Result<Dfa, String> {
         self.product(other, |a, b| a && b)

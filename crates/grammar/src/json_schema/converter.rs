@@ -675,6 +675,12 @@ impl<'a> Converter<'a> {
         }
         let has_bounds =
             ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"].iter().any(|k| obj.contains_key(*k));
+        if strict && matches!(ty_str, Some("integer") | Some("number")) && has_bounds {
+            let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+            self.check_honored(obj, ptr, &[ty_str.unwrap_or("number")], &honored)?;
+            let body = self.numeric_range(obj, ty_str == Some("integer"), &rule_name, ptr)?;
+            return Ok(self.add_rule(&rule_name, &body));
+        }
         if matches!(ty_str, None | Some("integer")) && has_bounds && (ty_str.is_some() || !strict) {
             if strict {
                 self.check_honored(

@@ -28,6 +28,7 @@ mod int_range;
 mod key_space;
 mod keywords;
 mod multiple_of;
+mod numeric_range;
 mod objects;
 mod one_of;
 mod pattern_llama;

@@ -285,6 +285,16 @@ pub fn merge_schemas(root: &Value, a: &Value, b: &Value) -> Result<Value, String
             props.insert(k, m);
         }
     }
+    // `items` next to a tuple covers only the items after it: one side's `items` cannot be
+    // re-read after the other side's tuple.
+    for (x, y) in [(a, b), (b, a)] {
+        let tuple = |m: &serde_json::Map<String, Value>| {
+            m.get("prefixItems").cloned().or_else(|| m.get("items").filter(|i| i.is_array()).cloned())
+        };
+        if tuple(x).is_some() && y.contains_key("items") && tuple(x) != tuple(y) {
+            return Err("items of one side next to a tuple of the other".into());
+        }
+    }
     // Keywords read relative to their own side's `items`.
     for x in [a, b] {
         if (x.contains_key("additionalItems") || x.contains_key("prefixItems")) && x.get("items") != out.get("items") {

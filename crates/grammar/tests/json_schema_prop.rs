@@ -1,0 +1,299 @@
+//! Property test: random schemas over the supported keywords, compiled strictly, must agree
+//! with an independent validator (the `jsonschema` crate, draft 2020-12) on every instance:
+//! random JSON values (valid and invalid) and random outputs of the grammar itself. A schema
+//! the converter refuses is skipped (refusals are allowed; wrong answers are not). Instances
+//! are fed as nucleus lays JSON out (compact, keys in an order the grammar accepts).
+
+use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
+use nucleus_grammar::Matcher;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde_json::{json, Map, Value};
+
+/// A small JSON value: numbers are integers or decimals with a non-zero fraction (so an
+/// integer is never written `2.0`, which nucleus's integer rule does not spell).
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (-12i64..12).prop_map(Value::from),
+        (-1200i64..1200).prop_filter("a fraction", |n| n % 100 != 0).prop_map(|n| json!(n as f64 / 100.0)),
+        "[ab]{0,4}".prop_map(Value::from),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    scalar().prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(vec!["a", "b", "c", "d"]), inner), 0..4)
+                .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+        ]
+    })
+}
+
+/// A bound: an integer or a decimal, of either sign.
+fn bound() -> impl Strategy<Value = Value> {
+    prop_oneof![(-10i64..10).prop_map(Value::from), (-1000i64..1000).prop_map(|n| json!(n as f64 / 100.0))]
+}
+
+fn numeric(ty: &'static str) -> impl Strategy<Value = Value> {
+    let kw = prop::sample::select(vec!["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]);
+    prop::collection::vec((kw, bound()), 0..3).prop_map(move |bs| {
+        let mut m = Map::new();
+        m.insert("type".into(), ty.into());
+        for (k, b) in bs {
+            m.insert(k.to_string(), b);
+        }
+        Value::Object(m)
+    })
+}
+
+fn string_schema() -> impl Strategy<Value = Value> {
+    (
+        prop::option::of(0u64..3),
+        prop::option::of(0u64..4),
+        prop::option::of(prop::sample::select(vec!["^a", "b$", "^[ab]*$", "a", "^(ab)+$"])),
+    )
+        .prop_map(|(min, max, pat)| {
+            let mut m = Map::new();
+            m.insert("type".into(), "string".into());
+            if let Some(n) = min {
+                m.insert("minLength".into(), n.into());
+            }
+            if let Some(n) = max {
+                m.insert("maxLength".into(), n.into());
+            }
+            if let Some(p) = pat {
+                m.insert("pattern".into(), p.into());
+            }
+            Value::Object(m)
+        })
+}
+
+/// A schema without `type` whose one keyword constrains a single type.
+fn typeless() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        bound().prop_map(|b| json!({ "minimum": b })),
+        bound().prop_map(|b| json!({ "exclusiveMaximum": b })),
+        (0u64..3).prop_map(|n| json!({ "maxLength": n })),
+        (1u64..3).prop_map(|n| json!({ "minItems": n })),
+        Just(json!({"required": ["a"]})),
+        Just(json!({"pattern": "^a"})),
+        Just(json!({"additionalProperties": false})),
+    ]
+}
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!({})),
+        Just(json!({"type": "null"})),
+        Just(json!({"type": "boolean"})),
+        Just(json!({"type": ["string", "null"]})),
+        numeric("integer"),
+        numeric("number"),
+        string_schema(),
+        prop::collection::vec(scalar(), 1..4).prop_map(|v| json!({ "enum": v })),
+        scalar().prop_map(|v| json!({ "const": v })),
+        typeless(),
+    ]
+}
+
+fn schema() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 20, 3, |inner| {
+        let props = prop::collection::vec(prop::option::of(inner.clone()), 3);
+        prop_oneof![
+            (inner.clone(), prop::option::of(0u64..3), prop::option::of(1u64..4), any::<bool>()).prop_map(
+                |(items, min, max, unique)| {
+                    let mut m = json!({"type": "array", "items": items});
+                    if let Some(n) = min {
+                        m["minItems"] = n.into();
+                    }
+                    if let Some(n) = max {
+                        m["maxItems"] = n.into();
+                    }
+                    if unique {
+                        m["uniqueItems"] = true.into();
+                    }
+                    m
+                }
+            ),
+            (
+                prop::collection::vec(inner.clone(), 1..3),
+                prop::option::of(prop_oneof![Just(json!(false)), inner.clone()])
+            )
+                .prop_map(|(tuple, rest)| {
+                    let mut m = json!({"type": "array", "prefixItems": tuple});
+                    if let Some(r) = rest {
+                        m["items"] = r;
+                    }
+                    m
+                }),
+            (props, 0usize..8, 0u8..3, inner.clone(), any::<bool>(), prop::option::of(0u64..3)).prop_map(
+                |(ps, req, addl, addl_schema, dep, min_props)| {
+                    let mut properties = Map::new();
+                    for (k, p) in ["a", "b", "c"].iter().zip(ps) {
+                        if let Some(p) = p {
+                            properties.insert(k.to_string(), p);
+                        }
+                    }
+                    let required: Vec<&str> =
+                        ["a", "b", "c"].iter().enumerate().filter(|(i, _)| req & (1 << i) != 0).map(|x| *x.1).collect();
+                    let mut m = json!({"type": "object", "properties": properties, "required": required});
+                    match addl {
+                        1 => m["additionalProperties"] = false.into(),
+                        2 => m["additionalProperties"] = addl_schema,
+                        _ => {}
+                    }
+                    if dep {
+                        m["dependentRequired"] = json!({"a": ["b"]});
+                    }
+                    if let Some(n) = min_props {
+                        m["minProperties"] = n.into();
+                    }
+                    m
+                }
+            ),
+            prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "anyOf": v })),
+            prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "oneOf": v })),
+            prop::collection::vec(inner.clone(), 2..3).prop_map(|v| json!({ "allOf": v })),
+            inner.clone().prop_map(|v| json!({ "items": v })),
+            inner.prop_map(|v| json!({ "properties": { "a": v } })),
+        ]
+    })
+}
+
+/// Random complete outputs of the grammar (no whitespace), as text.
+fn grammar_outputs(m: &Matcher, seed: u64, n: usize) -> Vec<String> {
+    let alphabet: Vec<&[u8]> = vec![
+        b"{", b"}", b"[", b"]", b",", b":", b"\"", b"a", b"b", b"c", b"d", b"0", b"1", b"2", b"5", b"9", b"-", b".",
+        b"t", b"r", b"u", b"e", b"f", b"l", b"s", b"n",
+    ];
+    let mut s = seed | 1;
+    let mut rnd = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let mut cur = m.clone();
+        let mut text = Vec::new();
+        for step in 0..200 {
+            if cur.can_end() && (rnd() % 3 == 0 || step > 120) {
+                out.push(String::from_utf8(text).unwrap_or_default());
+                break;
+            }
+            let start = (rnd() % alphabet.len() as u64) as usize;
+            // Prefer closing bytes late in a walk so outputs end.
+            let order: Vec<usize> = if step > 60 {
+                let mut v: Vec<usize> = (0..alphabet.len()).collect();
+                v.sort_by_key(|&i| !matches!(alphabet[i], b"}" | b"]" | b"\"" | b"0" | b"1"));
+                v
+            } else {
+                (0..alphabet.len()).map(|i| (start + i) % alphabet.len()).collect()
+            };
+            let Some(&i) = order.iter().find(|&&i| cur.allows_bytes(alphabet[i])) else { break };
+            cur.accept_bytes(alphabet[i]).unwrap();
+            text.extend_from_slice(alphabet[i]);
+        }
+    }
+    out
+}
+
+/// Whether every number in the JSON `text` has at most 15 significant digits and no exponent.
+fn doubles_hold_every_number(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                let num = &text[start..i];
+                let digits = num.trim_start_matches(['-', '0', '.']).bytes().filter(u8::is_ascii_digit).count();
+                if digits > 15 || num.contains(['e', 'E']) {
+                    return false;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    true
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    schemas: usize,
+    refused: usize,
+    instances: usize,
+    valid: usize,
+    outputs: usize,
+}
+
+fn check_case(schema: &Value, instances: &[Value], seed: u64, tally: &mut Tally) -> Result<(), TestCaseError> {
+    let validator = jsonschema::validator_for(schema).map_err(|e| TestCaseError::fail(format!("{schema}: {e}")))?;
+    let g = match schema_to_gbnf(schema, &SchemaOptions::default()) {
+        Ok(g) => g,
+        Err(_) => {
+            tally.refused += 1;
+            return Ok(());
+        }
+    };
+    let m = Matcher::from_gbnf(&g.gbnf)
+        .map_err(|e| TestCaseError::fail(format!("{schema}: the emitted grammar does not build: {e}")))?;
+    tally.schemas += 1;
+    for v in instances {
+        let text = serde_json::to_string(v).unwrap();
+        let valid = validator.is_valid(v);
+        let verdict = feed_json(&m, &parse_json(&text).unwrap());
+        prop_assert_eq!(verdict.accepted, valid, "{} on {} (gave up: {})\n{}", schema, text, verdict.gave_up, g.gbnf);
+        tally.instances += 1;
+        tally.valid += usize::from(valid);
+    }
+    for text in grammar_outputs(&m, seed, 6) {
+        // The validator compares numbers as doubles: skip outputs with numbers a double
+        // cannot hold exactly (more than 15 significant digits, exponents).
+        if !doubles_hold_every_number(&text) {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+        prop_assert!(validator.is_valid(&v), "{} accepts the invalid output {}\n{}", schema, text, g.gbnf);
+        tally.outputs += 1;
+    }
+    Ok(())
+}
+
+#[test]
+fn random_schemas_agree_with_a_validator() {
+    // `NUCLEUS_PROP_CASES` / `NUCLEUS_PROP_SEED` run more (or other) cases locally.
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+    let config =
+        Config { cases: env("NUCLEUS_PROP_CASES").unwrap_or(1000), failure_persistence: None, ..Config::default() };
+    let rng = match env("NUCLEUS_PROP_SEED") {
+        None => TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+        Some(s) => TestRng::from_seed(RngAlgorithm::ChaCha, &[s as u8; 32]),
+    };
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let tally = std::cell::RefCell::new(Tally::default());
+    let strategy = (schema(), prop::collection::vec(value(), 12), any::<u64>());
+    let result = runner
+        .run(&strategy, |(schema, instances, seed)| check_case(&schema, &instances, seed, &mut tally.borrow_mut()));
+    let t = tally.into_inner();
+    eprintln!("{t:?}");
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    assert!(t.schemas >= 150, "too few schemas compiled: {t:?}");
+}
