@@ -54,6 +54,11 @@ struct nucleus_parity_common_params {
     int32_t  ignore_eos; // 0 or 1
 };
 
+// sizeof(nucleus_parity_common_params), so the Rust side can check its mirror's layout.
+extern "C" size_t nucleus_parity_common_params_size(void) {
+    return sizeof(nucleus_parity_common_params);
+}
+
 static void write_error(char * err, size_t err_len, const char * what) {
     if (err && err_len > 0) {
         std::strncpy(err, what, err_len - 1);

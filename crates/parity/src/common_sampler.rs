@@ -105,6 +105,8 @@ extern "C" {
         err: *mut c_char,
         err_len: usize,
     ) -> *mut c_void;
+    /// `sizeof(nucleus_parity_common_params)` as the shim was compiled.
+    fn nucleus_parity_common_params_size() -> usize;
     /// `common_sampler_sample(gsmpl, ctx, idx)`; `LLAMA_TOKEN_NULL` on a C++ exception.
     fn nucleus_parity_common_sample(gsmpl: *mut c_void, ctx: *mut sys::llama_context, idx: i32) -> i32;
     /// `common_sampler_accept(gsmpl, token, true)`.
@@ -160,6 +162,14 @@ impl CommonSampler {
     /// is not read: pass [`Order::codes_of`] to use it). An exception thrown by llama.cpp
     /// (e.g. an invalid repeat penalty) is returned as its message.
     pub fn new(model: &RawModel, p: &SamplingParams, order: &Order) -> Result<Self, String> {
+        // SAFETY: returns a constant.
+        let c_size = unsafe { nucleus_parity_common_params_size() };
+        if c_size != std::mem::size_of::<CommonParams>() {
+            return Err(format!(
+                "CommonParams is {} bytes, the shim's struct {c_size}: the mirrors differ",
+                std::mem::size_of::<CommonParams>()
+            ));
+        }
         let cp = CommonParams::from_params(p);
         let (kind, text) = match order {
             Order::Default => (0, String::new()),

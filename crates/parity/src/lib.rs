@@ -8,7 +8,14 @@
 //! - [`llama`]: a small safe wrapper over llama.cpp's sampler API on plain logits;
 //! - [`spec`]: [`spec::SamplerSpec`], one sampler buildable on both sides;
 //! - [`cases`]: the deterministic random case generator;
-//! - [`harness`]: running, comparing, shrinking, and many cases on several threads.
+//! - [`harness`]: running, comparing, shrinking, and many cases on several threads;
+//! - [`common_sampler`]: llama.cpp's own `common_sampler_init` / `common_sampler_sample` (the
+//!   `common` library, through a C++ shim) on a real model, the reference for
+//!   `SamplingParams::build` (`tests/common_sampler.rs`); [`common_chain`] re-states its order
+//!   for model-free benchmarks;
+//! - [`reference_grammar`] and [`mask_walk`]: llama.cpp's grammar sampler and the mask walk that
+//!   compares nucleus-grammar's masks with it bit for bit (`tests/grammar_masks.rs`, `nucleus
+//!   bench --grammar`).
 //!
 //! Run: `cargo test --release -p nucleus-parity` (20,000 cases with a fixed harness seed;
 //! `NUCLEUS_PARITY_CASES`, `NUCLEUS_PARITY_SEED=<n>|random`, `NUCLEUS_PARITY_ONLY=<index>` and
@@ -20,9 +27,10 @@
 //! sorts and random distributions, glibc's `expf`/`logf`/`powf`); both sides run in one
 //! process, so they share the same libm.
 //!
-//! DRY runs through llama.cpp's internal test constructor `llama_sampler_init_dry_testing`
-//! (token-id breakers, no vocabulary) via a tiny C++ shim. Infill needs a model vocabulary
-//! and is not covered.
+//! In the random-case oracle, DRY runs through llama.cpp's internal test constructor
+//! `llama_sampler_init_dry_testing` (token-id breakers, no vocabulary) via a tiny C++ shim;
+//! infill and string breakers need a model vocabulary and are covered by
+//! `tests/common_sampler.rs` on SmolLM2 instead.
 
 pub mod bench;
 pub mod cases;

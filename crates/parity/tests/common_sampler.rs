@@ -2,8 +2,8 @@
 //!
 //! For each parameter set (defaults; each sampler's non-default values and no-op values; sampler
 //! orders as `--samplers` names and `--sampling-seq` letters; mirostat 1 and 2; penalties; DRY
-//! with string breakers; XTC; top-n-sigma; dynamic temperature; adaptive-p; logit biases;
-//! `ignore_eos`) both sides are built from the same values:
+//! with string breakers; XTC; top-n-sigma; dynamic temperature; adaptive-p; infill; logit
+//! biases; `ignore_eos`) both sides are built from the same values:
 //!
 //! - nucleus: `SamplingParams::build(n_vocab, Some(model.vocab()))` wrapped in a
 //!   `TokenSampler`, exactly as `nucleus-runtime` builds a sequence's sampler (order strings go
@@ -190,6 +190,8 @@ fn cases() -> Vec<Case> {
             "top_n_sigma;temperature",
             SamplingParams { top_n_sigma: 1.5, ..b(48) },
         ),
+        with_names("names: infill", "top_k;infill;temperature", SamplingParams { top_k: 20, ..b(49) }),
+        with_codes("codes: infill after min-p", "mit", SamplingParams { min_p: 0.01, temp: 1.3, ..b(57) }),
         with_codes("codes: default", "edskypmxt", b(50)),
         with_codes("codes: kmt", "kmt", b(51)),
         with_codes("codes: tk (temperature first)", "tk", SamplingParams { temp: 2.0, top_k: 10, ..b(52) }),
