@@ -19,6 +19,9 @@
 
 /* Opaque objects; create and free them only through this API. */
 typedef struct nucleus_sampler nucleus_sampler;
+typedef struct nucleus_vocab nucleus_vocab;
+typedef struct nucleus_grammar nucleus_grammar;
+typedef struct nucleus_token_trie nucleus_token_trie;
 
 /*
  Success.
@@ -67,6 +70,113 @@ extern "C" {
  thread.
  */
 const char *nucleus_last_error(void);
+
+/*
+ Compiles a GBNF grammar (llama.cpp's syntax; start rule `root`, or `"root"` when `root` is
+ NULL) over `vocab`, like `llama_sampler_init_grammar`. NULL on error (the parser's message
+ with line and column is in `nucleus_last_error()`). The grammar keeps its own reference to
+ the vocabulary. Free with `nucleus_grammar_free`.
+
+ # Safety
+ `vocab` must be NULL or a live `nucleus_vocab`; `gbnf` and `root` NULL or NUL-terminated.
+ */
+nucleus_grammar *nucleus_grammar_new(const nucleus_vocab *vocab,
+                                     const char *gbnf,
+                                     const char *root);
+
+/*
+ Compiles a JSON Schema (strict: a keyword that cannot be enforced exactly is an error naming
+ the keyword and its JSON pointer) into a grammar over `vocab` accepting exactly the JSON
+ documents valid against it. NULL on error. Free with `nucleus_grammar_free`.
+
+ # Safety
+ `vocab` must be NULL or a live `nucleus_vocab`; `schema_json` NULL or NUL-terminated.
+ */
+nucleus_grammar *nucleus_grammar_new_json_schema(const nucleus_vocab *vocab,
+                                                 const char *schema_json);
+
+/*
+ Writes the tokens the grammar allows next into `bitmask`: `n_words` must be
+ `ceil(n_vocab / 32)`; token `i` is allowed when bit `i % 32` of word `i / 32` is set.
+ End-of-generation tokens are allowed only where the grammar can end. Returns 0 or a negative
+ code.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`; `bitmask` NULL or `n_words` writable words.
+ */
+int32_t nucleus_grammar_fill_bitmask(nucleus_grammar *g, uint32_t *bitmask, size_t n_words);
+
+/*
+ Sets the logit of every token the grammar does not allow next to `-INFINITY` (what
+ llama.cpp's grammar sampler does to its candidates). `n_logits` must equal `n_vocab`.
+ Returns 0 or a negative code.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`; `logits` NULL or `n_logits` writable floats.
+ */
+int32_t nucleus_grammar_apply(nucleus_grammar *g, float *logits, size_t n_logits);
+
+/*
+ Whether the grammar allows `token` next: 1 or 0 (cheaper than a whole mask: the "sample
+ first, then check" test), or a negative code.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+int32_t nucleus_grammar_is_allowed(const nucleus_grammar *g, int32_t token);
+
+/*
+ Advances the grammar by `token`. Returns 0, or `NUCLEUS_ERR_REJECTED` when the grammar does
+ not allow it (the state is then unchanged), or another negative code.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+int32_t nucleus_grammar_accept(nucleus_grammar *g, int32_t token);
+
+/*
+ 1 when the text so far is a complete sentence of the grammar (an end-of-generation token is
+ allowed now), 0 otherwise, or a negative code.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+int32_t nucleus_grammar_can_end(const nucleus_grammar *g);
+
+/*
+ 1 when the grammar is complete: it can end and nothing may follow (generation can stop
+ without sampling an end-of-generation token), 0 otherwise, or a negative code.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+int32_t nucleus_grammar_is_complete(const nucleus_grammar *g);
+
+/*
+ Returns the grammar to its start. A NULL grammar is ignored (and reported).
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+void nucleus_grammar_reset(nucleus_grammar *g);
+
+/*
+ A copy at the same position (cheap: the compiled grammar, automaton and mask cache are
+ shared; the copies may then be used from different threads). NULL on error. Free with
+ `nucleus_grammar_free`.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+nucleus_grammar *nucleus_grammar_clone(const nucleus_grammar *g);
+
+/*
+ Frees a grammar. NULL is a no-op.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`, not used afterwards.
+ */
+void nucleus_grammar_free(nucleus_grammar *g);
 
 /*
  Creates a sampler for a vocabulary of `n_vocab` tokens with llama.cpp's common sampler chain.
@@ -197,6 +307,143 @@ int32_t nucleus_sampler_last_probs(const nucleus_sampler *s,
  `s` must be NULL or a live `nucleus_sampler`; `out` must be NULL or writable.
  */
 int32_t nucleus_sampler_last_entropy(const nucleus_sampler *s, double *out);
+
+/*
+ Builds a token-trie constraint from a descriptor (`len` bytes of UTF-8 JSON, no terminator
+ needed): `{"modelId": "...", "descriptors": [{"path": "...", "leaves": [{"name": "...",
+ "tokens": [ids]}]}]}`. The leaves of every path form one trie. `mode` 0 takes the argmax over
+ the allowed set (`nucleus_token_trie_apply` leaves one token); mode 1 leaves the allowed set
+ for the sampler. NULL on a parse error, an empty leaf set, or a leaf without tokens. Free
+ with `nucleus_token_trie_free`.
+
+ # Safety
+ `descriptor_json` must be NULL or point to `len` readable bytes.
+ */
+nucleus_token_trie *nucleus_token_trie_new(const char *descriptor_json, size_t len, int32_t mode);
+
+/*
+ 1 while the constraint is active (some leaf can still be continued), 0 once finished (the
+ tokens so far spell a leaf that nothing continues), or a negative code. A finished
+ constraint masks nothing and accepts any token.
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`.
+ */
+int32_t nucleus_token_trie_is_active(const nucleus_token_trie *t);
+
+/*
+ Writes the tokens allowed next into `bitmask` (`n_words` = `ceil(n_vocab / 32)`, token `i`
+ at bit `i % 32` of word `i / 32`): the tokens continuing a leaf while active, every token
+ once finished. Returns 0 or a negative code (also when a descriptor token is >= `n_vocab`).
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`; `bitmask` NULL or `n_words` writable words.
+ */
+int32_t nucleus_token_trie_fill_bitmask(const nucleus_token_trie *t,
+                                        int32_t n_vocab,
+                                        uint32_t *bitmask,
+                                        size_t n_words);
+
+/*
+ While active, sets the logit of every token that continues no leaf to `-INFINITY`; in mode 0
+ also every allowed token but the one with the highest logit (lowest id on ties), so any
+ sampler after it picks that one. Does nothing once finished. Returns 0 or a negative code.
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`; `logits` NULL or `n_logits` writable floats.
+ */
+int32_t nucleus_token_trie_apply(const nucleus_token_trie *t, float *logits, size_t n_logits);
+
+/*
+ Advances by `token` while active: 0, or `NUCLEUS_ERR_REJECTED` when it continues no leaf
+ (the position is then unchanged). Once finished any token is accepted (0): the constrained
+ span is over.
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`.
+ */
+int32_t nucleus_token_trie_accept(nucleus_token_trie *t, int32_t token);
+
+/*
+ The tokens forced from here (one continuation only, no leaf ending on the way), to feed to
+ the model in one batch (fast-forward): writes up to `cap` of them to `out` and returns how
+ many there are in all (call again with a bigger buffer when that exceeds `cap`), or a
+ negative code. Does not advance: accept them with `nucleus_token_trie_accept`. `out` may be
+ NULL when `cap` is 0.
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`; `out` NULL or `cap` writable ids.
+ */
+int32_t nucleus_token_trie_forced(const nucleus_token_trie *t, int32_t *out, size_t cap);
+
+/*
+ The name of the leaf the tokens so far spell, or NULL when they spell none (or on error;
+ `nucleus_last_error()` is then non-empty). Valid until the next call on this object.
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`.
+ */
+const char *nucleus_token_trie_leaf(nucleus_token_trie *t);
+
+/*
+ Returns to the root of the trie. A NULL trie is ignored (and reported).
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`.
+ */
+void nucleus_token_trie_reset(nucleus_token_trie *t);
+
+/*
+ A copy at the same position (the trie itself is shared). NULL on error. Free with
+ `nucleus_token_trie_free`.
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`.
+ */
+nucleus_token_trie *nucleus_token_trie_clone(const nucleus_token_trie *t);
+
+/*
+ Frees a token trie. NULL is a no-op.
+
+ # Safety
+ `t` must be NULL or a live `nucleus_token_trie`, not used afterwards.
+ */
+void nucleus_token_trie_free(nucleus_token_trie *t);
+
+/*
+ Creates a vocabulary of `n_vocab` tokens: token `i`'s text is the `lengths[i]` bytes at
+ `pieces[i]` (any bytes, NUL included; a length of 0 may come with a NULL pointer and marks a
+ token with no text, which a grammar never allows), as the model detokenizes the token alone
+ (for llama.cpp: `llama_token_to_piece` with special tokens rendered). `eog_ids` lists the
+ `n_eog` end-of-generation tokens (allowed by a grammar only where it can end); it may be NULL
+ when `n_eog` is 0. The bytes are copied. NULL on error. Free with `nucleus_vocab_free`.
+
+ # Safety
+ `pieces` and `lengths` must be NULL or point to `n_vocab` elements; each `pieces[i]` with
+ `lengths[i] > 0` must point to that many bytes; `eog_ids` must be NULL or point to `n_eog`
+ ids.
+ */
+nucleus_vocab *nucleus_vocab_new(const char *const *pieces,
+                                 const size_t *lengths,
+                                 int32_t n_vocab,
+                                 const int32_t *eog_ids,
+                                 size_t n_eog);
+
+/*
+ The vocabulary's size, or a negative code.
+
+ # Safety
+ `v` must be NULL or a live `nucleus_vocab`.
+ */
+int32_t nucleus_vocab_n_vocab(const nucleus_vocab *v);
+
+/*
+ Frees a vocabulary (grammars built on it keep their own reference). NULL is a no-op.
+
+ # Safety
+ `v` must be NULL or a live `nucleus_vocab`, not used afterwards.
+ */
+void nucleus_vocab_free(nucleus_vocab *v);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -9,7 +9,7 @@ fn check_ptr<T>(p: *const T, n: usize, arg: &str) -> Result<()> {
     if p.is_null() {
         return Err(Error::null(arg));
     }
-    if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
+    if !p.is_aligned() {
         return Err(Error::invalid(format!("`{arg}` is misaligned for its element type")));
     }
     if n.checked_mul(std::mem::size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
@@ -56,7 +56,6 @@ pub(crate) unsafe fn text<'a>(p: *const c_char, arg: &str) -> Result<&'a str> {
 ///
 /// # Safety
 /// As [`slice`].
-#[allow(dead_code)] // used by the token-trie object
 pub(crate) unsafe fn text_len<'a>(p: *const c_char, len: usize, arg: &str) -> Result<&'a str> {
     // SAFETY: forwarded contract.
     let bytes = unsafe { slice(p as *const u8, len, arg)? };

@@ -38,7 +38,7 @@ impl<T: Kind> Handle<T> {
         if p.is_null() {
             return Err(Error::null(arg));
         }
-        if !(p as usize).is_multiple_of(std::mem::align_of::<Handle<T>>()) {
+        if !p.is_aligned() {
             return Err(Error::invalid(format!("`{arg}` is not a {} handle (misaligned pointer)", T::NAME)));
         }
         // SAFETY: non-NULL, aligned for u64 (Handle<T> is at least 8-aligned), and by the contract

@@ -11,10 +11,14 @@
 //! between threads but are used by one thread at a time.
 
 mod args;
+mod bitmask;
 mod error;
+pub mod grammar;
 mod handle;
 mod params;
 pub mod sampler;
+pub mod token_trie;
+pub mod vocab;
 
 use std::ffi::c_char;
 

@@ -110,8 +110,132 @@ static void sampler_checks(void) {
     nucleus_sampler_free(s);
 }
 
+static void grammar_checks(void) {
+    const char *pieces[4] = {"a", "b", "ab", "</s>"};
+    size_t lengths[4] = {1, 1, 2, 4};
+    int32_t eog = 3, bad_eog = 4;
+    uint32_t mask[1];
+    float logits[4] = {0, 0, 0, 0};
+
+    expect_null(nucleus_vocab_new(NULL, lengths, 4, &eog, 1), "vocab_new(NULL pieces)");
+    expect_null(nucleus_vocab_new(pieces, NULL, 4, &eog, 1), "vocab_new(NULL lengths)");
+    expect_null(nucleus_vocab_new(pieces, lengths, 0, &eog, 1), "vocab_new(n_vocab 0)");
+    expect_null(nucleus_vocab_new(pieces, lengths, -1, &eog, 1), "vocab_new(n_vocab -1)");
+    expect_null(nucleus_vocab_new(pieces, lengths, 4, NULL, 1), "vocab_new(NULL eog_ids)");
+    expect_null(nucleus_vocab_new(pieces, lengths, 4, &bad_eog, 1), "vocab_new(eog outside)");
+    const char *holey[2] = {"a", NULL};
+    size_t holey_len[2] = {1, 3};
+    expect_null(nucleus_vocab_new(holey, holey_len, 2, NULL, 0), "vocab_new(NULL piece with length)");
+    expect_code(nucleus_vocab_n_vocab(NULL), NUCLEUS_ERR_NULL, "vocab_n_vocab(NULL)");
+    nucleus_vocab_free(NULL);
+
+    nucleus_vocab *v = nucleus_vocab_new(pieces, lengths, 4, &eog, 1);
+    if (!v) {
+        fprintf(stderr, "FAIL vocab_new: %s\n", nucleus_last_error());
+        failures++;
+        return;
+    }
+    expect_null(nucleus_grammar_new(NULL, "root ::= \"a\"", NULL), "grammar_new(NULL vocab)");
+    expect_null(nucleus_grammar_new(v, NULL, NULL), "grammar_new(NULL gbnf)");
+    expect_null(nucleus_grammar_new(v, "", NULL), "grammar_new(empty gbnf)");
+    expect_null(nucleus_grammar_new(v, "root ::= (", NULL), "grammar_new(syntax error)");
+    expect_null(nucleus_grammar_new(v, "root ::= \"a\"", "start"), "grammar_new(missing start rule)");
+    expect_null(nucleus_grammar_new_json_schema(NULL, "{}"), "grammar_new_json_schema(NULL vocab)");
+    expect_null(nucleus_grammar_new_json_schema(v, NULL), "grammar_new_json_schema(NULL schema)");
+    expect_null(nucleus_grammar_new_json_schema(v, "{"), "grammar_new_json_schema(bad JSON)");
+    expect_null(nucleus_grammar_new_json_schema(v, "{\"if\": {}}"), "grammar_new_json_schema(refused keyword)");
+    /* A handle of another kind is refused. */
+    nucleus_sampler *s = nucleus_sampler_new(4, "{}");
+    expect_null(nucleus_grammar_new((const nucleus_vocab *)(const void *)s, "root ::= \"a\"", NULL),
+                "grammar_new(sampler as vocab)");
+    nucleus_sampler_free(s);
+    expect_code(nucleus_grammar_fill_bitmask(NULL, mask, 1), NUCLEUS_ERR_NULL, "fill_bitmask(NULL g)");
+    expect_code(nucleus_grammar_apply(NULL, logits, 4), NUCLEUS_ERR_NULL, "apply(NULL g)");
+    expect_code(nucleus_grammar_is_allowed(NULL, 0), NUCLEUS_ERR_NULL, "is_allowed(NULL)");
+    expect_code(nucleus_grammar_accept(NULL, 0), NUCLEUS_ERR_NULL, "grammar_accept(NULL)");
+    expect_code(nucleus_grammar_can_end(NULL), NUCLEUS_ERR_NULL, "can_end(NULL)");
+    expect_code(nucleus_grammar_is_complete(NULL), NUCLEUS_ERR_NULL, "is_complete(NULL)");
+    nucleus_grammar_reset(NULL);
+    expect_code(-1, -1, "grammar_reset(NULL) reports");
+    expect_null(nucleus_grammar_clone(NULL), "grammar_clone(NULL)");
+    nucleus_grammar_free(NULL);
+
+    nucleus_grammar *g = nucleus_grammar_new(v, "root ::= \"ab\"", NULL);
+    nucleus_vocab_free(v);
+    if (!g) {
+        fprintf(stderr, "FAIL grammar_new: %s\n", nucleus_last_error());
+        failures++;
+        return;
+    }
+    expect_code(nucleus_grammar_fill_bitmask(g, NULL, 1), NUCLEUS_ERR_NULL, "fill_bitmask(NULL mask)");
+    expect_code(nucleus_grammar_fill_bitmask(g, mask, 2), NUCLEUS_ERR_SIZE, "fill_bitmask(2 words)");
+    expect_code(nucleus_grammar_fill_bitmask(g, mask, 0), NUCLEUS_ERR_SIZE, "fill_bitmask(0 words)");
+    expect_code(nucleus_grammar_apply(g, NULL, 4), NUCLEUS_ERR_NULL, "apply(NULL logits)");
+    expect_code(nucleus_grammar_apply(g, logits, 3), NUCLEUS_ERR_SIZE, "apply(3 logits)");
+    expect_code(nucleus_grammar_is_allowed(g, 4), NUCLEUS_ERR_INVALID, "is_allowed(4)");
+    expect_code(nucleus_grammar_accept(g, -1), NUCLEUS_ERR_INVALID, "grammar_accept(-1)");
+    expect_code(nucleus_grammar_accept(g, 1), NUCLEUS_ERR_REJECTED, "grammar_accept(b)");
+    expect_code(nucleus_grammar_accept(g, 3), NUCLEUS_ERR_REJECTED, "grammar_accept(eog before the end)");
+    expect_ok(nucleus_grammar_fill_bitmask(g, mask, 1), "fill_bitmask");
+    if (mask[0] != 0x5u) {
+        fprintf(stderr, "FAIL mask %#x, want 0x5 (a, ab)\n", mask[0]);
+        failures++;
+    }
+    expect_ok(nucleus_grammar_accept(g, 2), "grammar_accept(ab)");
+    expect_ok(nucleus_grammar_fill_bitmask(g, mask, 1), "fill_bitmask at the end");
+    if (mask[0] != 0x8u || nucleus_grammar_can_end(g) != 1 || nucleus_grammar_is_complete(g) != 1) {
+        fprintf(stderr, "FAIL end mask %#x, want 0x8 (eog)\n", mask[0]);
+        failures++;
+    }
+    nucleus_grammar_free(g);
+}
+
+static void trie_checks(void) {
+    const char *d = "{\"modelId\": \"m\", \"descriptors\": [{\"path\": \"p\", \"leaves\": [{\"name\": \"X\", \"tokens\": [1, 2]}]}]}";
+    uint32_t mask[1];
+    float logits[4] = {0, 0, 0, 0};
+    int32_t out[2];
+    expect_null(nucleus_token_trie_new(NULL, 10, 0), "trie_new(NULL)");
+    expect_null(nucleus_token_trie_new(d, 0, 0), "trie_new(len 0)");
+    expect_null(nucleus_token_trie_new(d, strlen(d), -1), "trie_new(mode -1)");
+    expect_null(nucleus_token_trie_new("\xff", 1, 0), "trie_new(invalid UTF-8)");
+    expect_code(nucleus_token_trie_is_active(NULL), NUCLEUS_ERR_NULL, "trie_is_active(NULL)");
+    expect_code(nucleus_token_trie_fill_bitmask(NULL, 4, mask, 1), NUCLEUS_ERR_NULL, "trie_fill_bitmask(NULL)");
+    expect_code(nucleus_token_trie_apply(NULL, logits, 4), NUCLEUS_ERR_NULL, "trie_apply(NULL)");
+    expect_code(nucleus_token_trie_accept(NULL, 1), NUCLEUS_ERR_NULL, "trie_accept(NULL)");
+    expect_code(nucleus_token_trie_forced(NULL, out, 2), NUCLEUS_ERR_NULL, "trie_forced(NULL)");
+    expect_null(nucleus_token_trie_leaf(NULL), "trie_leaf(NULL)");
+    nucleus_token_trie_reset(NULL);
+    expect_code(-1, -1, "trie_reset(NULL) reports");
+    expect_null(nucleus_token_trie_clone(NULL), "trie_clone(NULL)");
+    nucleus_token_trie_free(NULL);
+
+    nucleus_token_trie *t = nucleus_token_trie_new(d, strlen(d), 0);
+    if (!t) {
+        fprintf(stderr, "FAIL trie_new: %s\n", nucleus_last_error());
+        failures++;
+        return;
+    }
+    expect_code(nucleus_token_trie_fill_bitmask(t, 4, NULL, 1), NUCLEUS_ERR_NULL, "trie_fill_bitmask(NULL mask)");
+    expect_code(nucleus_token_trie_fill_bitmask(t, 4, mask, 0), NUCLEUS_ERR_SIZE, "trie_fill_bitmask(0 words)");
+    expect_code(nucleus_token_trie_fill_bitmask(t, 0, mask, 1), NUCLEUS_ERR_SIZE, "trie_fill_bitmask(n_vocab 0)");
+    expect_code(nucleus_token_trie_fill_bitmask(t, 1, mask, 1), NUCLEUS_ERR_INVALID, "trie_fill_bitmask(token outside)");
+    expect_code(nucleus_token_trie_apply(t, NULL, 4), NUCLEUS_ERR_NULL, "trie_apply(NULL logits)");
+    expect_code(nucleus_token_trie_apply(t, logits, 0), NUCLEUS_ERR_SIZE, "trie_apply(0 logits)");
+    expect_code(nucleus_token_trie_apply(t, logits, 1), NUCLEUS_ERR_INVALID, "trie_apply(token outside)");
+    expect_code(nucleus_token_trie_forced(t, NULL, 2), NUCLEUS_ERR_NULL, "trie_forced(NULL out)");
+    expect_code(nucleus_token_trie_accept(t, 3), NUCLEUS_ERR_REJECTED, "trie_accept(3)");
+    expect_code(nucleus_token_trie_accept(t, -7), NUCLEUS_ERR_REJECTED, "trie_accept(-7)");
+    expect_ok(nucleus_token_trie_forced(t, out, 2), "trie_forced");
+    expect_code(nucleus_sampler_n_vocab((const nucleus_sampler *)(const void *)t), NUCLEUS_ERR_INVALID,
+                "sampler_n_vocab(trie handle)");
+    nucleus_token_trie_free(t);
+}
+
 int main(void) {
     sampler_checks();
+    grammar_checks();
+    trie_checks();
     if (failures) {
         fprintf(stderr, "%d of %d checks failed\n", failures, checks);
         return 1;
