@@ -6,7 +6,7 @@ use nucleus_sampler::samplers::{
     mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK,
     top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
 };
-use nucleus_sampler::Sampler;
+use nucleus_sampler::Step;
 
 use crate::llama::LlamaSampler;
 
@@ -76,32 +76,35 @@ impl SamplerSpec {
         }
     }
 
-    /// Builds the nucleus-sampler sampler.
-    pub fn to_nucleus(&self) -> Box<dyn Sampler> {
+    /// Builds the nucleus-sampler step (the built-in variant of the closed [`Step`] enum, so
+    /// the fast paths see exactly what `SamplingParams::build` gives them).
+    pub fn to_nucleus(&self) -> Step {
         use SamplerSpec as S;
         match *self {
-            S::Greedy => Box::new(Greedy::new()),
-            S::Dist { seed } => Box::new(Dist::new(seed)),
-            S::TopK { k } => Box::new(TopK::new(k)),
-            S::TopP { p, min_keep } => Box::new(TopP::new(p, min_keep)),
-            S::MinP { p, min_keep } => Box::new(MinP::new(p, min_keep)),
-            S::Typical { p, min_keep } => Box::new(Typical::new(p, min_keep)),
-            S::Temp { t } => Box::new(Temp::new(t)),
-            S::TempExt { t, delta, exponent } => Box::new(TempExt::new(t, delta, exponent)),
+            S::Greedy => Step::from(Greedy::new()),
+            S::Dist { seed } => Step::from(Dist::new(seed)),
+            S::TopK { k } => Step::from(TopK::new(k)),
+            S::TopP { p, min_keep } => Step::from(TopP::new(p, min_keep)),
+            S::MinP { p, min_keep } => Step::from(MinP::new(p, min_keep)),
+            S::Typical { p, min_keep } => Step::from(Typical::new(p, min_keep)),
+            S::Temp { t } => Step::from(Temp::new(t)),
+            S::TempExt { t, delta, exponent } => Step::from(TempExt::new(t, delta, exponent)),
             S::Xtc { probability, threshold, min_keep, seed } => {
-                Box::new(Xtc::new(probability, threshold, min_keep, seed))
+                Step::from(Xtc::new(probability, threshold, min_keep, seed))
             }
-            S::TopNSigma { n } => Box::new(TopNSigma::new(n)),
-            S::Mirostat { n_vocab, seed, tau, eta, m } => Box::new(Mirostat::new(n_vocab as usize, seed, tau, eta, m)),
-            S::MirostatV2 { seed, tau, eta } => Box::new(MirostatV2::new(seed, tau, eta)),
+            S::TopNSigma { n } => Step::from(TopNSigma::new(n)),
+            S::Mirostat { n_vocab, seed, tau, eta, m } => {
+                Step::from(Mirostat::new(n_vocab as usize, seed, tau, eta, m))
+            }
+            S::MirostatV2 { seed, tau, eta } => Step::from(MirostatV2::new(seed, tau, eta)),
             S::Penalties { n_vocab, last_n, repeat, freq, present } => {
-                Box::new(Penalties::new(n_vocab as usize, last_n, repeat, freq, present))
+                Step::from(Penalties::new(n_vocab as usize, last_n, repeat, freq, present))
             }
-            S::Dry { n_vocab, multiplier, base, allowed_length, last_n, ref breakers } => {
-                Box::new(Dry::from_token_breakers(n_vocab as usize, multiplier, base, allowed_length, last_n, breakers))
-            }
-            S::LogitBias { n_vocab, ref biases } => Box::new(LogitBias::new(n_vocab as usize, biases.clone())),
-            S::AdaptiveP { target, decay, seed } => Box::new(AdaptiveP::new(target, decay, seed)),
+            S::Dry { n_vocab, multiplier, base, allowed_length, last_n, ref breakers } => Step::from(
+                Dry::from_token_breakers(n_vocab as usize, multiplier, base, allowed_length, last_n, breakers),
+            ),
+            S::LogitBias { n_vocab, ref biases } => Step::from(LogitBias::new(n_vocab as usize, biases.clone())),
+            S::AdaptiveP { target, decay, seed } => Step::from(AdaptiveP::new(target, decay, seed)),
         }
     }
 

@@ -1,13 +1,14 @@
-//! [`Chain`]: an ordered list of samplers applied one after another, itself a [`Sampler`].
+//! [`Chain`]: an ordered list of [`Step`]s applied one after another, itself a [`Sampler`].
 
 use crate::candidates::{Candidates, Token};
 use crate::sampler::Sampler;
+use crate::step::Step;
 
 /// Runs its members in order on the same candidates; `accept` and `reset` go to every member.
 /// A chain should end with a selector (dist, greedy, mirostat, adaptive-p).
 #[derive(Clone, Default)]
 pub struct Chain {
-    samplers: Vec<Box<dyn Sampler>>,
+    samplers: Vec<Step>,
 }
 
 impl std::fmt::Debug for Chain {
@@ -22,24 +23,26 @@ impl Chain {
         Chain { samplers: Vec::new() }
     }
 
-    /// Appends a sampler (llama.cpp's `llama_sampler_chain_add`).
-    pub fn push(&mut self, s: Box<dyn Sampler>) {
-        self.samplers.push(s);
+    /// Appends a step (llama.cpp's `llama_sampler_chain_add`): a built-in sampler
+    /// (`chain.push(TopK::new(40))`), or a user sampler as a `Box<dyn Sampler>` or
+    /// [`Step::custom`].
+    pub fn push(&mut self, s: impl Into<Step>) {
+        self.samplers.push(s.into());
     }
 
     /// Builder-style [`Chain::push`].
-    pub fn with(mut self, s: impl Sampler + 'static) -> Self {
-        self.samplers.push(Box::new(s));
+    pub fn with(mut self, s: impl Into<Step>) -> Self {
+        self.samplers.push(s.into());
         self
     }
 
-    /// Inserts a sampler at position `i` (e.g. a user sampler before the selector).
-    pub fn insert(&mut self, i: usize, s: Box<dyn Sampler>) {
-        self.samplers.insert(i.min(self.samplers.len()), s);
+    /// Inserts a step at position `i` (e.g. a user sampler before the selector).
+    pub fn insert(&mut self, i: usize, s: impl Into<Step>) {
+        self.samplers.insert(i.min(self.samplers.len()), s.into());
     }
 
-    /// Removes and returns the sampler at position `i`.
-    pub fn remove(&mut self, i: usize) -> Option<Box<dyn Sampler>> {
+    /// Removes and returns the step at position `i`.
+    pub fn remove(&mut self, i: usize) -> Option<Step> {
         (i < self.samplers.len()).then(|| self.samplers.remove(i))
     }
 
@@ -54,12 +57,12 @@ impl Chain {
     }
 
     /// The members, in order.
-    pub fn samplers(&self) -> &[Box<dyn Sampler>] {
+    pub fn samplers(&self) -> &[Step] {
         &self.samplers
     }
 
     /// The members, mutable.
-    pub fn samplers_mut(&mut self) -> &mut [Box<dyn Sampler>] {
+    pub fn samplers_mut(&mut self) -> &mut [Step] {
         &mut self.samplers
     }
 

@@ -18,7 +18,8 @@
 //!   chain in llama.cpp's order.
 //! * [`TokenSampler`] is the per-sequence loop object: logits in, token out, no allocation.
 //! * [`probs`] reports log-probabilities, top alternatives, entropy and perplexity.
-//! * Implement [`Sampler`] to add your own step anywhere in a chain.
+//! * [`Step`] is one chain member: a built-in sampler (a closed set the fast paths recognise)
+//!   or your own [`Sampler`] as [`Step::Custom`], which can go anywhere in a chain.
 //! * [`SimdLevel`] reports, and can lower, the SIMD backend of the whole-vocabulary kernels.
 
 pub mod batch;
@@ -41,6 +42,7 @@ pub mod session;
 mod simd;
 pub mod softmax;
 pub mod sort;
+pub mod step;
 mod vec_exp;
 pub mod vocab;
 
@@ -51,8 +53,9 @@ pub use error::{ParamError, SampleError};
 pub use logits::Logits;
 pub use params::{MirostatMode, SamplingParams};
 pub use rng::{LlamaRng, DEFAULT_SEED};
-pub use sampler::{FastPath, Sampler};
+pub use sampler::Sampler;
 pub use sampler_type::SamplerType;
 pub use session::TokenSampler;
 pub use simd::Level as SimdLevel;
+pub use step::Step;
 pub use vocab::Vocab;

@@ -225,7 +225,7 @@ impl SamplingParams {
             }
         }
         if !bias.is_empty() {
-            chain.push(Box::new(LogitBias::new(n_vocab, bias)));
+            chain.push(LogitBias::new(n_vocab, bias));
         }
 
         let seed = self.seed;
@@ -234,13 +234,13 @@ impl SamplingParams {
                 let mut use_adaptive = false;
                 for &s in &self.samplers {
                     match s {
-                        SamplerType::Penalties => chain.push(Box::new(Penalties::new(
+                        SamplerType::Penalties => chain.push(Penalties::new(
                             n_vocab,
                             self.penalty_last_n,
                             self.penalty_repeat,
                             self.penalty_freq,
                             self.penalty_present,
-                        ))),
+                        )),
                         SamplerType::Dry => {
                             let dry = match &vocab {
                                 Some(v) => {
@@ -263,44 +263,41 @@ impl SamplingParams {
                                     &[],
                                 ),
                             };
-                            chain.push(Box::new(dry));
+                            chain.push(dry);
                         }
-                        SamplerType::TopNSigma => chain.push(Box::new(TopNSigma::new(self.top_n_sigma))),
-                        SamplerType::TopK => chain.push(Box::new(TopK::new(self.top_k))),
-                        SamplerType::TypicalP => chain.push(Box::new(Typical::new(self.typ_p, self.min_keep))),
-                        SamplerType::TopP => chain.push(Box::new(TopP::new(self.top_p, self.min_keep))),
-                        SamplerType::MinP => chain.push(Box::new(MinP::new(self.min_p, self.min_keep))),
-                        SamplerType::Xtc => chain.push(Box::new(Xtc::new(
-                            self.xtc_probability,
-                            self.xtc_threshold,
-                            self.min_keep,
-                            seed,
-                        ))),
+                        SamplerType::TopNSigma => chain.push(TopNSigma::new(self.top_n_sigma)),
+                        SamplerType::TopK => chain.push(TopK::new(self.top_k)),
+                        SamplerType::TypicalP => chain.push(Typical::new(self.typ_p, self.min_keep)),
+                        SamplerType::TopP => chain.push(TopP::new(self.top_p, self.min_keep)),
+                        SamplerType::MinP => chain.push(MinP::new(self.min_p, self.min_keep)),
+                        SamplerType::Xtc => {
+                            chain.push(Xtc::new(self.xtc_probability, self.xtc_threshold, self.min_keep, seed))
+                        }
                         SamplerType::Temperature => {
-                            chain.push(Box::new(TempExt::new(self.temp, self.dynatemp_range, self.dynatemp_exponent)))
+                            chain.push(TempExt::new(self.temp, self.dynatemp_range, self.dynatemp_exponent))
                         }
                         SamplerType::Infill => {
                             let v = vocab.clone().ok_or_else(|| {
                                 ParamError::new("samplers", "infill", "the infill sampler needs a model vocabulary")
                             })?;
-                            chain.push(Box::new(Infill::new(v)));
+                            chain.push(Infill::new(v));
                         }
                         SamplerType::AdaptiveP => use_adaptive = true,
                     }
                 }
                 if use_adaptive {
-                    chain.push(Box::new(AdaptiveP::new(self.adaptive_target, self.adaptive_decay, seed)));
+                    chain.push(AdaptiveP::new(self.adaptive_target, self.adaptive_decay, seed));
                 } else {
-                    chain.push(Box::new(Dist::new(seed)));
+                    chain.push(Dist::new(seed));
                 }
             }
             MirostatMode::V1 => {
-                chain.push(Box::new(Temp::new(self.temp)));
-                chain.push(Box::new(Mirostat::new(n_vocab, seed, self.mirostat_tau, self.mirostat_eta, 100)));
+                chain.push(Temp::new(self.temp));
+                chain.push(Mirostat::new(n_vocab, seed, self.mirostat_tau, self.mirostat_eta, 100));
             }
             MirostatMode::V2 => {
-                chain.push(Box::new(Temp::new(self.temp)));
-                chain.push(Box::new(MirostatV2::new(seed, self.mirostat_tau, self.mirostat_eta)));
+                chain.push(Temp::new(self.temp));
+                chain.push(MirostatV2::new(seed, self.mirostat_tau, self.mirostat_eta));
             }
         }
         Ok(chain)

@@ -40,13 +40,9 @@ use crate::raw_mirostat::{mirostat_prefix, Miro, MiroScratch};
 use crate::raw_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::raw_top_k::{raw_top_k, BadLogit};
 use crate::raw_top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
-use crate::sampler::{FastPath, Sampler};
-use crate::samplers::dist::{dist_normalize, Dist};
-use crate::samplers::mirostat_v2::MirostatV2;
-use crate::samplers::temp::Temp;
-use crate::samplers::temp_ext::TempExt;
-use crate::samplers::top_n_sigma::TopNSigma;
-use crate::samplers::top_p::TopP;
+use crate::sampler::Sampler;
+use crate::samplers::dist::dist_normalize;
+use crate::step::{Role, Step};
 
 /// One sequence's sampler: validates the logits, fills the candidates, runs the chain and
 /// accepts the chosen token.
@@ -55,6 +51,9 @@ pub struct TokenSampler {
     chain: Chain,
     cands: Candidates,
     fast: FastScratch,
+    /// The fast-path plan compiled for the chain and a row length; `None` after any edit of
+    /// the chain (or of the fast-path switch), compiled again at the next step.
+    plan: Option<(usize, Plan)>,
 }
 
 /// Buffers of the whole-vocabulary fast paths, reused between steps.
@@ -87,7 +86,9 @@ struct Deferred {
     selected: usize,
 }
 
-/// Which fast path a chain allows.
+/// Which fast path a chain allows: compiled once per chain (and row length) from the closed
+/// set of [`Step`]s, so a [`Step::Custom`] is never skipped.
+#[derive(Clone, Copy, Debug)]
 enum Plan {
     Full,
     /// Members `..at` are no-op or sparse; member `at` is a top-k with this `k`.
@@ -126,7 +127,7 @@ enum Plan {
 impl TokenSampler {
     /// Wraps a chain (built by [`crate::SamplingParams::build`] or by hand).
     pub fn new(chain: Chain) -> Self {
-        TokenSampler { chain, cands: Candidates::new(), fast: FastScratch::default() }
+        TokenSampler { chain, cands: Candidates::new(), fast: FastScratch::default(), plan: None }
     }
 
     /// Turns the whole-vocabulary fast paths off or on (on by default). Tokens and random
@@ -134,6 +135,7 @@ impl TokenSampler {
     /// always holds the complete final array.
     pub fn set_fast_path(&mut self, enabled: bool) {
         self.fast.disabled = !enabled;
+        self.plan = None;
     }
 
     /// The chain.
@@ -141,8 +143,10 @@ impl TokenSampler {
         &self.chain
     }
 
-    /// The chain, mutable (to insert a user sampler, for example).
+    /// The chain, mutable (to insert a user sampler, for example). The fast-path plan is
+    /// compiled again at the next step.
     pub fn chain_mut(&mut self) -> &mut Chain {
+        self.plan = None;
         &mut self.chain
     }
 
@@ -202,88 +206,17 @@ impl TokenSampler {
         self.apply_steered(logits, |_| {})
     }
 
-    /// The fast path the chain allows on a row of `n` logits.
-    fn plan(&self, n: usize) -> Plan {
-        const MIN_VOCAB: usize = 1024;
-        if self.fast.disabled || n < MIN_VOCAB {
-            return Plan::Full;
-        }
-        for (i, s) in self.chain.samplers().iter().enumerate() {
-            match s.fast_path() {
-                FastPath::Noop | FastPath::Sparse => {}
-                FastPath::TopK(k) if k > 0 && (k as usize) <= 128 && (k as usize) < n => {
-                    return Plan::TopK { at: i, k: k as usize };
-                }
-                FastPath::Dist => return Plan::Dist { at: i },
-                FastPath::TopNSigma => return self.plan_sigma(i),
-                FastPath::Temp | FastPath::MirostatV2 => return self.plan_mirostat(i),
-                FastPath::TopP => return self.plan_top_p(i),
-                _ => return Plan::Full,
+    /// The fast path the chain allows on a row of `n` logits, compiled at the first step and
+    /// after each edit of the chain.
+    fn plan(&mut self, n: usize) -> Plan {
+        match self.plan {
+            Some((m, p)) if m == n => p,
+            _ => {
+                let p = if self.fast.disabled { Plan::Full } else { compile(self.chain.samplers(), n) };
+                self.plan = Some((n, p));
+                p
             }
         }
-        Plan::Full
-    }
-
-    /// top-p at `at`, then only members that recompute or ignore `p`, ending with `dist`.
-    fn plan_top_p(&self, at: usize) -> Plan {
-        let ss = self.chain.samplers();
-        let Some((p, min_keep)) = ss[at].as_any().and_then(|a| a.downcast_ref::<TopP>()).map(|t| t.params()) else {
-            return Plan::Full;
-        };
-        for s in &ss[at + 1..] {
-            match s.fast_path() {
-                FastPath::Noop | FastPath::MinP | FastPath::Temp => {}
-                FastPath::Dist => return Plan::TopP { at, p, min_keep },
-                _ => return Plan::Full,
-            }
-        }
-        Plan::Full
-    }
-
-    /// The temperature of a `Temp`-kind member.
-    fn temp_of(s: &dyn Sampler) -> Option<f32> {
-        let a = s.as_any();
-        a.and_then(|a| a.downcast_ref::<TempExt>())
-            .map(|t| t.t())
-            .or_else(|| a.and_then(|a| a.downcast_ref::<Temp>()).map(|t| t.t()))
-    }
-
-    /// At most one temperature (and no-ops) from `at`, then `mirostat-v2`.
-    fn plan_mirostat(&self, at: usize) -> Plan {
-        let mut temp = None;
-        for (i, s) in self.chain.samplers().iter().enumerate().skip(at) {
-            match s.fast_path() {
-                FastPath::Noop => {}
-                FastPath::Temp if temp.is_none() => match Self::temp_of(s.as_ref()) {
-                    Some(t) => temp = Some(t),
-                    None => return Plan::Full,
-                },
-                FastPath::MirostatV2 => return Plan::Mirostat { at, temp, miro_at: i },
-                _ => return Plan::Full,
-            }
-        }
-        Plan::Full
-    }
-
-    /// top-n-sigma at `at`, then no-ops and at most one temperature, then `dist`.
-    fn plan_sigma(&self, at: usize) -> Plan {
-        let ss = self.chain.samplers();
-        let Some(n) = ss[at].as_any().and_then(|a| a.downcast_ref::<TopNSigma>()).map(|t| t.n()) else {
-            return Plan::Full;
-        };
-        let mut temp = None;
-        for (i, s) in ss.iter().enumerate().skip(at + 1) {
-            match s.fast_path() {
-                FastPath::Noop => {}
-                FastPath::Temp if temp.is_none() => match Self::temp_of(s.as_ref()) {
-                    Some(t) => temp = Some(t),
-                    None => return Plan::Full,
-                },
-                FastPath::Dist => return Plan::Sigma { at, n, temp, dist_at: i },
-                _ => return Plan::Full,
-            }
-        }
-        Plan::Full
     }
 
     /// Applies the sparse samplers among members `..upto` to the ids they touch; the result
@@ -292,7 +225,7 @@ impl TokenSampler {
         let f = &mut self.fast;
         f.ids.clear();
         for s in &self.chain.samplers()[..upto] {
-            if s.fast_path() == FastPath::Sparse {
+            if s.role() == Role::Sparse {
                 s.sparse_ids(&mut f.ids);
             }
         }
@@ -302,7 +235,7 @@ impl TokenSampler {
         f.ids.dedup();
         f.sparse.fill_from_ids(&f.ids, row);
         for s in &mut self.chain.samplers_mut()[..upto] {
-            if s.fast_path() == FastPath::Sparse {
+            if s.role() == Role::Sparse {
                 s.apply_sparse(&mut f.sparse);
             }
         }
@@ -337,10 +270,10 @@ impl TokenSampler {
                 if self.sparse_has_nan_or_inf() {
                     return Ok(None); // a patch made a NaN or +inf: leave it to the full path
                 }
-                let rng = match self.chain.samplers_mut()[at].as_any_mut().and_then(|a| a.downcast_mut::<Dist>()) {
-                    Some(d) => d.rng_mut(),
-                    None => return Ok(None),
+                let Step::Dist(d) = &mut self.chain.samplers_mut()[at] else {
+                    return Ok(None);
                 };
+                let rng = d.rng_mut();
                 let f = &mut self.fast;
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
                 match dist_row(r, rng, &mut f.dist) {
@@ -370,10 +303,10 @@ impl TokenSampler {
                         *v /= t;
                     }
                 }
-                let rng = match self.chain.samplers_mut()[dist_at].as_any_mut().and_then(|a| a.downcast_mut::<Dist>()) {
-                    Some(d) => d.rng_mut(),
-                    None => return Ok(None),
+                let Step::Dist(d) = &mut self.chain.samplers_mut()[dist_at] else {
+                    return Ok(None);
                 };
+                let rng = d.rng_mut();
                 let u = rng.uniform_f64();
                 let f = &mut self.fast;
                 let (tok, logit) = match dist_list(&f.sigma.vals, u, &mut f.es, &mut f.xs) {
@@ -420,7 +353,7 @@ impl TokenSampler {
                     return Ok(None);
                 }
                 let ss = self.chain.samplers_mut();
-                let Some(miro) = ss[miro_at].as_any_mut().and_then(|a| a.downcast_mut::<MirostatV2>()) else {
+                let Step::MirostatV2(miro) = &mut ss[miro_at] else {
                     return Ok(None);
                 };
                 let f = &mut self.fast;
@@ -494,6 +427,91 @@ impl TokenSampler {
     pub fn reset(&mut self) {
         self.chain.reset();
     }
+}
+
+/// Compiles the fast path a chain allows on rows of `n` logits (see [`Plan`]).
+fn compile(steps: &[Step], n: usize) -> Plan {
+    const MIN_VOCAB: usize = 1024;
+    if n < MIN_VOCAB {
+        return Plan::Full;
+    }
+    for (i, s) in steps.iter().enumerate() {
+        match s.role() {
+            Role::Noop | Role::Sparse => {}
+            Role::TopK(k) if k > 0 && (k as usize) <= 128 && (k as usize) < n => {
+                return Plan::TopK { at: i, k: k as usize };
+            }
+            Role::Dist => return Plan::Dist { at: i },
+            Role::TopNSigma => return compile_sigma(steps, i),
+            Role::Temp | Role::MirostatV2 => return compile_mirostat(steps, i),
+            Role::TopP => return compile_top_p(steps, i),
+            _ => return Plan::Full,
+        }
+    }
+    Plan::Full
+}
+
+/// top-p at `at`, then only members that recompute or ignore `p`, ending with `dist`.
+fn compile_top_p(steps: &[Step], at: usize) -> Plan {
+    let Step::TopP(t) = &steps[at] else {
+        return Plan::Full;
+    };
+    let (p, min_keep) = t.params();
+    for s in &steps[at + 1..] {
+        match s.role() {
+            Role::Noop | Role::MinP | Role::Temp => {}
+            Role::Dist => return Plan::TopP { at, p, min_keep },
+            _ => return Plan::Full,
+        }
+    }
+    Plan::Full
+}
+
+/// The temperature of a [`Role::Temp`] step.
+fn temp_of(s: &Step) -> Option<f32> {
+    match s {
+        Step::Temp(t) => Some(t.t()),
+        Step::TempExt(t) => Some(t.t()),
+        _ => None,
+    }
+}
+
+/// At most one temperature (and no-ops) from `at`, then `mirostat-v2`.
+fn compile_mirostat(steps: &[Step], at: usize) -> Plan {
+    let mut temp = None;
+    for (i, s) in steps.iter().enumerate().skip(at) {
+        match s.role() {
+            Role::Noop => {}
+            Role::Temp if temp.is_none() => match temp_of(s) {
+                Some(t) => temp = Some(t),
+                None => return Plan::Full,
+            },
+            Role::MirostatV2 => return Plan::Mirostat { at, temp, miro_at: i },
+            _ => return Plan::Full,
+        }
+    }
+    Plan::Full
+}
+
+/// top-n-sigma at `at`, then no-ops and at most one temperature, then `dist`.
+fn compile_sigma(steps: &[Step], at: usize) -> Plan {
+    let Step::TopNSigma(t) = &steps[at] else {
+        return Plan::Full;
+    };
+    let n = t.n();
+    let mut temp = None;
+    for (i, s) in steps.iter().enumerate().skip(at + 1) {
+        match s.role() {
+            Role::Noop => {}
+            Role::Temp if temp.is_none() => match temp_of(s) {
+                Some(t) => temp = Some(t),
+                None => return Plan::Full,
+            },
+            Role::Dist => return Plan::Sigma { at, n, temp, dist_at: i },
+            _ => return Plan::Full,
+        }
+    }
+    Plan::Full
 }
 
 /// The error for a NaN or `+inf` logit at `i`.

@@ -295,3 +295,79 @@ fn nan_and_inf_are_errors_on_both_paths() {
         assert_eq!(fast.sample(&all), slow.sample(&all));
     }
 }
+
+/// A user sampler that bans the best token and counts its calls. Its name starts with `?`,
+/// which is how built-in no-op samplers are named: the fast paths must still run it.
+#[derive(Clone)]
+struct BanBest {
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl nucleus_sampler::Sampler for BanBest {
+    fn name(&self) -> &str {
+        "?ban-best"
+    }
+
+    fn apply(&mut self, c: &mut Candidates) {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let data = c.as_mut_slice();
+        if let Some(best) = (0..data.len()).max_by(|&a, &b| data[a].logit.total_cmp(&data[b].logit)) {
+            data[best].logit = f32::NEG_INFINITY;
+        }
+    }
+
+    fn clone_box(&self) -> Box<dyn nucleus_sampler::Sampler> {
+        Box::new(self.clone())
+    }
+}
+
+/// A user sampler placed where only no-op or sparse built-ins may sit on a fast path is never
+/// skipped: every chain kind gives the full path's token, and `apply` runs every step.
+#[test]
+fn custom_sampler_is_never_skipped() {
+    use nucleus_sampler::Step;
+    let n = 4096;
+    let mut row: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32 / 250.0).collect();
+    row[1234] = 40.0; // the best token, far ahead: every chain would pick it unless banned
+    let base = SamplingParams { seed: 9, ..Default::default() };
+    let all = [
+        base.clone(),
+        SamplingParams { top_k: 0, ..base.clone() },
+        SamplingParams { samplers: vec![], ..base.clone() },
+        SamplingParams { mirostat: MirostatMode::V2, ..base.clone() },
+        SamplingParams { top_n_sigma: 1.0, samplers: vec![SamplerType::TopNSigma], ..base.clone() },
+    ];
+    for params in all {
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut chain = params.build(n, None).unwrap();
+        chain.insert(0, Step::custom(BanBest { calls: calls.clone() }));
+        let mut fast = TokenSampler::new(chain);
+        let mut slow = fast.clone();
+        slow.set_fast_path(false);
+        for step in 0..4 {
+            let a = fast.sample(&row).unwrap();
+            assert_ne!(a, 1234, "{}: the user sampler was skipped", fast.chain().describe());
+            assert_eq!(a, slow.sample(&row).unwrap(), "step {step}");
+        }
+        assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 8, "{}", fast.chain().describe());
+    }
+}
+
+/// The compiled plan follows edits of the chain: removing the user sampler brings the fast
+/// path (and the banned token) back, inserting it again takes it away.
+#[test]
+fn plan_is_recompiled_after_chain_edits() {
+    use nucleus_sampler::Step;
+    let n = 4096;
+    let mut row: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32 / 250.0).collect();
+    row[77] = 40.0;
+    let params = SamplingParams { seed: 3, ..Default::default() };
+    let mut ts = TokenSampler::new(params.build(n, None).unwrap());
+    assert_eq!(ts.sample(&row).unwrap(), 77);
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    ts.chain_mut().insert(0, Step::custom(BanBest { calls: calls.clone() }));
+    assert_ne!(ts.sample(&row).unwrap(), 77);
+    ts.chain_mut().remove(0);
+    assert_eq!(ts.sample(&row).unwrap(), 77);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+}

@@ -2,7 +2,8 @@
 
 use crate::candidates::Candidates;
 use crate::rng::{resolve_seed, LlamaRng};
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
+use crate::step::Role;
 
 /// The stock selector: one `f64` uniform per apply, compared against the running sum of
 /// unnormalised `f32` weights in the array's current order (no sorting).
@@ -102,17 +103,12 @@ impl Sampler for Dist {
     fn seed(&self) -> Option<u32> {
         Some(self.rng.seed())
     }
+}
 
-    fn fast_path(&self) -> FastPath {
-        FastPath::Dist
-    }
-
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
+impl Dist {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
+        Role::Dist
     }
 }
 

@@ -7,8 +7,9 @@
 //! do not allocate after warm-up.
 
 use crate::candidates::{Candidates, Token};
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
 use crate::softmax::trunc_to_i32_x86;
+use crate::step::Role;
 use crate::vocab::Vocab;
 
 use super::ring::TokenRing;
@@ -383,21 +384,24 @@ impl Sampler for Dry {
         self.max_repeat.clear();
     }
 
-    fn fast_path(&self) -> FastPath {
+    fn clone_box(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+}
+
+impl Dry {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.enabled {
-            FastPath::Sparse
+            Role::Sparse
         } else {
-            FastPath::Noop
+            Role::Noop
         }
     }
 
     /// DRY only penalises tokens that follow a repeat, and those come from its history.
-    fn sparse_ids(&self, out: &mut Vec<Token>) {
+    pub(crate) fn sparse_ids(&self, out: &mut Vec<Token>) {
         out.extend_from_slice(self.last.tokens());
-    }
-
-    fn clone_box(&self) -> Box<dyn Sampler> {
-        Box::new(self.clone())
     }
 }
 

@@ -6,7 +6,8 @@
 //! matching entry applies. Neither `p` nor the `sorted` flag is touched.
 
 use crate::candidates::{Candidates, Token};
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
+use crate::step::Role;
 
 /// Adds a constant to chosen tokens' logits. Name `logit-bias`, or `?logit-bias` when empty.
 #[derive(Clone, Debug)]
@@ -68,31 +69,34 @@ impl Sampler for LogitBias {
         }
     }
 
-    fn fast_path(&self) -> FastPath {
+    fn clone_box(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+}
+
+impl LogitBias {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.biases.is_empty() {
-            FastPath::Noop
+            Role::Noop
         } else {
-            FastPath::Sparse
+            Role::Sparse
         }
     }
 
-    fn sparse_ids(&self, out: &mut Vec<Token>) {
+    pub(crate) fn sparse_ids(&self, out: &mut Vec<Token>) {
         out.extend(self.biases.iter().map(|b| b.0));
     }
 
     /// On the full id-ordered vocabulary every in-range entry takes the fast path (all
     /// duplicates apply, in list order); replay that on the sparse subset.
-    fn apply_sparse(&mut self, cands: &mut Candidates) {
+    pub(crate) fn apply_sparse(&mut self, cands: &mut Candidates) {
         let data = cands.as_mut_slice();
         for &(tok, bias) in &self.biases {
             if let Ok(i) = data.binary_search_by_key(&tok, |d| d.id) {
                 data[i].logit += bias;
             }
         }
-    }
-
-    fn clone_box(&self) -> Box<dyn Sampler> {
-        Box::new(self.clone())
     }
 }
 

@@ -2,8 +2,9 @@
 //! computed on logits as `logit >= max_logit + ln(p)`.
 
 use crate::candidates::Candidates;
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
 use crate::sort::partial_sort_inplace;
+use crate::step::Role;
 
 /// Min-p filter. On an unsorted view it filters in place keeping id order (and leaves the
 /// view unsorted), falling back to a full sort when fewer than `min_keep` survive.
@@ -74,12 +75,15 @@ impl Sampler for MinP {
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+}
 
-    fn fast_path(&self) -> FastPath {
+impl MinP {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.p <= 0.0 {
-            FastPath::Noop
+            Role::Noop
         } else {
-            FastPath::MinP
+            Role::MinP
         }
     }
 }

@@ -2,8 +2,9 @@
 //! from the rest, and adapts `mu` toward the target surprise `tau`.
 
 use crate::candidates::Candidates;
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
 use crate::softmax::softmax;
+use crate::step::Role;
 
 use super::mirostat::MirostatCore;
 
@@ -59,17 +60,12 @@ impl Sampler for MirostatV2 {
     fn seed(&self) -> Option<u32> {
         Some(self.core.seed_cur())
     }
+}
 
-    fn fast_path(&self) -> FastPath {
-        FastPath::MirostatV2
-    }
-
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
+impl MirostatV2 {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
+        Role::MirostatV2
     }
 }
 

@@ -5,7 +5,8 @@
 //! `apply` never allocate once the ring has filled.
 
 use crate::candidates::{Candidates, Token};
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
+use crate::step::Role;
 
 use super::ring::TokenRing;
 
@@ -101,21 +102,24 @@ impl Sampler for Penalties {
         self.counts.iter_mut().for_each(|c| *c = 0);
     }
 
-    fn fast_path(&self) -> FastPath {
+    fn clone_box(&self) -> Box<dyn Sampler> {
+        Box::new(self.clone())
+    }
+}
+
+impl Penalties {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.enabled {
-            FastPath::Sparse
+            Role::Sparse
         } else {
-            FastPath::Noop
+            Role::Noop
         }
     }
 
     /// Only tokens in the history window are penalised.
-    fn sparse_ids(&self, out: &mut Vec<Token>) {
+    pub(crate) fn sparse_ids(&self, out: &mut Vec<Token>) {
         out.extend_from_slice(self.prev.tokens());
-    }
-
-    fn clone_box(&self) -> Box<dyn Sampler> {
-        Box::new(self.clone())
     }
 }
 

@@ -1,8 +1,9 @@
 //! `temp`: plain temperature scaling (used by llama.cpp's common layer with mirostat).
 
 use crate::candidates::Candidates;
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
 use crate::softmax::temp_scale;
+use crate::step::Role;
 
 /// Divides logits by `t`; `t <= 0` keeps only the first maximum; `t == 1` builds `?temp`.
 #[derive(Clone, Debug)]
@@ -35,23 +36,18 @@ impl Sampler for Temp {
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+}
 
-    fn fast_path(&self) -> FastPath {
+impl Temp {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.t == 1.0 {
-            FastPath::Noop
+            Role::Noop
         } else if self.t > 0.0 && self.t.is_finite() {
-            FastPath::Temp
+            Role::Temp
         } else {
-            FastPath::Opaque
+            Role::Opaque
         }
-    }
-
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 }
 

@@ -2,8 +2,9 @@
 //! temperature step of llama.cpp's stock chain.
 
 use crate::candidates::Candidates;
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
 use crate::softmax::{softmax, temp_scale};
+use crate::step::Role;
 
 /// `powf` that LLVM cannot rewrite (e.g. `pow(x, 1.0)`, `pow(x, 0.5)` once a constant exponent
 /// is inlined), so the result always comes from the C library's `powf` like llama.cpp's.
@@ -92,23 +93,18 @@ impl Sampler for TempExt {
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+}
 
-    fn fast_path(&self) -> FastPath {
+impl TempExt {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.is_noop() {
-            FastPath::Noop
+            Role::Noop
         } else if (self.delta.is_nan() || self.delta <= 0.0) && self.t > 0.0 && self.t.is_finite() {
-            FastPath::Temp
+            Role::Temp
         } else {
-            FastPath::Opaque
+            Role::Opaque
         }
-    }
-
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 }
 

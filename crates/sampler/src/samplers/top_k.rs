@@ -1,8 +1,9 @@
 //! `top-k`: keep the `k` highest logits.
 
 use crate::candidates::Candidates;
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
 use crate::softmax::top_k_cut;
+use crate::step::Role;
 
 /// Keeps the `k` best candidates, sorted descending; `k <= 0` builds the no-op `?top-k`.
 #[derive(Clone, Debug)]
@@ -32,15 +33,18 @@ impl Sampler for TopK {
         }
     }
 
-    fn fast_path(&self) -> FastPath {
-        if self.k <= 0 {
-            FastPath::Noop
-        } else {
-            FastPath::TopK(self.k)
-        }
-    }
-
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
+    }
+}
+
+impl TopK {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
+        if self.k <= 0 {
+            Role::Noop
+        } else {
+            Role::TopK(self.k)
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! below the maximum logit.
 
 use crate::candidates::Candidates;
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
+use crate::step::Role;
 
 /// Top-n-sigma (`llama_sampler_init_top_n_sigma`); `n <= 0` builds the no-op `?top-n-sigma`.
 ///
@@ -71,23 +72,18 @@ impl Sampler for TopNSigma {
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+}
 
-    fn fast_path(&self) -> FastPath {
+impl TopNSigma {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.n <= 0.0 {
-            FastPath::Noop
+            Role::Noop
         } else if self.n.is_finite() {
-            FastPath::TopNSigma
+            Role::TopNSigma
         } else {
-            FastPath::Opaque
+            Role::Opaque
         }
-    }
-
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 }
 

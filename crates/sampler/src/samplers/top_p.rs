@@ -2,9 +2,10 @@
 //! mass reaches `p`.
 
 use crate::candidates::Candidates;
-use crate::sampler::{FastPath, Sampler};
+use crate::sampler::Sampler;
 use crate::softmax::softmax;
 use crate::sort::{bucket_partial_sort, partial_sort_inplace};
+use crate::step::Role;
 
 /// Nucleus filter with llama.cpp's adaptive sort: views over 1024 candidates sort only the top
 /// 256 first and sort everything only if the nucleus is larger. `p >= 1` builds `?top-p`.
@@ -74,21 +75,16 @@ impl Sampler for TopP {
     fn clone_box(&self) -> Box<dyn Sampler> {
         Box::new(self.clone())
     }
+}
 
-    fn fast_path(&self) -> FastPath {
+impl TopP {
+    /// How the whole-vocabulary fast paths treat this sampler.
+    pub(crate) fn role(&self) -> Role {
         if self.p >= 1.0 {
-            FastPath::Noop
+            Role::Noop
         } else {
-            FastPath::TopP
+            Role::TopP
         }
-    }
-
-    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
-        Some(self)
-    }
-
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 }
 
