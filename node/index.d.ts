@@ -10,6 +10,46 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * A grammar position over a vocabulary: `Grammar.fromGbnf(vocab, text, start?)` (llama.cpp's
+ * GBNF) or `Grammar.fromJsonSchema(vocab, schema, llamaCppCompat?)` (strict by default: a
+ * keyword that cannot be enforced exactly throws, naming the keyword and its JSON pointer).
+ */
+export declare class Grammar {
+  /** From GBNF text (start rule `start`, default `root`). */
+  static fromGbnf(vocab: Vocab, text: string, start?: string | undefined | null): Grammar
+  /** From a JSON Schema (object or JSON text). */
+  static fromJsonSchema(vocab: Vocab, schema: object | string, llamaCppCompat?: boolean): Grammar
+  /** Vocabulary size. */
+  get nVocab(): number
+  /**
+   * Writes the tokens allowed next into row `index` (default 0) of `bitmask`
+   * (`ceil(nVocab / 32)` words per row; bit `i % 32` of word `i / 32` is token `i`), in place.
+   */
+  fillNextTokenBitmask(bitmask: Int32Array, index?: number | undefined | null): void
+  /** The tokens allowed next, in increasing order (the same set as the bitmask). */
+  allowedTokens(): Array<number>
+  /** Whether `token` is allowed next, checked without computing a mask. */
+  isAllowed(token: number): boolean
+  /** Advances by `token`; false (and no change) if the grammar does not allow it here. */
+  acceptToken(token: number): boolean
+  /** Undoes the last `n` accepted tokens (speculative decoding). */
+  rollback(n: number): void
+  /** Number of accepted tokens that `rollback` can undo. */
+  get numAccepted(): number
+  /**
+   * Whether an end-of-generation token was accepted, or the grammar is complete and nothing
+   * may follow.
+   */
+  isTerminated(): boolean
+  /** Whether the text so far is a complete match (end of generation is allowed now). */
+  canEnd(): boolean
+  /** Back to the start of the grammar. */
+  reset(): void
+  /** An independent copy at the same position. */
+  clone(): Grammar
+}
+
+/**
  * A llama.cpp sampler chain for one sequence: `new Sampler(nVocab, params)`, where `params`
  * holds llama.cpp's `common_params_sampling` fields in camelCase (`topK`, `minP`,
  * `penaltyLastN`, ...) or snake_case (`top_k`, ...), with llama.cpp's defaults, plus
@@ -55,6 +95,43 @@ export declare class Sampler {
   perplexity(): number
   /** The chain, as llama.cpp names its members (`?` marks a no-op member). */
   describe(): string
+}
+
+/**
+ * The token-trie constraint: `new TokenTrie(descriptor, path, nVocab, mode?, modelId?)` with
+ * `descriptor` = `{modelId, descriptors: [{path, leaves: [{name, tokens}]}]}` (object or JSON
+ * text) and `mode` "sampled" (default) or "greedy".
+ */
+export declare class TokenTrie {
+  constructor(descriptor: object | string, path: string, nVocab: number, mode?: 'sampled' | 'greedy', modelId?: string)
+  /** Vocabulary size. */
+  get nVocab(): number
+  /** Tokens allowed next (empty once nothing can follow). */
+  allowed(): Array<number>
+  /** Tokens forced from here, to feed in one batch; does not advance. */
+  forced(): Array<number>
+  /** Advances by one token or several; throws if one continues no leaf (nothing changes then). */
+  advance(tokens: number | Array<number>): void
+  /** The leaf name if the tokens so far spell a complete leaf. */
+  complete(): string | null
+  /** Whether nothing more can follow. */
+  isFinished(): boolean
+  /** Back to the start of the path. */
+  reset(): void
+  /** Writes the allowed tokens into row `index` of `bitmask` (every token once finished). */
+  fillNextTokenBitmask(bitmask: Int32Array, index?: number | undefined | null): void
+}
+
+/**
+ * A tokenizer vocabulary: every token's bytes (index = token id) and the end-of-generation
+ * ids. Build it once and share it between grammars.
+ */
+export declare class Vocab {
+  constructor(pieces: Array<Uint8Array | string>, eogIds?: Array<number> | undefined | null)
+  /** Number of tokens. */
+  get nVocab(): number
+  /** Words of one packed bitmask row: `ceil(nVocab / 32)`. */
+  get bitmaskWords(): number
 }
 
 /**

@@ -835,4 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.Grammar = nativeBinding.Grammar
 module.exports.Sampler = nativeBinding.Sampler
+module.exports.TokenTrie = nativeBinding.TokenTrie
+module.exports.Vocab = nativeBinding.Vocab

@@ -33,7 +33,7 @@ fn number(x: f64) -> Value {
 }
 
 /// One JavaScript value as JSON; object keys are kept as written (token ids in `logitBias`).
-fn to_value(field: &str, v: &Unknown<'_>) -> Result<Value> {
+pub(crate) fn to_value(field: &str, v: &Unknown<'_>) -> Result<Value> {
     // SAFETY (each `cast` below): the value's type was checked just before, so the conversion
     // reads a value of the type it expects.
     Ok(match v.get_type()? {

@@ -6,6 +6,9 @@
 #![deny(clippy::all)]
 
 mod convert;
+mod grammar;
+#[path = "../../python/src/matcher.rs"]
+mod matcher;
 #[path = "../../python/src/params.rs"]
 mod params;
 mod sampler;

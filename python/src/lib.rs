@@ -7,6 +7,8 @@ use pyo3::prelude::*;
 
 mod buffer;
 mod convert;
+mod grammar;
+mod matcher;
 mod params;
 mod sampler;
 
@@ -14,5 +16,8 @@ mod sampler;
 fn _nucleus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sampler::Sampler>()?;
     m.add_function(wrap_pyfunction!(sampler::sample_batch, m)?)?;
+    m.add_class::<grammar::Vocab>()?;
+    m.add_class::<grammar::Grammar>()?;
+    m.add_class::<grammar::TokenTrie>()?;
     Ok(())
 }

@@ -1,0 +1,255 @@
+//! `Vocab`, `Grammar` and `TokenTrie`: the matcher shared with the Python package
+//! (`python/src/matcher.rs`), with masks written into an `Int32Array` in place.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Either, Int32Array, Uint8Array, Unknown};
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+use nucleus_grammar::VocabIndex;
+use serde_json::Value;
+
+use crate::convert::to_value;
+use crate::matcher::{bitmask_words, vocab_index, GrammarMatcher, Trie};
+
+fn invalid(msg: String) -> Error {
+    Error::new(Status::InvalidArg, msg)
+}
+
+/// A JSON value given as an object or as JSON text.
+fn json_arg(field: &str, v: &Unknown<'_>) -> Result<Value> {
+    match to_value(field, v)? {
+        Value::String(s) => serde_json::from_str(&s).map_err(|e| invalid(format!("{field} is not valid JSON: {e}"))),
+        other => Ok(other),
+    }
+}
+
+/// Row `index` of a bitmask of `words`-word rows.
+fn row(out: &mut Int32Array, index: u32, words: usize) -> Result<&mut [i32]> {
+    // SAFETY: the array is borrowed for this call only and nothing else runs meanwhile (the
+    // JavaScript thread is inside this call).
+    let all = unsafe { out.as_mut() };
+    let rows = all.len() / words.max(1);
+    let i = index as usize;
+    if all.len() % words != 0 || i >= rows.max(1) {
+        return Err(invalid(format!(
+            "the bitmask has {} words: rows of {words} words (ceil(nVocab / 32)) are needed, and row {i} must exist",
+            all.len()
+        )));
+    }
+    Ok(&mut all[i * words..(i + 1) * words])
+}
+
+/// A tokenizer vocabulary: every token's bytes (index = token id) and the end-of-generation
+/// ids. Build it once and share it between grammars.
+#[napi]
+pub struct Vocab {
+    index: Arc<VocabIndex>,
+}
+
+#[napi]
+impl Vocab {
+    #[napi(constructor)]
+    pub fn new(pieces: Vec<Either<Uint8Array, String>>, eog_ids: Option<Vec<i64>>) -> Result<Self> {
+        let pieces = pieces
+            .into_iter()
+            .map(|p| match p {
+                Either::A(bytes) => bytes.to_vec(),
+                Either::B(text) => text.into_bytes(),
+            })
+            .collect();
+        let index = vocab_index(pieces, &eog_ids.unwrap_or_default()).map_err(invalid)?;
+        Ok(Vocab { index: Arc::new(index) })
+    }
+
+    /// Number of tokens.
+    #[napi(getter)]
+    pub fn n_vocab(&self) -> u32 {
+        self.index.n_vocab() as u32
+    }
+
+    /// Words of one packed bitmask row: `ceil(nVocab / 32)`.
+    #[napi(getter)]
+    pub fn bitmask_words(&self) -> u32 {
+        bitmask_words(self.index.n_vocab()) as u32
+    }
+}
+
+/// A grammar position over a vocabulary: `Grammar.fromGbnf(vocab, text, start?)` (llama.cpp's
+/// GBNF) or `Grammar.fromJsonSchema(vocab, schema, llamaCppCompat?)` (strict by default: a
+/// keyword that cannot be enforced exactly throws, naming the keyword and its JSON pointer).
+#[napi]
+pub struct Grammar {
+    m: GrammarMatcher,
+}
+
+#[napi]
+impl Grammar {
+    /// From GBNF text (start rule `start`, default `root`).
+    #[napi(factory)]
+    pub fn from_gbnf(vocab: &Vocab, text: String, start: Option<String>) -> Result<Self> {
+        let m = GrammarMatcher::from_gbnf(vocab.index.clone(), &text, start.as_deref().unwrap_or("root"))
+            .map_err(invalid)?;
+        Ok(Grammar { m })
+    }
+
+    /// From a JSON Schema (object or JSON text).
+    #[napi(factory, ts_args_type = "vocab: Vocab, schema: object | string, llamaCppCompat?: boolean")]
+    pub fn from_json_schema(vocab: &Vocab, schema: Unknown<'_>, llama_cpp_compat: Option<bool>) -> Result<Self> {
+        let v = json_arg("schema", &schema)?;
+        let m = GrammarMatcher::from_json_schema(vocab.index.clone(), &v, llama_cpp_compat.unwrap_or(false))
+            .map_err(invalid)?;
+        Ok(Grammar { m })
+    }
+
+    /// Vocabulary size.
+    #[napi(getter)]
+    pub fn n_vocab(&self) -> u32 {
+        self.m.n_vocab() as u32
+    }
+
+    /// Writes the tokens allowed next into row `index` (default 0) of `bitmask`
+    /// (`ceil(nVocab / 32)` words per row; bit `i % 32` of word `i / 32` is token `i`), in place.
+    #[napi]
+    pub fn fill_next_token_bitmask(&self, mut bitmask: Int32Array, index: Option<u32>) -> Result<()> {
+        let words = bitmask_words(self.m.n_vocab());
+        let r = row(&mut bitmask, index.unwrap_or(0), words)?;
+        self.m.fill_next_token_bitmask(r).map_err(invalid)
+    }
+
+    /// The tokens allowed next, in increasing order (the same set as the bitmask).
+    #[napi]
+    pub fn allowed_tokens(&self) -> Vec<u32> {
+        self.m.allowed_tokens()
+    }
+
+    /// Whether `token` is allowed next, checked without computing a mask.
+    #[napi]
+    pub fn is_allowed(&self, token: i64) -> bool {
+        self.m.is_allowed(token)
+    }
+
+    /// Advances by `token`; false (and no change) if the grammar does not allow it here.
+    #[napi]
+    pub fn accept_token(&mut self, token: i64) -> bool {
+        self.m.accept_token(token)
+    }
+
+    /// Undoes the last `n` accepted tokens (speculative decoding).
+    #[napi]
+    pub fn rollback(&mut self, n: u32) -> Result<()> {
+        self.m.rollback(n as usize).map_err(invalid)
+    }
+
+    /// Number of accepted tokens that `rollback` can undo.
+    #[napi(getter)]
+    pub fn num_accepted(&self) -> u32 {
+        self.m.accepted() as u32
+    }
+
+    /// Whether an end-of-generation token was accepted, or the grammar is complete and nothing
+    /// may follow.
+    #[napi]
+    pub fn is_terminated(&self) -> bool {
+        self.m.is_terminated()
+    }
+
+    /// Whether the text so far is a complete match (end of generation is allowed now).
+    #[napi]
+    pub fn can_end(&self) -> bool {
+        self.m.can_end()
+    }
+
+    /// Back to the start of the grammar.
+    #[napi]
+    pub fn reset(&mut self) {
+        self.m.reset()
+    }
+
+    /// An independent copy at the same position.
+    #[napi]
+    pub fn clone(&self) -> Grammar {
+        Grammar { m: self.m.clone() }
+    }
+}
+
+/// The token-trie constraint: `new TokenTrie(descriptor, path, nVocab, mode?, modelId?)` with
+/// `descriptor` = `{modelId, descriptors: [{path, leaves: [{name, tokens}]}]}` (object or JSON
+/// text) and `mode` "sampled" (default) or "greedy".
+#[napi]
+pub struct TokenTrie {
+    t: Trie,
+}
+
+#[napi]
+impl TokenTrie {
+    #[napi(
+        constructor,
+        ts_args_type = "descriptor: object | string, path: string, nVocab: number, mode?: 'sampled' | 'greedy', modelId?: string"
+    )]
+    pub fn new(
+        descriptor: Unknown<'_>,
+        path: String,
+        n_vocab: u32,
+        mode: Option<String>,
+        model_id: Option<String>,
+    ) -> Result<Self> {
+        let desc = json_arg("descriptor", &descriptor)?;
+        let t = Trie::new(&desc, &path, mode.as_deref().unwrap_or("sampled"), n_vocab as usize, model_id.as_deref())
+            .map_err(invalid)?;
+        Ok(TokenTrie { t })
+    }
+
+    /// Vocabulary size.
+    #[napi(getter)]
+    pub fn n_vocab(&self) -> u32 {
+        self.t.n_vocab() as u32
+    }
+
+    /// Tokens allowed next (empty once nothing can follow).
+    #[napi]
+    pub fn allowed(&self) -> Vec<i32> {
+        self.t.allowed()
+    }
+
+    /// Tokens forced from here, to feed in one batch; does not advance.
+    #[napi]
+    pub fn forced(&self) -> Vec<i32> {
+        self.t.forced()
+    }
+
+    /// Advances by one token or several; throws if one continues no leaf (nothing changes then).
+    #[napi]
+    pub fn advance(&mut self, tokens: Either<i64, Vec<i64>>) -> Result<()> {
+        let list = match tokens {
+            Either::A(t) => vec![t],
+            Either::B(v) => v,
+        };
+        self.t.advance(&list).map_err(invalid)
+    }
+
+    /// The leaf name if the tokens so far spell a complete leaf.
+    #[napi]
+    pub fn complete(&self) -> Option<String> {
+        self.t.complete()
+    }
+
+    /// Whether nothing more can follow.
+    #[napi]
+    pub fn is_finished(&self) -> bool {
+        self.t.is_finished()
+    }
+
+    /// Back to the start of the path.
+    #[napi]
+    pub fn reset(&mut self) {
+        self.t.reset()
+    }
+
+    /// Writes the allowed tokens into row `index` of `bitmask` (every token once finished).
+    #[napi]
+    pub fn fill_next_token_bitmask(&self, mut bitmask: Int32Array, index: Option<u32>) -> Result<()> {
+        let r = row(&mut bitmask, index.unwrap_or(0), bitmask_words(self.t.n_vocab()))?;
+        self.t.fill_next_token_bitmask(r).map_err(invalid)
+    }
+}
