@@ -20,6 +20,7 @@ fn scalar() -> impl Strategy<Value = Value> {
         (-12i64..12).prop_map(Value::from),
         (-1200i64..1200).prop_filter("a fraction", |n| n % 100 != 0).prop_map(|n| json!(n as f64 / 100.0)),
         "[ab]{0,4}".prop_map(Value::from),
+        prop::sample::select(vec!["2020-02-29", "2021-02-29", "1999-12-31"]).prop_map(Value::from),
     ]
 }
 
@@ -82,6 +83,10 @@ fn typeless() -> impl Strategy<Value = Value> {
         Just(json!({"required": ["a"]})),
         Just(json!({"pattern": "^a"})),
         Just(json!({"additionalProperties": false})),
+        Just(json!({"maxProperties": 1})),
+        Just(json!({"propertyNames": {"pattern": "^[ab]$"}})),
+        Just(json!({"patternProperties": {"^a": {"type": "integer"}}})),
+        Just(json!({"uniqueItems": true, "items": {"enum": [1, "a", null]}})),
     ]
 }
 
@@ -93,6 +98,17 @@ fn leaf() -> impl Strategy<Value = Value> {
         Just(json!({"type": ["string", "null"]})),
         numeric("integer"),
         numeric("number"),
+        (prop::sample::select(vec![json!(0.5), json!(0.01), json!(2), json!(3), json!(1)]), numeric("number"))
+            .prop_map(|(step, mut s)| {
+                s["multipleOf"] = step;
+                s
+            }),
+        (prop::sample::select(vec![json!(2), json!(5), json!(0.5)]), numeric("integer")).prop_map(|(step, mut s)| {
+            s["multipleOf"] = step;
+            s
+        }),
+        Just(json!({"type": "string", "format": "date"})),
+        prop::collection::vec("[ab]{0,2}", 1..3).prop_map(|v| json!({"type": "string", "not": {"enum": v}})),
         string_schema(),
         prop::collection::vec(scalar(), 1..4).prop_map(|v| json!({ "enum": v })),
         scalar().prop_map(|v| json!({ "const": v })),
@@ -243,7 +259,10 @@ struct Tally {
 }
 
 fn check_case(schema: &Value, instances: &[Value], seed: u64, tally: &mut Tally) -> Result<(), TestCaseError> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| TestCaseError::fail(format!("{schema}: {e}")))?;
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| TestCaseError::fail(format!("{schema}: {e}")))?;
     let g = match schema_to_gbnf(schema, &SchemaOptions::default()) {
         Ok(g) => g,
         Err(_) => {
