@@ -1,10 +1,12 @@
-//! Continuous batching on the engine thread: between forward passes new jobs join free slots,
-//! their prompts are evaluated in chunks of the context's `n_batch` (one chunk between two
-//! decode steps while other sequences are generating, so long or many prompts do not stall
-//! them; chunk boundaries never depend on the load, so neither do the logits) and their first
-//! token is sampled as soon as the prompt is in; departed clients free their slots; one decode call
-//! advances every running sequence by a token. Each sequence keeps its own sampler chain and
-//! RNG, so what it generates does not depend on its neighbours.
+//! Continuous batching on the engine thread: between forward passes new jobs join free slots
+//! (the idle slot whose prompt cache keeps most of the prompt, [`crate::prompt_cache`]), their
+//! prompts are evaluated in fixed-size chunks at fixed positions (at most `n_batch` tokens'
+//! worth between two decode steps while other sequences are generating, so long or many
+//! prompts do not stall them; chunk boundaries never depend on the load or the cache, so
+//! neither do the logits) and their first token is sampled as soon as the prompt is in;
+//! departed clients free their slots; one decode call advances every running sequence by a
+//! token. Each sequence keeps its own sampler chain and RNG, so what it generates does not
+//! depend on its neighbours.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -274,13 +276,15 @@ impl Scheduler {
     }
 
     /// Evaluates waiting prompts in chunks of the prefill size (at fixed positions: multiples
-    /// of it), slot by slot: all of them when nothing is generating, else one chunk. A whole
-    /// chunk joins the slot's prompt cache. A sequence whose prompt is in samples its first
-    /// token at once (its logits are those of this very call).
+    /// of it), slot by slot: all of them when nothing is generating, else `n_batch` tokens'
+    /// worth. A whole chunk joins the slot's prompt cache. A sequence whose prompt is in
+    /// samples its first token at once (its logits are those of this very call).
     fn prefill(&mut self) {
         let chunk = self.chunk;
         let generating = self.slots.iter().any(|s| s.as_ref().is_some_and(|a| a.pending.is_some()));
-        let mut chunks_left = if generating { 1 } else { usize::MAX };
+        // While others generate, at most `n_batch` prompt tokens go in between two decode steps.
+        let per_step = (self.ctx.n_batch() / chunk).max(1);
+        let mut chunks_left = if generating { per_step } else { usize::MAX };
         for slot in 0..self.slots.len() {
             while chunks_left > 0 {
                 let Some(a) = self.slots[slot].as_mut() else { break };
