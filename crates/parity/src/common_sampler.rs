@@ -214,11 +214,11 @@ impl CommonSampler {
         }
     }
 
-    /// `common_sampler_sample(gsmpl, ctx, idx)`: the chain over output `idx` of the last
-    /// decode. `None` if llama.cpp threw.
+    /// `common_sampler_sample(gsmpl, ctx, idx)`: the chain over the logits at batch position
+    /// `idx` of the last decode. `None` if llama.cpp threw.
     pub fn sample(&mut self, ctx: &mut RawContext<'_>, idx: usize) -> Option<i32> {
-        assert!(idx < ctx.n_outputs, "output {idx} of a decode with {} outputs", ctx.n_outputs);
-        // SAFETY: both objects are live; `idx` names an output row of the last decode, so
+        assert!(ctx.has_logits(idx), "no logits at position {idx} of the last decode");
+        // SAFETY: both objects are live; position `idx` of the last decode has logits, so
         // llama_get_logits_ith inside returns a valid row.
         let t = unsafe { nucleus_parity_common_sample(self.ptr.as_ptr(), ctx.ptr.as_ptr(), idx as i32) };
         (t != LLAMA_TOKEN_NULL).then_some(t)
@@ -291,7 +291,10 @@ impl RawModel {
 pub struct RawContext<'m> {
     ptr: NonNull<sys::llama_context>,
     n_vocab: usize,
-    n_outputs: usize,
+    /// Tokens in the last decode.
+    n_tokens: usize,
+    /// Whether the last decode kept logits for every position (else only the last).
+    all_logits: bool,
     _model: std::marker::PhantomData<&'m RawModel>,
 }
 
@@ -320,23 +323,41 @@ impl<'m> RawContext<'m> {
             sys::llama_init_from_model(model.ptr.as_ptr(), params)
         };
         let ptr = NonNull::new(raw).ok_or("llama.cpp could not create a context")?;
-        Ok(RawContext { ptr, n_vocab: model.n_vocab(), n_outputs: 0, _model: std::marker::PhantomData })
+        Ok(RawContext {
+            ptr,
+            n_vocab: model.n_vocab(),
+            n_tokens: 0,
+            all_logits: false,
+            _model: std::marker::PhantomData,
+        })
     }
 
     /// Decodes `tokens` at positions `0..` with logits kept for every position; afterwards
     /// output `i` is the next-token distribution after `tokens[..=i]`.
     pub fn decode_all(&mut self, tokens: &[i32]) -> Result<(), String> {
+        self.decode_at(tokens, 0, true)
+    }
+
+    /// Decodes `tokens` at positions `start..` (after the `start` tokens already in the
+    /// cache). With `all`, logits are kept for every position (output `i` is the next-token
+    /// distribution after `tokens[i]`); otherwise only for the last, as llama.cpp's generation
+    /// loops ask (a different number of output rows can change the output matmul's kernel).
+    pub fn decode_at(&mut self, tokens: &[i32], start: usize, all: bool) -> Result<(), String> {
+        if tokens.is_empty() {
+            return Err("nothing to decode".into());
+        }
         let n = i32::try_from(tokens.len()).map_err(|e| e.to_string())?;
+        let start = i32::try_from(start).map_err(|e| e.to_string())?;
         // SAFETY: llama_batch_init allocates room for `n` tokens with one sequence id each;
         // we write exactly `n` entries of each array, then free the batch.
         unsafe {
             let mut batch = sys::llama_batch_init(n, 0, 1);
             for (i, &t) in tokens.iter().enumerate() {
                 *batch.token.add(i) = t;
-                *batch.pos.add(i) = i as i32;
+                *batch.pos.add(i) = start + i as i32;
                 *batch.n_seq_id.add(i) = 1;
                 *(*batch.seq_id.add(i)).add(0) = 0;
-                *batch.logits.add(i) = 1;
+                *batch.logits.add(i) = (all || i + 1 == tokens.len()) as i8;
             }
             batch.n_tokens = n;
             let rc = sys::llama_decode(self.ptr.as_ptr(), batch);
@@ -345,14 +366,20 @@ impl<'m> RawContext<'m> {
                 return Err(format!("llama_decode returned {rc}"));
             }
         }
-        self.n_outputs = tokens.len();
+        self.n_tokens = tokens.len();
+        self.all_logits = all;
         Ok(())
     }
 
-    /// The logits of output `i` of the last decode.
+    /// Whether batch position `i` of the last decode has logits.
+    fn has_logits(&self, i: usize) -> bool {
+        i < self.n_tokens && (self.all_logits || i + 1 == self.n_tokens)
+    }
+
+    /// The logits at batch position `i` of the last decode (which must have kept them).
     pub fn logits(&self, i: usize) -> &[f32] {
-        assert!(i < self.n_outputs, "output {i} of a decode with {} outputs", self.n_outputs);
-        // SAFETY: output `i` exists, so llama.cpp returns a row of n_vocab floats that stays
+        assert!(self.has_logits(i), "no logits at position {i} of the last decode");
+        // SAFETY: position `i` has logits, so llama.cpp returns a row of n_vocab floats that stays
         // valid until the next decode, which needs `&mut self`.
         unsafe { std::slice::from_raw_parts(sys::llama_get_logits_ith(self.ptr.as_ptr(), i as i32), self.n_vocab) }
     }
