@@ -265,7 +265,10 @@ fn check_case(schema: &Value, instances: &[Value], seed: u64, tally: &mut Tally)
         .map_err(|e| TestCaseError::fail(format!("{schema}: {e}")))?;
     let g = match schema_to_gbnf(schema, &SchemaOptions::default()) {
         Ok(g) => g,
-        Err(_) => {
+        Err(e) => {
+            if std::env::var_os("NUCLEUS_PROP_VERBOSE").is_some() {
+                eprintln!("refused: {}: {}", e.keyword, e.reason);
+            }
             tally.refused += 1;
             return Ok(());
         }

@@ -668,6 +668,12 @@ impl<'a> Converter<'a> {
             return Ok(self.add_rule(&rule_name, &body));
         }
         if strict && obj.contains_key("multipleOf") && matches!(ty_str, Some("integer") | Some("number")) {
+            if super::numeric_range::multiple_supported(obj) {
+                let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
+                self.check_honored(obj, ptr, &[ty_str.unwrap_or("number")], &honored)?;
+                let body = self.numeric_range(obj, ty_str == Some("integer"), &rule_name, ptr)?;
+                return Ok(self.add_rule(&rule_name, &body));
+            }
             return match self.multiple_of(obj, ty_str == Some("integer"), &rule_name, ptr)? {
                 Ok(rule) => Ok(rule),
                 Err(rest) => self.visit(&rest, name, ptr),

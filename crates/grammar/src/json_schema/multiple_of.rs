@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn steps_with_integral_bounds() {
         let s = json!({"type": "number", "multipleOf": 0.5, "minimum": 0});
-        refused(s, "multipleOf");
+        check(s, &["0", "0.5", "1.50", "12.0", "-0"], &["0.25", "-0.5", "1.05"]);
         let s = json!({"type": "number", "multipleOf": 0.1, "exclusiveMinimum": 0, "maximum": 2});
         check(s, &["0.1", "1.9", "2", "2.0", "1"], &["0", "0.0", "2.1", "0.05", "-1"]);
         let s = json!({"type": "number", "multipleOf": 1, "maximum": -2});
@@ -261,7 +261,12 @@ mod tests {
         check(json!({"type": "integer", "multipleOf": 1}), &["-3", "0"], &["0.5"]);
         let s = json!({"type": "integer", "multipleOf": 15, "minimum": -20, "exclusiveMaximum": 45});
         check(s, &["-15", "0", "30"], &["45", "-30", "10"]);
-        refused(json!({"type": "integer", "multipleOf": 3}), "multipleOf");
-        refused(json!({"type": "integer", "multipleOf": 3, "minimum": 0, "maximum": 3000}), "multipleOf");
+        check(json!({"type": "integer", "multipleOf": 3}), &["0", "-3", "123456789", "-99"], &["1", "-100", "3.0"]);
+        let s = json!({"type": "integer", "multipleOf": 3, "minimum": 0, "maximum": 3000});
+        check(s, &["0", "3", "2997", "3000"], &["-3", "3003", "2998"]);
+        let s = json!({"type": "number", "multipleOf": 0.25, "exclusiveMaximum": -1.5});
+        check(s, &["-1.75", "-2", "-2.250", "-1000.5"], &["-1.5", "-1.6", "0", "-1.7"]);
+        // Too fine for an automaton: refused, never approximated.
+        refused(json!({"type": "integer", "multipleOf": 997}), "multipleOf");
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! Each bound becomes an automaton over the numeral's characters that compares it digit by
 //! digit with the bound's decimal text (never in floating point); the bounds are intersected
-//! and the result lowered to rules. A `number` numeral's value is compared as written:
+//! and the result lowered to rules. `multipleOf` (a step `M·10^-k`, `M` up to 250) is one
+//! more automaton: the remainder modulo `M` of the numeral's digits to the step's last one. A `number` numeral's value is compared as written:
 //! `-0` and `0.000` are zero.
 
 use std::cmp::Ordering;
@@ -232,6 +233,85 @@ fn final_order(b: &Decimal, p: Pos) -> Option<Ordering> {
     }
 }
 
+/// Largest `multipleOf` step mantissa compiled as an automaton (states grow with it).
+const MAX_STEP_MANTISSA: u64 = 250;
+
+/// Where a numeral is for a `multipleOf` check: the remainder modulo the step's mantissa of
+/// the digits read so far, scaled to the step's last digit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Rem {
+    Start,
+    Minus,
+    Int { n: usize, zero: bool, r: u64 },
+    Frac { m: usize, r: u64 },
+}
+
+/// The numerals (`integer`: without fraction) whose value is a multiple of `step`
+/// (`M·10^-k`): the numeral times `10^k` is a whole number divisible by `M`. `None` when the
+/// mantissa is too large for an automaton.
+fn multiple_dfa(step: &Decimal, integer: bool) -> Option<Dfa> {
+    let k = step.frac.len();
+    let digits: Vec<u8> = step.int.iter().chain(&step.frac).copied().collect();
+    let mant: u64 = std::str::from_utf8(&digits).ok()?.trim_start_matches('0').parse().ok()?;
+    if step.neg || mant == 0 || mant > MAX_STEP_MANTISSA || k > MAX_DIGITS {
+        return None;
+    }
+    let next = |p: Rem, c: u8| -> Option<Rem> {
+        let d = u64::from(c.wrapping_sub(b'0'));
+        let digit = c.is_ascii_digit();
+        Some(match p {
+            Rem::Start if c == b'-' => Rem::Minus,
+            Rem::Start | Rem::Minus if digit => Rem::Int { n: 1, zero: d == 0, r: d % mant },
+            Rem::Int { n, zero: false, r } if digit && n < MAX_DIGITS => {
+                Rem::Int { n: n + 1, zero: false, r: (r * 10 + d) % mant }
+            }
+            Rem::Int { r, .. } if c == b'.' && !integer => Rem::Frac { m: 0, r },
+            // Past the step's last digit only zeros keep the value on the step's grid.
+            Rem::Frac { m, r } if digit && m < MAX_DIGITS && (m < k || d == 0) => {
+                Rem::Frac { m: m + 1, r: if m < k { (r * 10 + d) % mant } else { r } }
+            }
+            _ => return None,
+        })
+    };
+    let done = |p: Rem| -> bool {
+        let (r, m) = match p {
+            Rem::Int { r, .. } => (r, 0),
+            Rem::Frac { m, r } if m > 0 => (r, m),
+            _ => return false,
+        };
+        let mut r = r;
+        for _ in m.min(k)..k {
+            r = r * 10 % mant;
+        }
+        r == 0
+    };
+    let mut ids: HashMap<Rem, usize> = HashMap::new();
+    let mut states = vec![Rem::Start];
+    ids.insert(Rem::Start, 0);
+    let (mut trans, mut accept) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < states.len() {
+        let p = states[i];
+        let mut row: Vec<(u32, u32, usize)> = Vec::new();
+        for c in [b'-', b'.', b'0', b'1', b'2', b'3', b'4', b'5', b'6', b'7', b'8', b'9'] {
+            let Some(q) = next(p, c) else { continue };
+            let id = *ids.entry(q).or_insert_with(|| {
+                states.push(q);
+                states.len() - 1
+            });
+            let c = c as u32;
+            match row.last_mut() {
+                Some(last) if last.2 == id && last.1 + 1 == c => last.1 = c,
+                _ => row.push((c, c, id)),
+            }
+        }
+        trans.push(row);
+        accept.push(done(p));
+        i += 1;
+    }
+    Some(Dfa::from_parts(trans, accept))
+}
+
 /// The bounds of a numeric schema as (decimal, side) pairs, draft 4's boolean
 /// `exclusiveMinimum`/`exclusiveMaximum` read with their sibling.
 fn bounds(obj: &Map<String, Value>, ptr: &str) -> Result<Vec<(Decimal, Side)>, SchemaError> {
@@ -253,8 +333,16 @@ fn bounds(obj: &Map<String, Value>, ptr: &str) -> Result<Vec<(Decimal, Side)>, S
     Ok(out)
 }
 
+/// Whether `multipleOf` in `obj` is a positive step the automaton handles.
+pub(super) fn multiple_supported(obj: &Map<String, Value>) -> bool {
+    obj.get("multipleOf")
+        .and_then(Decimal::from_json)
+        .is_some_and(|d| !d.neg && !d.is_zero() && multiple_dfa(&d, true).is_some())
+}
+
 impl Converter<'_> {
-    /// Strict mode: the rule body for an `integer` or `number` with bounds (exact).
+    /// Strict mode: the rule body for an `integer` or `number` with bounds and/or a
+    /// `multipleOf` (exact).
     pub(super) fn numeric_range(
         &mut self,
         obj: &Map<String, Value>,
@@ -288,7 +376,19 @@ impl Converter<'_> {
                 Some(prev) => prev.intersect(&one).map_err(|e| err("minimum", ptr, e))?,
             });
         }
-        let dfa = dfa.unwrap_or_else(Dfa::any_string);
+        if let Some(v) = obj.get("multipleOf") {
+            let step = Decimal::from_json(v).filter(|d| !d.neg && !d.is_zero());
+            let step = step.ok_or_else(|| err("multipleOf", ptr, "must be a positive number"))?;
+            let multiples = multiple_dfa(&step, integer).ok_or_else(|| err("multipleOf", ptr, "step too fine"))?;
+            dfa = Some(match dfa {
+                None => multiples,
+                Some(prev) => prev.intersect(&multiples).map_err(|e| err("multipleOf", ptr, e))?,
+            });
+        }
+        let Some(dfa) = dfa else {
+            let p = if integer { "integer" } else { "number" };
+            return Ok(self.add_primitive(p, p)?);
+        };
         if dfa.is_empty() {
             let what = if integer { "integer" } else { "number" };
             return Err(err("minimum", ptr, format!("no {what} satisfies the bounds")));
