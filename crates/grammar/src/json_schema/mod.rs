@@ -14,7 +14,10 @@
 //!   `dependentSchemas` as presence cases (`dependencies`), `minProperties`/`maxProperties`
 //!   by counting (`counting`), decimal `multipleOf` (`multiple_of`), `enum` next to other
 //!   assertions by checking each value (`enum_filter`), `allOf` by merging, and the `ipv6`
-//!   format.
+//!   format; numeric bounds of any sign and scale and `multipleOf` steps as digit automata
+//!   (`numeric_range`); open-ended tuples and `uniqueItems` over small finite item sets
+//!   (`arrays`). Keywords constrain only their own type: a schema without `type` admits every
+//!   other type.
 
 mod any_of;
 mod arrays;
