@@ -68,7 +68,7 @@ def ask(**kw):
     kw.setdefault("model", MODEL)
     kw.setdefault("messages", ASK)
     kw.setdefault("tools", TOOLS)
-    kw.setdefault("max_tokens", 120)
+    kw.setdefault("max_tokens", 80)
     kw.setdefault("temperature", 0)
     return c.chat.completions.create(**kw)
 
@@ -76,7 +76,7 @@ def ask(**kw):
 # required: at least one call, constrained from the first token; seeded hot sampling too.
 # With parallel calls allowed a small model may go on listing calls until max_tokens ("length";
 # the complete calls are still reported); with one call allowed it always ends.
-for seed, temp, parallel in [(1, 0.0, True), (7, 1.2, True), (1, 0.0, False), (8, 1.2, False)]:
+for seed, temp, parallel in [(7, 1.2, True), (1, 0.0, False), (8, 1.2, False)]:
     r = ask(tool_choice="required", seed=seed, temperature=temp, parallel_tool_calls=parallel)
     ch = r.choices[0]
     assert ch.finish_reason == "tool_calls" or (parallel and ch.finish_reason == "length"), r
@@ -101,7 +101,7 @@ for seed in (2, 3):
     r = ask(tool_choice="required", parallel_tool_calls=False, seed=seed, temperature=1.0)
     assert len(r.choices[0].message.tool_calls) == 1, r
     check_call(r.choices[0].message.tool_calls[0])
-r = ask(tool_choice="required", seed=5, temperature=1.0, n=2)
+r = ask(tool_choice="required", seed=5, temperature=1.0, n=2, max_tokens=60)
 for ch in r.choices:
     ids = [t.id for t in ch.message.tool_calls]
     assert len(set(ids)) == len(ids), ids
@@ -109,8 +109,8 @@ done(f"{FORMAT}: parallel_tool_calls")
 
 # auto: either an answer or valid calls, with the matching finish reason.
 kinds = set()
-for seed in range(1, 5):
-    r = ask(tool_choice="auto", seed=seed, temperature=1.0, max_tokens=60)
+for seed in range(1, 4):
+    r = ask(tool_choice="auto", seed=seed, temperature=1.0, max_tokens=40)
     ch = r.choices[0]
     if ch.message.tool_calls:
         assert ch.finish_reason in ("tool_calls", "length"), r
@@ -120,7 +120,7 @@ for seed in range(1, 5):
     else:
         assert ch.finish_reason in ("stop", "length") and isinstance(ch.message.content, str), r
         kinds.add("text")
-r = ask(seed=1)  # tool_choice defaults to auto
+r = ask(seed=1, max_tokens=40)  # tool_choice defaults to auto
 assert r.choices[0].finish_reason in ("stop", "length", "tool_calls"), r
 print(f"auto gave: {sorted(kinds)}")
 done(f"{FORMAT}: auto")
@@ -153,7 +153,7 @@ assert finish == "tool_calls", chunks[-1]
 want = [(t.function.name, t.function.arguments) for t in whole.choices[0].message.tool_calls]
 assert [(v[1], v[2]) for _, v in sorted(seen.items())] == want, (seen, want)
 with c.chat.completions.stream(model=MODEL, messages=ASK, tools=TOOLS, tool_choice="required", seed=11,
-                               temperature=0.9, max_tokens=120, parallel_tool_calls=False) as s:
+                               temperature=0.9, max_tokens=80, parallel_tool_calls=False) as s:
     events = [e.type for e in s]
     final = s.get_final_completion()
 assert "tool_calls.function.arguments.done" in events, events
