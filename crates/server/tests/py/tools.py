@@ -217,6 +217,9 @@ expect_api_error(openai.BadRequestError, 400,
                  param="tools[0].function.name")
 expect_api_error(openai.BadRequestError, 400, bad(tools=[WEATHER, WEATHER]), param="tools[1].function.name")
 expect_api_error(openai.BadRequestError, 400, bad(tools=[{"type": "retrieval"}]), param="tools[0].type")
+expect_api_error(openai.BadRequestError, 400, bad(tool_choice="required", response_format={"type": "json_object"}),
+                 param="response_format")
+expect_api_error(openai.BadRequestError, 400, bad(tool_choice="sometimes"), param="tool_choice")
 expect_api_error(openai.BadRequestError, 400,
                  bad(messages=ASK + [{"role": "tool", "content": "x"}]), param="messages[1].tool_call_id")
 done(f"{FORMAT}: errors")
