@@ -135,3 +135,18 @@ fn every_emitted_grammar_builds() {
     }
     assert!(built > 250, "only {built} grammars built");
 }
+
+#[test]
+fn any_of_beside_one_of() {
+    let s = json!({"type": "object",
+    "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+    "oneOf": [
+        {"properties": {"k": {"const": 1}}, "required": ["k"]},
+        {"properties": {"k": {"const": 2}}, "required": ["k"]}
+    ]});
+    check(
+        s,
+        &[r#"{"k":1,"a":0}"#, r#"{"k":2,"b":0}"#, r#"{"k":2,"a":0,"b":1}"#],
+        &[r#"{"k":1}"#, r#"{"k":3,"a":0}"#, r#"{"a":0}"#, "[]"],
+    );
+}

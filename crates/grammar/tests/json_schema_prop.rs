@@ -174,6 +174,8 @@ fn schema() -> impl Strategy<Value = Value> {
             prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "anyOf": v })),
             prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "oneOf": v })),
             prop::collection::vec(inner.clone(), 2..3).prop_map(|v| json!({ "allOf": v })),
+            (prop::collection::vec(inner.clone(), 2..3), prop::collection::vec(inner.clone(), 2..3))
+                .prop_map(|(a, o)| json!({ "anyOf": a, "oneOf": o })),
             inner.clone().prop_map(|v| json!({ "items": v })),
             inner.prop_map(|v| json!({ "properties": { "a": v } })),
         ]

@@ -358,9 +358,8 @@ impl<'a> Converter<'a> {
             let kw = if obj.contains_key("oneOf") { "oneOf" } else { "anyOf" };
             let alts = obj[kw].as_array().ok_or_else(|| err(kw, ptr, "must be an array"))?.clone();
             if strict {
-                if obj.contains_key("oneOf") && obj.contains_key("anyOf") {
-                    self.refuse("anyOf", ptr, "anyOf together with oneOf is not supported")?;
-                }
+                // Next to `oneOf`, an `anyOf` is one more sibling assertion merged into each
+                // alternative (exclusivity is then proved on the conjoined alternatives).
                 // Sibling assertions apply to every alternative: merge them into each one.
                 let mut sib = Map::new();
                 for (k, v) in obj {
