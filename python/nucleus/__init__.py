@@ -6,10 +6,12 @@
 * ``Vocab`` / ``Grammar`` / ``TokenTrie``: constrained decoding; masks are written into packed
   int32 bitmasks of ``ceil(V / 32)`` words per row (the layout vLLM's structured-output
   backends, llguidance and XGrammar use). ``allocate_token_bitmask`` and
-  ``apply_token_bitmask_inplace`` connect them to NumPy logits.
+  ``apply_token_bitmask_inplace`` connect them to NumPy logits; ``vocab_from_tokenizer_json``
+  reads a Hugging Face ``tokenizer.json``.
 """
 
 from ._nucleus import Grammar, Sampler, TokenTrie, Vocab, sample_batch
+from ._tokenizer import vocab_from_tokenizer_json
 
 __all__ = [
     "Grammar",
@@ -19,6 +21,7 @@ __all__ = [
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
     "sample_batch",
+    "vocab_from_tokenizer_json",
 ]
 
 
