@@ -135,10 +135,10 @@ fn json_schema_violations_are_rejected_with_offsets() {
     let (code, out, _) = check_schema(r#"{"name": "Ada"}"#);
     assert_eq!(code, 1);
     assert!(out.starts_with("rejected at byte 13: unexpected \"}\""), "{out}");
-    // minimum 0: the minus sign is refused.
+    // minimum 0: after a minus sign only "-0" (which equals 0) can follow, so the "1" is refused.
     let (code, out, _) = check_schema(r#"{"name": "Ada", "age": -1}"#);
     assert_eq!(code, 1);
-    assert!(out.starts_with("rejected at byte 20: unexpected \"-\""), "{out}");
+    assert!(out.starts_with("rejected at byte 21: unexpected \"1\""), "{out}");
 }
 
 #[test]
