@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use nucleus_sampler::{SamplingParams, TokenSampler};
 
-
 /// The vectors' generator (a 32-bit LCG, logits in [-10, 10) in 0.001 steps), also used by the
 /// Python and Node scripts.
 fn logits(seed: u32, n: usize) -> Vec<f32> {
