@@ -26,6 +26,7 @@ fn main() {
             let sb = nucleus_sampler::session::sigma_tier_counts();
             let mb = nucleus_sampler::session::mirostat_tier_counts();
             let pb = nucleus_sampler::session::top_p_tier_counts();
+            let wb = nucleus_sampler::session::top_p_wide_tier_counts();
             // Like `nucleus bench`: 3 warm-up steps then 30 measured, repeated from a reset.
             let mut v = vec![];
             while v.len() < iters {
@@ -51,9 +52,11 @@ fn main() {
             let mir: Vec<u64> = (0..2).map(|i| ma[i] - mb[i]).collect();
             let pa = nucleus_sampler::session::top_p_tier_counts();
             let topp: Vec<u64> = (0..2).map(|i| pa[i] - pb[i]).collect();
+            let wa = nucleus_sampler::session::top_p_wide_tier_counts();
+            let wide: Vec<u64> = (0..2).map(|i| wa[i] - wb[i]).collect();
             v.sort_by(|a, b| a.partial_cmp(b).unwrap());
             println!(
-                "{l} {:>9}: median {:8.1} us  min {:8.1}  p90 {:8.1}  dist {:?} sigma {:?} miro {:?} top-p {:?}",
+                "{l} {:>9}: median {:8.1} us  min {:8.1}  p90 {:8.1}  dist {:?} sigma {:?} miro {:?} top-p {:?} wide {:?}",
                 shape.name(),
                 v[iters / 2],
                 v[0],
@@ -61,7 +64,8 @@ fn main() {
                 tiers,
                 sig,
                 mir,
-                topp
+                topp,
+                wide
             );
         }
     }

@@ -86,6 +86,10 @@ fn differential_llama_vs_nucleus() {
         "parity: TokenSampler dist fast-path tiers decided [coarse, near, exact, sequential] = {:?}",
         nucleus_sampler::session::dist_tier_counts()
     );
+    eprintln!(
+        "parity: TokenSampler wide top-p fast path [decided, left to the full path] = {:?}",
+        nucleus_sampler::session::top_p_wide_tier_counts()
+    );
     if !r.failures.is_empty() {
         let mut msg = String::new();
         for f in &r.failures {

@@ -34,6 +34,7 @@ mod raw_mirostat;
 mod raw_sigma;
 mod raw_top_k;
 mod raw_top_p;
+mod raw_top_p_wide;
 pub mod rng;
 pub mod sampler;
 pub mod sampler_type;

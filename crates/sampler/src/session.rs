@@ -16,6 +16,9 @@
 //! * top-p (then min-p, plain temperature, `dist`): when the nucleus lies within llama.cpp's
 //!   first 256 sorted candidates, it is built from a bracket of the softmax sum and the top
 //!   buckets of llama.cpp's sort (`raw_top_p`); the rest of the chain runs on it.
+//!   When the nucleus is wider (a flat row), and `dist` ends the chain, only the buckets
+//!   holding it are sorted, by value, and the draw runs on them (`raw_top_p_wide`); the
+//!   selected id is read off the row (replaying llama.cpp's sort of one bucket on a tie).
 //! * plain temperature then `mirostat-v2`: the kept prefix is built from the exact sorted sum
 //!   (`raw_mirostat`) and the sampler finishes on it.
 //! * `dist` alone, or `top-n-sigma` → plain temperature → `dist`: the draw is decided from
@@ -23,7 +26,8 @@
 //!   only where a bound is too wide to decide.
 //!
 //! When a fast path cannot decide exactly, it leaves the step to the full path before anything
-//! is consumed. The first three leave exactly the full path's candidates. The last kind never
+//! is consumed. The first three leave exactly the full path's candidates (the wide top-p
+//! path defers them like the last kind). The last kind never
 //! builds the final candidate array (building it would cost more than the whole draw): after
 //! such a step [`TokenSampler::candidates_complete`] is `false` and
 //! [`TokenSampler::candidates`] holds only the selected token (`id`, final `logit`, `p` NaN,
@@ -40,6 +44,7 @@ use crate::raw_mirostat::{mirostat_prefix, Miro, MiroScratch};
 use crate::raw_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::raw_top_k::{raw_top_k, BadLogit};
 use crate::raw_top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
+use crate::raw_top_p_wide::{id_at as wide_id_at, wide_nucleus, WideScratch};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
 use crate::step::{Role, Step};
@@ -69,6 +74,7 @@ struct FastScratch {
     sigma: SigmaScratch,
     miro: MiroScratch,
     top_p: TopPScratch,
+    wide: WideScratch,
     xs: Vec<f32>,
     es: Vec<f32>,
     /// Set when the last step left only the selected token in `cands`.
@@ -82,7 +88,7 @@ struct Deferred {
     start: usize,
     /// The `dist` member.
     dist_at: usize,
-    /// The selected index (= token id: the array stays in id order).
+    /// The selected index in the final array.
     selected: usize,
 }
 
@@ -116,11 +122,13 @@ enum Plan {
         miro_at: usize,
     },
     /// Members `..at` are no-op or sparse, `at` is top-p, then only no-ops, min-p, plain
-    /// temperatures and `dist` (which recompute or ignore `p`).
+    /// temperatures and `dist` (which recompute or ignore `p`); `dist_at` when `dist` is the
+    /// last member (a wide nucleus is then drawn from without its final array).
     TopP {
         at: usize,
         p: f32,
         min_keep: usize,
+        dist_at: Option<usize>,
     },
 }
 
@@ -325,7 +333,7 @@ impl TokenSampler {
                 self.defer(at, dist_at, tok, logit);
                 self.selected().map(Some)
             }
-            Plan::TopP { at, p, min_keep } => {
+            Plan::TopP { at, p, min_keep, dist_at } => {
                 self.sparse_prefix(row, at);
                 if self.sparse_has_nan_or_inf() {
                     return Ok(None);
@@ -338,7 +346,32 @@ impl TokenSampler {
                     Scan::Max(m) => m,
                 };
                 match top_p_nucleus(r, m, p, min_keep, &f.dist, &mut f.top_p, &mut self.cands) {
-                    Nucleus::Full => Ok(None),
+                    Nucleus::Full => {
+                        let Some(dist_at) = dist_at else {
+                            return Ok(None);
+                        };
+                        let Some(w) = wide_nucleus(r, m, p, min_keep, &mut f.wide, &mut self.cands) else {
+                            return Ok(None);
+                        };
+                        for s in &mut self.chain.samplers_mut()[at + 1..] {
+                            s.apply(&mut self.cands);
+                        }
+                        let Some(i) = self.cands.selected().filter(|&i| i < self.cands.len()) else {
+                            return self.selected().map(Some);
+                        };
+                        let mut logit = self.cands.as_slice()[i].logit;
+                        let f = &mut self.fast;
+                        let r = Row { logits: row, patches: f.sparse.as_slice() };
+                        let id = wide_id_at(r, &w, i, &mut f.wide);
+                        // The prefix holds `+0.0` for both zeros; the temperature keeps a
+                        // zero's sign, so the selected token's own zero decides it.
+                        let raw = r.get(id as usize);
+                        if raw == 0.0 {
+                            logit = logit.copysign(raw);
+                        }
+                        self.defer_token(at, dist_at, i, id, logit);
+                        self.selected().map(Some)
+                    }
                     Nucleus::Nucleus => {
                         for s in &mut self.chain.samplers_mut()[at + 1..] {
                             s.apply(&mut self.cands);
@@ -370,9 +403,15 @@ impl TokenSampler {
         }
     }
 
-    /// Leaves only the selected token in `cands` and records how to rebuild the rest.
+    /// Leaves only the selected token in `cands` and records how to rebuild the rest (for
+    /// steps whose final array is in id order: the index is the token).
     fn defer(&mut self, start: usize, dist_at: usize, selected: usize, logit: f32) {
-        self.cands.fill_from(&[TokenData { id: selected as Token, logit, p: f32::NAN }]);
+        self.defer_token(start, dist_at, selected, selected as Token, logit);
+    }
+
+    /// [`TokenSampler::defer`] for a final array at index `selected` holding token `id`.
+    fn defer_token(&mut self, start: usize, dist_at: usize, selected: usize, id: Token, logit: f32) {
+        self.cands.fill_from(&[TokenData { id, logit, p: f32::NAN }]);
         self.cands.set_selected(Some(0));
         self.fast.deferred = Some(Deferred { start, dist_at, selected });
     }
@@ -457,10 +496,13 @@ fn compile_top_p(steps: &[Step], at: usize) -> Plan {
         return Plan::Full;
     };
     let (p, min_keep) = t.params();
-    for s in &steps[at + 1..] {
+    for (i, s) in steps.iter().enumerate().skip(at + 1) {
         match s.role() {
             Role::Noop | Role::MinP | Role::Temp => {}
-            Role::Dist => return Plan::TopP { at, p, min_keep },
+            Role::Dist => {
+                let dist_at = (i + 1 == steps.len()).then_some(i);
+                return Plan::TopP { at, p, min_keep, dist_at };
+            }
             _ => return Plan::Full,
         }
     }
@@ -549,4 +591,11 @@ pub fn mirostat_tier_counts() -> [u64; 2] {
 #[doc(hidden)]
 pub fn top_p_tier_counts() -> [u64; 2] {
     crate::raw_top_p::tier_counts()
+}
+
+/// How often the wide-nucleus top-p fast path decided the draw / left the step to the full
+/// path: `[wide, full]`. For benchmarks and tests.
+#[doc(hidden)]
+pub fn top_p_wide_tier_counts() -> [u64; 2] {
+    crate::raw_top_p_wide::tier_counts()
 }

@@ -371,3 +371,34 @@ fn plan_is_recompiled_after_chain_edits() {
     assert_eq!(ts.sample(&row).unwrap(), 77);
     assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
+
+/// (d) on flat rows, where the nucleus holds tens of thousands of tokens: the wide top-p path
+/// decides the draws (the counter moves) and gives the full path's token, random stream and,
+/// once materialised, candidates — on f32 rows and on bf16 rows, whose many tied logits make
+/// the selected index land in a tie group (the bucket replay) on most draws.
+#[test]
+fn wide_top_p_matches_on_flat_rows() {
+    let n = 65536;
+    let before = nucleus_sampler::session::top_p_wide_tier_counts();
+    for (shape, seed) in [(0u8, 1u64), (0, 2), (1, 3), (1, 4)] {
+        let mut g = Gen(seed * 0x9E37_79B9 | 1);
+        let row: Vec<f32> = (0..n)
+            .map(|_| {
+                let z = g.normal();
+                let v = 0.8 * z - 0.05 * z * z;
+                if shape == 1 {
+                    half::bf16::from_f32(v).to_f32()
+                } else {
+                    v
+                }
+            })
+            .collect();
+        for top_p in [0.9f32, 0.95] {
+            let p = SamplingParams { seed: seed as u32, top_k: 0, top_p, ..Default::default() };
+            let s = TokenSampler::new(p.build(n, None).unwrap());
+            compare_deferred(s, &row, &[5, 6, 7], 24, true).unwrap();
+        }
+    }
+    let after = nucleus_sampler::session::top_p_wide_tier_counts();
+    assert!(after[0] - before[0] >= 8 * 24, "wide path decided {} draws", after[0] - before[0]);
+}

@@ -28,10 +28,21 @@ fn exp_weights(data: &mut [crate::candidates::TokenData], sorted: bool) -> f64 {
     } else {
         data.iter().fold(data[0].logit, |m, d| if d.logit > m { d.logit } else { m })
     };
+    // expf a block at a time through the exact vector replica (f32::exp where it is not
+    // verified), then the f64 sum in array order.
+    const B: usize = 256;
+    let (mut xs, mut es) = ([0f32; B], [0f32; B]);
     let mut total = 0.0f64;
-    for d in data.iter_mut() {
-        d.p = (d.logit - m).exp();
-        total += d.p as f64;
+    for chunk in data.chunks_mut(B) {
+        let k = chunk.len();
+        for (x, d) in xs.iter_mut().zip(chunk.iter()) {
+            *x = d.logit - m;
+        }
+        crate::vec_exp::expf_exact_slice(&xs[..k], &mut es[..k]);
+        for (d, &e) in chunk.iter_mut().zip(&es[..k]) {
+            d.p = e;
+            total += e as f64;
+        }
     }
     total
 }
