@@ -185,7 +185,7 @@ fn step(b: &Decimal, p: Pos, c: u8, integer: bool) -> Option<Pos> {
         Pos::Start if c == b'-' => Pos::Minus,
         Pos::Start | Pos::Minus if digit => {
             let neg = p == Pos::Minus;
-            Pos::Int { neg, n: 1, zero: c == b'0', lex: c.cmp(&b.int[0]), longer: b.int.len() < 1 }
+            Pos::Int { neg, n: 1, zero: c == b'0', lex: c.cmp(&b.int[0]), longer: false }
         }
         Pos::Int { neg, n, zero: false, lex, longer } if digit && n < MAX_DIGITS => {
             let longer = longer || n + 1 > b.int.len();
@@ -387,7 +387,7 @@ impl Converter<'_> {
         }
         let Some(dfa) = dfa else {
             let p = if integer { "integer" } else { "number" };
-            return Ok(self.add_primitive(p, p)?);
+            return self.add_primitive(p, p);
         };
         if dfa.is_empty() {
             let what = if integer { "integer" } else { "number" };
