@@ -135,6 +135,14 @@ export declare class Vocab {
 }
 
 /**
+ * Samples one token per row of `matrix` (`samplers.length` rows of `nVocab` logits, row after
+ * row, read in place) with `samplers[i]` for row `i`, rows spread over all cores, and accepts
+ * each. Every sampler must be distinct and have the same `nVocab`. If a row fails, the error
+ * names it (the other rows' tokens are accepted).
+ */
+export declare function sampleBatch(samplers: Array<Sampler>, matrix: Float32Array): Array<number>
+
+/**
  * The parameters of `new Sampler(nVocab, params)`, for TypeScript: llama.cpp's
  * `common_params_sampling` fields. Each may also be written in snake_case (`top_k`); absent
  * fields take llama.cpp's defaults. Read at run time by name, never through this struct.

@@ -839,3 +839,4 @@ module.exports.Grammar = nativeBinding.Grammar
 module.exports.Sampler = nativeBinding.Sampler
 module.exports.TokenTrie = nativeBinding.TokenTrie
 module.exports.Vocab = nativeBinding.Vocab
+module.exports.sampleBatch = nativeBinding.sampleBatch

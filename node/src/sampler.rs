@@ -1,11 +1,11 @@
 //! `Sampler`: a [`TokenSampler`] built from llama.cpp's parameter names (camelCase or
 //! snake_case), fed a `Float32Array` in place.
 
-use napi::bindgen_prelude::{Float32Array, Object};
+use napi::bindgen_prelude::{ClassInstance, Float32Array, Object};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use nucleus_sampler::probs::{surprisal_bits, top_n_post, Perplexity, RawDistribution, TokenProb};
-use nucleus_sampler::{SampleError, Token, TokenSampler};
+use nucleus_sampler::{BatchSampler, Chain, SampleError, Token, TokenSampler};
 use serde_json::Value;
 
 use crate::convert::params_map;
@@ -273,5 +273,59 @@ impl Sampler {
     pub fn describe(&self) -> String {
         let names: Vec<&str> = self.sampler.chain().samplers().iter().map(|s| s.name()).collect();
         format!("Sampler(nVocab={}, chain=[{}])", self.n_vocab, names.join(", "))
+    }
+}
+
+/// Samples one token per row of `matrix` (`samplers.length` rows of `nVocab` logits, row after
+/// row, read in place) with `samplers[i]` for row `i`, rows spread over all cores, and accepts
+/// each. Every sampler must be distinct and have the same `nVocab`. If a row fails, the error
+/// names it (the other rows' tokens are accepted).
+#[napi]
+pub fn sample_batch(mut samplers: Vec<ClassInstance<'_, Sampler>>, matrix: Float32Array) -> Result<Vec<i32>> {
+    let Some(first) = samplers.first() else { return Ok(Vec::new()) };
+    let v = first.n_vocab;
+    for i in 0..samplers.len() {
+        if samplers[i].n_vocab != v {
+            return Err(invalid(format!("samplers[{i}] has nVocab {} but samplers[0] has {v}", samplers[i].n_vocab)));
+        }
+        if samplers[..i].iter().any(|o| std::ptr::eq::<Sampler>(&**o, &*samplers[i])) {
+            return Err(invalid(format!("samplers[{i}] appears twice in the batch")));
+        }
+    }
+    let b = samplers.len();
+    if matrix.len() != b * v {
+        return Err(invalid(format!("the matrix has {} values; {b} rows of nVocab {v} need {}", matrix.len(), b * v)));
+    }
+    // Move each chain into a BatchSampler for the parallel step and back afterwards.
+    let rows: Vec<TokenSampler> =
+        samplers.iter_mut().map(|s| std::mem::replace(&mut s.sampler, TokenSampler::new(Chain::new()))).collect();
+    let mut batch = BatchSampler::new(rows);
+    let mut out: Vec<std::result::Result<Token, SampleError>> = vec![Ok(0); b];
+    let shape = batch.sample(&matrix, v, &mut out);
+    for (s, r) in samplers.iter_mut().zip(batch.rows_mut()) {
+        std::mem::swap(&mut s.sampler, r);
+    }
+    shape.map_err(sample_error)?;
+    let mut tokens = Vec::with_capacity(b);
+    let mut first_err = None;
+    for (i, (s, r)) in samplers.iter_mut().zip(out).enumerate() {
+        match r {
+            Ok(tok) => {
+                let row = &matrix[i * v..(i + 1) * v];
+                if let Some(ppl) = &mut s.perplexity {
+                    ppl.push_logprob(RawDistribution::of(row.into()).logprob(row[tok as usize]));
+                }
+                // The last-step statistics need a row of their own; the batch keeps none.
+                s.last = None;
+                tokens.push(tok);
+            }
+            Err(e) => {
+                first_err.get_or_insert_with(|| Error::new(Status::GenericFailure, format!("row {i}: {e}")));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(tokens),
     }
 }

@@ -147,3 +147,23 @@ test('sample does not copy the logits (peak RSS)', () => {
   const grownKiB = process.resourceUsage().maxRSS - before
   assert.ok(grownKiB < 8 * 1024, `peak RSS grew by ${grownKiB} KiB while sampling`)
 })
+
+test('sampleBatch equals the single-row path', () => {
+  const { sampleBatch } = require('..')
+  const base = inputLogits('logits_4096_seed11')
+  const v = base.length
+  const b = 5
+  const matrix = new Float32Array(b * v)
+  for (let i = 0; i < b; i++) for (let j = 0; j < v; j++) matrix[i * v + j] = base[(j + 97 * i) % v]
+  const params = (i) => ({ seed: 10 + i, topK: [40, 0][i % 2], trackPerplexity: true })
+  const single = Array.from({ length: b }, (_, i) => new Sampler(v, params(i)))
+  const batch = Array.from({ length: b }, (_, i) => new Sampler(v, params(i)))
+  for (let step = 0; step < 4; step++) {
+    const want = single.map((s, i) => s.sample(matrix.subarray(i * v, (i + 1) * v)))
+    assert.deepEqual(sampleBatch(batch, matrix), want)
+  }
+  assert.ok(Math.abs(batch[2].perplexity() - single[2].perplexity()) < 1e-9)
+  assert.throws(() => sampleBatch([batch[0], batch[0]], matrix.subarray(0, 2 * v)), /twice/)
+  assert.throws(() => sampleBatch(batch, matrix.subarray(0, 3 * v)), /rows/)
+  assert.deepEqual(sampleBatch([], matrix), [])
+})
