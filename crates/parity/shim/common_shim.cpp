@@ -69,6 +69,7 @@ static void write_error(char * err, size_t err_len, const char * what) {
 // `order_kind`: 0 keeps llama.cpp's default order, 1 parses `order` as `--samplers` names
 // (';'-separated), 2 parses it as `--sampling-seq` letters. `breakers` replaces the DRY
 // sequence breakers when `n_breakers >= 0` (llama.cpp's defaults are kept when negative).
+// A non-empty `grammar` is set as a user grammar (`--grammar`, start rule `root`).
 extern "C" struct common_sampler * nucleus_parity_common_init(
         const struct llama_model                   * model,
         const struct nucleus_parity_common_params * p,
@@ -78,6 +79,7 @@ extern "C" struct common_sampler * nucleus_parity_common_init(
         int64_t                                      n_breakers,
         const llama_logit_bias                     * bias,
         size_t                                       n_bias,
+        const char                                 * grammar,
         char                                       * err,
         size_t                                       err_len) {
     try {
@@ -119,6 +121,9 @@ extern "C" struct common_sampler * nucleus_parity_common_init(
             s.dry_sequence_breakers.assign(breakers, breakers + n_breakers);
         }
         s.logit_bias.assign(bias, bias + n_bias);
+        if (grammar && grammar[0] != '\0') {
+            s.grammar = common_grammar(COMMON_GRAMMAR_TYPE_USER, grammar);
+        }
         if (s.ignore_eos) {
             const llama_vocab * vocab = llama_model_get_vocab(model);
             for (llama_token t = 0; t < llama_vocab_n_tokens(vocab); t++) {
@@ -145,10 +150,12 @@ extern "C" llama_token nucleus_parity_common_sample(struct common_sampler * gsmp
     }
 }
 
-// `common_sampler_accept(gsmpl, token, true)`, as llama.cpp's generation loops call it.
-extern "C" void nucleus_parity_common_accept(struct common_sampler * gsmpl, llama_token token) {
+// `common_sampler_accept(gsmpl, token, is_generated)`: llama.cpp's loops accept prompt tokens
+// with `is_generated` false (the chain's history only) and sampled tokens with true (the
+// grammar too).
+extern "C" void nucleus_parity_common_accept(struct common_sampler * gsmpl, llama_token token, int32_t is_generated) {
     try {
-        common_sampler_accept(gsmpl, token, true);
+        common_sampler_accept(gsmpl, token, is_generated != 0);
     } catch (...) {
     }
 }

@@ -102,6 +102,7 @@ extern "C" {
         n_breakers: i64,
         bias: *const sys::llama_logit_bias,
         n_bias: usize,
+        grammar: *const c_char,
         err: *mut c_char,
         err_len: usize,
     ) -> *mut c_void;
@@ -109,8 +110,8 @@ extern "C" {
     fn nucleus_parity_common_params_size() -> usize;
     /// `common_sampler_sample(gsmpl, ctx, idx)`; `LLAMA_TOKEN_NULL` on a C++ exception.
     fn nucleus_parity_common_sample(gsmpl: *mut c_void, ctx: *mut sys::llama_context, idx: i32) -> i32;
-    /// `common_sampler_accept(gsmpl, token, true)`.
-    fn nucleus_parity_common_accept(gsmpl: *mut c_void, token: i32);
+    /// `common_sampler_accept(gsmpl, token, is_generated)`.
+    fn nucleus_parity_common_accept(gsmpl: *mut c_void, token: i32, is_generated: i32);
     /// `common_sampler_print` into `out`.
     fn nucleus_parity_common_print(gsmpl: *const c_void, out: *mut c_char, out_len: usize);
     /// `common_sampler_free`.
@@ -162,6 +163,14 @@ impl CommonSampler {
     /// is not read: pass [`Order::codes_of`] to use it). An exception thrown by llama.cpp
     /// (e.g. an invalid repeat penalty) is returned as its message.
     pub fn new(model: &RawModel, p: &SamplingParams, order: &Order) -> Result<Self, String> {
+        Self::with_grammar(model, p, order, "")
+    }
+
+    /// [`CommonSampler::new`] with `gbnf` (start rule `root`; empty for none) as the user
+    /// grammar (`common_params_sampling::grammar`, as `--grammar` sets it): `sample` then
+    /// checks the chain's token against it and resamples with the grammar applied first when
+    /// it does not fit, as llama.cpp does.
+    pub fn with_grammar(model: &RawModel, p: &SamplingParams, order: &Order, gbnf: &str) -> Result<Self, String> {
         // SAFETY: returns a constant.
         let c_size = unsafe { nucleus_parity_common_params_size() };
         if c_size != std::mem::size_of::<CommonParams>() {
@@ -177,6 +186,7 @@ impl CommonSampler {
             Order::Codes(s) => (2, s.clone()),
         };
         let text = CString::new(text).map_err(|e| e.to_string())?;
+        let gbnf = CString::new(gbnf).map_err(|e| e.to_string())?;
         let breakers: Vec<CString> = p
             .dry_sequence_breakers
             .iter()
@@ -200,6 +210,7 @@ impl CommonSampler {
                 breaker_ptrs.len() as i64,
                 bias.as_ptr(),
                 bias.len(),
+                gbnf.as_ptr(),
                 err.as_mut_ptr(),
                 err.len(),
             )
@@ -224,10 +235,17 @@ impl CommonSampler {
         (t != LLAMA_TOKEN_NULL).then_some(t)
     }
 
-    /// `common_sampler_accept(gsmpl, token, true)`.
+    /// `common_sampler_accept(gsmpl, token, true)`: a generated token (chain and grammar).
     pub fn accept(&mut self, token: i32) {
         // SAFETY: plain call on a live object.
-        unsafe { nucleus_parity_common_accept(self.ptr.as_ptr(), token) }
+        unsafe { nucleus_parity_common_accept(self.ptr.as_ptr(), token, 1) }
+    }
+
+    /// `common_sampler_accept(gsmpl, token, false)`: a prompt token (the chain's history
+    /// only), as llama.cpp's server and CLI feed the prompt.
+    pub fn accept_prompt(&mut self, token: i32) {
+        // SAFETY: plain call on a live object.
+        unsafe { nucleus_parity_common_accept(self.ptr.as_ptr(), token, 0) }
     }
 
     /// The chain as `common_sampler_print` shows it, without its `logits` head and in

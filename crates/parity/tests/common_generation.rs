@@ -6,6 +6,14 @@
 //! on the same SmolLM2 weights, prompt tokens, context size and one thread. The two token
 //! streams must be equal. (`crates/runtime/tests/generation.rs` compares with a chain written
 //! out by hand; here llama.cpp builds the chain itself.)
+//!
+//! With a grammar, both sides get the same GBNF text: nucleus through
+//! `nucleus_runtime::grammar_sampler` (what `--grammar` uses) on a `Sequence`, llama.cpp as
+//! `common_params_sampling::grammar`, so `common_sampler_sample` checks the chain's token and
+//! resamples with the grammar applied first when it does not fit — the rule nucleus's
+//! sequence follows. nucleus ends the sequence once the grammar is complete; llama.cpp then
+//! samples one end-of-generation token, the only one its grammar allows, which is the only
+//! difference tolerated.
 
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
@@ -13,7 +21,10 @@ use std::sync::OnceLock;
 use nucleus_parity::common_sampler::{CommonSampler, Order, RawContext, RawModel};
 use nucleus_runtime::catalog;
 use nucleus_runtime::pull::{self, Pip};
-use nucleus_runtime::{generate, ContextOptions, LlamaCppModel, Model, SequenceOptions, TokenEvent};
+use nucleus_runtime::{
+    generate_sequence, grammar_sampler, ContextOptions, LlamaCppModel, Model, OutputConstraint, Sequence,
+    SequenceOptions, TokenEvent,
+};
 use nucleus_sampler::{MirostatMode, SamplerType, SamplingParams, Token};
 
 /// Context size on both sides (the same KV cache size keeps the attention sums alike).
@@ -37,28 +48,33 @@ fn fixture() -> &'static (LlamaCppModel, RawModel) {
     })
 }
 
-fn nucleus(model: &LlamaCppModel, prompt: &[Token], params: &SamplingParams) -> Vec<Token> {
+/// One case: parameters, the order llama.cpp is given, and a GBNF grammar ("" for none).
+struct Case {
+    name: &'static str,
+    params: SamplingParams,
+    order: Order,
+    gbnf: String,
+}
+
+fn nucleus(model: &LlamaCppModel, prompt: &[Token], c: &Case) -> Vec<Token> {
     let mut ctx = model
         .new_llama_context(&ContextOptions { n_ctx: Some(N_CTX), threads: Some(1), ..Default::default() })
         .expect("context");
     let opts = SequenceOptions { max_tokens: Some(N), ..Default::default() };
-    let stats =
-        generate(model, &mut ctx, prompt, params, &opts, None, &mut |_: &TokenEvent<'_>| ControlFlow::Continue(()))
-            .expect("generate");
+    let mut seq = Sequence::new(model, &c.params, opts).expect("sequence");
+    if !c.gbnf.is_empty() {
+        seq.set_grammar(grammar_sampler(model, &OutputConstraint::Gbnf(c.gbnf.clone())).expect("grammar"));
+    }
+    let stats = generate_sequence(&mut ctx, prompt, seq, None, &mut |_: &TokenEvent<'_>| ControlFlow::Continue(()))
+        .expect("generate");
     stats.tokens
 }
 
-fn llama_cpp(
-    raw: &RawModel,
-    vocab: &dyn nucleus_sampler::Vocab,
-    prompt: &[Token],
-    params: &SamplingParams,
-    order: &Order,
-) -> Vec<Token> {
+fn llama_cpp(raw: &RawModel, vocab: &dyn nucleus_sampler::Vocab, prompt: &[Token], c: &Case) -> Vec<Token> {
     let mut ctx = RawContext::new(raw, N_CTX, 1).expect("context");
-    let mut smpl = CommonSampler::new(raw, params, order).expect("common_sampler_init");
+    let mut smpl = CommonSampler::with_grammar(raw, &c.params, &c.order, &c.gbnf).expect("common_sampler_init");
     for &t in prompt {
-        smpl.accept(t);
+        smpl.accept_prompt(t);
     }
     ctx.decode_at(prompt, 0, false).expect("decode prompt");
     let (mut idx, mut pos) = (prompt.len() - 1, prompt.len());
@@ -81,12 +97,11 @@ fn seeded_generation_equals_common_sampler_loop() {
     let (model, raw) = fixture();
     let prompt = model.tokenizer().encode(PROMPT, false, false).expect("tokenize");
     let vocab = model.vocab();
-    let names = |list: &str, p: SamplingParams| {
-        (SamplingParams { samplers: SamplerType::parse_names(list).expect("names"), ..p }, Order::Names(list.into()))
-    };
-    let cases: Vec<(&str, SamplingParams, Order)> = vec![
-        ("defaults", SamplingParams { seed: 1234, ..Default::default() }, Order::Default),
-        (
+    let case =
+        |name: &'static str, params: SamplingParams| Case { name, params, order: Order::Default, gbnf: String::new() };
+    let cases = vec![
+        case("defaults", SamplingParams { seed: 1234, ..Default::default() }),
+        case(
             "penalties and DRY",
             SamplingParams {
                 seed: 99,
@@ -97,14 +112,15 @@ fn seeded_generation_equals_common_sampler_loop() {
                 dry_multiplier: 0.8,
                 ..Default::default()
             },
-            Order::Default,
         ),
-        ("mirostat 2", SamplingParams { seed: 7, mirostat: MirostatMode::V2, ..Default::default() }, Order::Default),
+        case("mirostat 2", SamplingParams { seed: 7, mirostat: MirostatMode::V2, ..Default::default() }),
         {
-            let (p, o) = names(
-                "top_k;typ_p;min_p;xtc;temperature",
-                SamplingParams {
+            let list = "top_k;typ_p;min_p;xtc;temperature";
+            Case {
+                name: "reordered, typical, XTC, dynatemp",
+                params: SamplingParams {
                     seed: 2024,
+                    samplers: SamplerType::parse_names(list).expect("names"),
                     typ_p: 0.9,
                     xtc_probability: 0.5,
                     xtc_threshold: 0.1,
@@ -112,21 +128,38 @@ fn seeded_generation_equals_common_sampler_loop() {
                     temp: 1.0,
                     ..Default::default()
                 },
-            );
-            ("reordered, typical, XTC, dynatemp", p, o)
+                order: Order::Names(list.into()),
+                gbnf: String::new(),
+            }
         },
-        (
+        case(
             "top-n-sigma and logit bias",
             SamplingParams { seed: 5, top_n_sigma: 1.5, logit_bias: vec![(13, -3.0)], ..Default::default() },
-            Order::Default,
         ),
+        Case {
+            gbnf: r#"root ::= " a" (" " [a-z]+){3,12} "."
+"#
+            .into(),
+            ..case("grammar: lowercase words", SamplingParams { seed: 11, temp: 1.0, ..Default::default() })
+        },
+        Case {
+            gbnf: r#"root ::= " {\"name\": \"" [A-Z] [a-z]{1,10} "\", \"age\": " [1-9] [0-9]? "}"
+"#
+            .into(),
+            ..case("grammar: JSON-like record", SamplingParams { seed: 12, top_k: 0, min_p: 0.0, ..Default::default() })
+        },
     ];
     let mut failures = Vec::new();
-    for (name, params, order) in &cases {
-        let ours = nucleus(model, &prompt, params);
-        let theirs = llama_cpp(raw, vocab.as_ref(), &prompt, params, order);
-        if ours != theirs {
-            failures.push(format!("{name}:\n  nucleus:   {ours:?}\n  llama.cpp: {theirs:?}"));
+    for c in &cases {
+        let ours = nucleus(model, &prompt, c);
+        let theirs = llama_cpp(raw, vocab.as_ref(), &prompt, c);
+        // With a grammar, nucleus stops at completion where llama.cpp samples one EOG token.
+        let grammar_end = !c.gbnf.is_empty()
+            && theirs.len() == ours.len() + 1
+            && theirs.last().is_some_and(|&t| vocab.is_eog(t))
+            && theirs[..ours.len()] == ours[..];
+        if ours != theirs && !grammar_end {
+            failures.push(format!("{}:\n  nucleus:   {ours:?}\n  llama.cpp: {theirs:?}", c.name));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

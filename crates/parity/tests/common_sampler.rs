@@ -243,7 +243,7 @@ fn run_case(f: &Fixture, rows: &[Vec<f32>], ctx: &mut RawContext<'_>, c: &Case) 
     let mut sampler = TokenSampler::new(chain);
     for &t in &f.prompt {
         sampler.accept(t);
-        reference.accept(t);
+        reference.accept_prompt(t);
     }
     for step in 0..STEPS {
         let idx = step % rows.len();
