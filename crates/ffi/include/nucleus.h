@@ -23,6 +23,12 @@ typedef struct nucleus_vocab nucleus_vocab;
 typedef struct nucleus_grammar nucleus_grammar;
 typedef struct nucleus_token_trie nucleus_token_trie;
 
+/* llama.cpp's types (declared in its llama.h), for the nucleus_llama_* functions. */
+struct llama_vocab;
+struct llama_sampler;
+typedef struct llama_vocab llama_vocab;
+typedef struct llama_sampler llama_sampler;
+
 /*
  Success.
  */
@@ -177,6 +183,38 @@ nucleus_grammar *nucleus_grammar_clone(const nucleus_grammar *g);
  `g` must be NULL or a live `nucleus_grammar`, not used afterwards.
  */
 void nucleus_grammar_free(nucleus_grammar *g);
+
+/*
+ llama.cpp's common sampler chain (`common_sampler_init` order and defaults) from
+ `params_json` (the fields of `nucleus_sampler_new`; DRY's string breakers and `ignore_eos`
+ work through `vocab`), as one `struct llama_sampler *` that selects the token: it gives the
+ tokens llama.cpp's own chain gives for the same params and seed, and can be added to any
+ chain (`llama_sampler_chain_add`) or used alone with `llama_sampler_sample`. Free it with
+ `llama_sampler_free` (or with its chain). `vocab` must outlive the sampler. NULL on error,
+ with the reason in `nucleus_last_error()`. Only in libnucleus built with the `llama` feature
+ (`cargo build --release -p nucleus-ffi --features llama`), linked into a llama.cpp program.
+
+ # Safety
+ `vocab` must be NULL or the vocabulary of a loaded model; `params_json` NULL or
+ NUL-terminated. The application must link llama.cpp.
+ */
+llama_sampler *nucleus_llama_sampler_init(const llama_vocab *vocab, const char *params_json);
+
+/*
+ A drop-in for `llama_sampler_init_grammar(vocab, gbnf, root)`: Nucleus's grammar engine over
+ the same vocabulary, keeping the same candidates llama.cpp's grammar sampler keeps (every
+ other logit set to -inf; end-of-generation only where the grammar can end) and advancing on
+ accept. `root` NULL means `"root"`; an empty `gbnf` constrains nothing (as llama.cpp). NULL
+ on a grammar error (message with line and column in `nucleus_last_error()`). `vocab` must
+ outlive the sampler. Only with the `llama` feature, like `nucleus_llama_sampler_init`.
+
+ # Safety
+ `vocab` must be NULL or the vocabulary of a loaded model; `gbnf` and `root` NULL or
+ NUL-terminated. The application must link llama.cpp.
+ */
+llama_sampler *nucleus_llama_sampler_init_grammar(const llama_vocab *vocab,
+                                                  const char *gbnf,
+                                                  const char *root);
 
 /*
  Creates a sampler for a vocabulary of `n_vocab` tokens with llama.cpp's common sampler chain.

@@ -15,6 +15,8 @@ mod bitmask;
 mod error;
 pub mod grammar;
 mod handle;
+#[cfg(feature = "llama")]
+pub mod llama;
 mod params;
 pub mod sampler;
 pub mod token_trie;

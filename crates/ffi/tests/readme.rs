@@ -14,7 +14,7 @@ fn readme_c_example_compiles_and_runs() {
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("readme_example.c");
     std::fs::write(&src, code).unwrap();
-    let exe = common::compile_source("readme_example", &src, &[]);
+    let exe = common::compile_source("readme_example", &src, &[], &[]);
     let out = common::run(&exe, &[]);
     assert_eq!(out.lines().filter(|l| l.starts_with("token ")).count(), 4, "{out}");
     let answer = out.lines().last().unwrap();

@@ -30,14 +30,15 @@ pub fn build_c(name: &str, extra: &[&str]) -> PathBuf {
     if let Some((_, exe)) = built.iter().find(|(n, _)| n == name) {
         return exe.clone();
     }
-    let exe = compile_source(name, &crate_dir().join("tests/c").join(format!("{name}.c")), extra);
+    let exe = compile_source(name, &crate_dir().join("tests/c").join(format!("{name}.c")), extra, &[]);
     built.push((name.to_string(), exe.clone()));
     exe
 }
 
 /// Compiles one C source file into the executable `name` linked with libnucleus, warnings as
-/// errors. Returns its path.
-pub fn compile_source(name: &str, source: &Path, extra: &[&str]) -> PathBuf {
+/// errors: `extra` goes before the library (include paths), `after` after it (libraries it
+/// needs). Returns its path.
+pub fn compile_source(name: &str, source: &Path, extra: &[&str], after: &[&str]) -> PathBuf {
     let target = env!("NUCLEUS_FFI_TARGET");
     let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nucleus-ffi-c");
     std::fs::create_dir_all(&out_dir).unwrap();
@@ -57,6 +58,10 @@ pub fn compile_source(name: &str, source: &Path, extra: &[&str]) -> PathBuf {
         .arg(source)
         .args(extra)
         .arg(static_lib())
+        .args(after)
+        // The test build has the `llama` feature: drop the llama.cpp-facing code the program
+        // does not use (and with it its references to llama.cpp).
+        .arg("-Wl,--gc-sections")
         .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil"])
         .arg("-o")
         .arg(&exe);
