@@ -2,8 +2,9 @@
 //! compilation: a keyword that cannot be enforced is refused) or any JSON object, built as a
 //! nucleus-grammar [`GrammarSampler`] over the model's vocabulary.
 
+use nucleus_grammar::continuations::{Mode as TrieMode, TrieCache, TrieConstraint};
 use nucleus_grammar::json_schema::{schema_to_gbnf, schema_to_grammar, SchemaOptions};
-use nucleus_grammar::{builtin, BuildError, GrammarSampler, SchemaError, Triggers, VocabIndex};
+use nucleus_grammar::{builtin, BuildError, DescriptorError, GrammarSampler, SchemaError, Triggers, VocabIndex};
 use nucleus_sampler::Token;
 use serde_json::Value;
 use std::sync::Mutex;
@@ -125,6 +126,23 @@ pub fn tool_arguments_gbnf(schema: &Value) -> Result<String, ConstraintError> {
     let compiled = schema_to_gbnf(schema, &opts)?;
     compiled.grammar()?;
     Ok(compiled.gbnf)
+}
+
+/// The token-trie constraint for `path` of a descriptor (`{"modelId", "descriptors": [{path,
+/// leaves: [{name, tokens}]}]}`) whose `modelId` must be `model_id`; built tries are cached.
+/// `greedy` selects the mode the constraint reports ([`crate::Sequence::set_token_trie`] takes
+/// it too).
+pub fn token_trie(
+    desc: &Value,
+    model_id: &str,
+    n_vocab: usize,
+    path: &str,
+    greedy: bool,
+) -> Result<TrieConstraint, DescriptorError> {
+    static CACHE: std::sync::OnceLock<Mutex<TrieCache>> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(TrieCache::default()));
+    let set = cache.lock().unwrap_or_else(|p| p.into_inner()).get_or_build(desc, model_id, n_vocab)?;
+    set.constraint(path, if greedy { TrieMode::Greedy } else { TrieMode::Sampled })
 }
 
 /// A grammar sampler enforcing `c` over `model`'s (shared, cached) vocabulary index, from the

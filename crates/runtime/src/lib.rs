@@ -42,11 +42,13 @@ pub mod utf8;
 
 pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
 pub use chat::{ChatMessage, ChatTemplate, ChatToolCall, TemplateSource};
-pub use constraint::{grammar_sampler, tool_arguments_gbnf, ConstraintError, OutputConstraint};
+pub use constraint::{grammar_sampler, token_trie, tool_arguments_gbnf, ConstraintError, OutputConstraint};
 pub use error::RuntimeError;
 pub use generate::{generate, generate_sequence, GenerationStats};
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SeqId, SpecialTokens, Tokenizer};
+pub use nucleus_grammar::continuations::TrieConstraint;
+pub use nucleus_grammar::DescriptorError;
 pub use prompt::{chat_prompt_tokens, prompt_tokens, Prompt};
 pub use pull::{models_dir, Pip, PullEvent};
 pub use resolve::{locate, ModelRef};

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nucleus_grammar::continuations::TrieConstraint;
 use nucleus_grammar::GrammarSampler;
 use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution, TokenProb};
 use nucleus_sampler::{Logits, SamplingParams, Token, TokenSampler};
@@ -111,6 +112,8 @@ pub struct Sequence {
     banned: Vec<Token>,
     /// Output constraint, if any ([`Sequence::set_grammar`]).
     grammar: Option<GrammarSampler>,
+    /// Token-trie constraint and whether it is greedy, if any ([`Sequence::set_token_trie`]).
+    trie: Option<(TrieConstraint, bool)>,
 }
 
 impl Sequence {
@@ -141,6 +144,7 @@ impl Sequence {
             sample_time: Duration::ZERO,
             banned,
             grammar: None,
+            trie: None,
         })
     }
 
@@ -150,6 +154,15 @@ impl Sequence {
     /// only where the grammar can end, and the sequence ends once the grammar is complete.
     pub fn set_grammar(&mut self, grammar: GrammarSampler) {
         self.grammar = Some(grammar);
+    }
+
+    /// Constrains the output to the leaves of a token trie (nucleus-grammar `continuations`):
+    /// only tokens continuing a leaf are allowed; where exactly one continuation is possible
+    /// the token is taken without a sampling step (fast-forward); in greedy mode the most likely
+    /// allowed token is taken, in sampled mode the chain samples among the allowed ones. The
+    /// sequence ends when a leaf with no longer continuation is complete.
+    pub fn set_token_trie(&mut self, trie: TrieConstraint, greedy: bool) {
+        self.trie = Some((trie, greedy));
     }
 
     /// The settings this sequence was made with.
@@ -207,6 +220,9 @@ impl Sequence {
         if finished.is_none() && self.grammar.as_ref().is_some_and(|g| g.is_complete()) {
             finished = Some(StopReason::EndOfGeneration);
         }
+        if finished.is_none() && self.trie.as_ref().is_some_and(|(t, _)| t.is_finished()) {
+            finished = Some(StopReason::EndOfGeneration);
+        }
         if finished.is_none() && self.opts.max_tokens.is_some_and(|m| self.generated.len() >= m) {
             finished = Some(StopReason::MaxTokens);
         }
@@ -238,6 +254,9 @@ impl Sequence {
                 }
             }
         };
+        if let Some((trie, greedy)) = self.trie.as_mut().filter(|(t, _)| !t.is_finished()) {
+            return sample_in_trie(&mut self.sampler, trie, *greedy, logits);
+        }
         let Some(g) = self.grammar.as_mut().filter(|g| g.is_active()) else {
             return Ok(if banned.is_empty() {
                 self.sampler.sample(logits)?
@@ -295,4 +314,43 @@ impl Sequence {
     pub fn sample_time(&self) -> Duration {
         self.sample_time
     }
+}
+
+/// The next token inside a token trie: the forced one without sampling, the most likely allowed
+/// one in greedy mode, else the chain over the allowed tokens. The trie and the sampler's
+/// history both take the token.
+fn sample_in_trie(
+    sampler: &mut TokenSampler,
+    trie: &mut TrieConstraint,
+    greedy: bool,
+    logits: &[f32],
+) -> Result<Token> {
+    let token = if let Some(&t) = trie.forced().first() {
+        t
+    } else if greedy {
+        let mut best: Option<Token> = None;
+        for t in trie.allowed() {
+            let l = logits.get(t as usize).copied().unwrap_or(f32::NEG_INFINITY);
+            if best.is_none_or(|b| l > logits[b as usize]) {
+                best = Some(t);
+            }
+        }
+        best.ok_or_else(|| RuntimeError::GrammarDeadEnd("the token trie allows nothing here".into()))?
+    } else {
+        let allowed: Vec<Token> = trie.allowed().collect();
+        return {
+            let t = sampler.sample_steered(logits, |c| {
+                for d in c.as_mut_slice() {
+                    if !allowed.contains(&d.id) {
+                        d.logit = f32::NEG_INFINITY;
+                    }
+                }
+            })?;
+            trie.advance(t).map_err(|e| RuntimeError::GrammarDeadEnd(e.to_string()))?;
+            Ok(t)
+        };
+    };
+    trie.advance(token).map_err(|e| RuntimeError::GrammarDeadEnd(e.to_string()))?;
+    sampler.accept(token);
+    Ok(token)
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use nucleus_runtime::{
-    grammar_sampler, prompt_tokens, ChatTemplate, Model, Prompt, RuntimeError, Sequence, SequenceOptions,
+    grammar_sampler, prompt_tokens, token_trie, ChatTemplate, Model, Prompt, RuntimeError, Sequence, SequenceOptions,
 };
 use nucleus_sampler::{Token, DEFAULT_SEED};
 
@@ -57,6 +57,7 @@ pub fn prepare(
     req: &GenerationRequest,
     model: &dyn Model,
     template: &ChatTemplate,
+    model_id: &str,
     slot_ctx: usize,
     parallel: usize,
 ) -> Result<Prepared, ApiError> {
@@ -74,6 +75,14 @@ pub fn prepare(
     let active_tools = req.tools.as_ref().filter(|t| t.active());
     let tool_grammar = match active_tools.and_then(|t| tools::grammar::constraint(t, format)) {
         Some(c) => Some(grammar_sampler(model, &c).map_err(|e| ApiError::invalid_value("tools", e.to_string()))?),
+        None => None,
+    };
+    let trie = match &req.token_trie {
+        Some(t) => Some((
+            token_trie(&t.descriptor, model_id, model.n_vocab(), &t.path, t.greedy)
+                .map_err(|e| ApiError::invalid_value("token_trie", e.to_string()))?,
+            t.greedy,
+        )),
         None => None,
     };
     let mut out = Prepared {
@@ -129,6 +138,9 @@ pub fn prepare(
             constraint::enforce(req.constraint.as_ref(), model, &mut sequence)?;
             if let Some(g) = &tool_grammar {
                 sequence.set_grammar(g.clone());
+            }
+            if let Some((t, greedy)) = &trie {
+                sequence.set_token_trie(t.clone(), *greedy);
             }
             sequence.accept_prompt(&tokens);
             out.seqs.push(SeqJob {

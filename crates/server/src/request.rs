@@ -66,6 +66,19 @@ pub struct GenerationRequest {
     pub tools: Option<ToolRequest>,
     /// Start from a slot's cached prefix of the prompt (llama.cpp's `cache_prompt`, default on).
     pub cache_prompt: bool,
+    /// The token-trie constraint extension (`token_trie: {descriptor, path, mode}`).
+    pub token_trie: Option<TokenTrieRequest>,
+}
+
+/// `token_trie`: the output is one of a descriptor path's leaves (token sequences).
+#[derive(Clone, Debug)]
+pub struct TokenTrieRequest {
+    /// `{"modelId", "descriptors": [{"path", "leaves": [{"name", "tokens"}]}]}`.
+    pub descriptor: Value,
+    /// Which path's leaves.
+    pub path: String,
+    /// `greedy` (the most likely allowed token) or `sampled` (the chain over allowed tokens).
+    pub greedy: bool,
 }
 
 /// Fields that ask for features this server does not have: refused, never silently ignored.
@@ -184,6 +197,13 @@ pub fn parse(
     };
     let post_sampling_probs = f.bool("post_sampling_probs")?.unwrap_or(false);
     let cache_prompt = f.bool("cache_prompt")?.unwrap_or(true);
+    let token_trie = parse_token_trie(&f)?;
+    if token_trie.is_some() && (constraint.is_some() || tools.as_ref().is_some_and(ToolRequest::active)) {
+        return Err(ApiError::unsupported(
+            "token_trie",
+            "'token_trie' cannot be combined with a grammar, a response_format or tools",
+        ));
+    }
 
     let stop = parse_stop(&f)?;
     let params = sampling_fields::parse(&f, defaults, model)?;
@@ -217,6 +237,7 @@ pub fn parse(
         constraint,
         tools,
         cache_prompt,
+        token_trie,
     })
 }
 
@@ -330,6 +351,30 @@ fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
         out.push(msg);
     }
     Ok(out)
+}
+
+/// `token_trie: {descriptor, path, mode}` (mode `greedy` by default).
+fn parse_token_trie(f: &Fields<'_>) -> Result<Option<TokenTrieRequest>, ApiError> {
+    let Some(v) = f.get("token_trie") else { return Ok(None) };
+    let Value::Object(o) = v else { return Err(ApiError::wrong_type("token_trie", "an object")) };
+    let tf = Fields::nested(o, "token_trie.");
+    let descriptor = match o.get("descriptor") {
+        Some(d @ Value::Object(_)) => d.clone(),
+        Some(_) => return Err(ApiError::wrong_type("token_trie.descriptor", "an object")),
+        None => return Err(ApiError::missing("token_trie.descriptor")),
+    };
+    let path = tf.str("path")?.ok_or_else(|| ApiError::missing("token_trie.path"))?.to_string();
+    let greedy = match tf.str("mode")? {
+        None | Some("greedy") => true,
+        Some("sampled") => false,
+        Some(other) => {
+            return Err(ApiError::invalid_value(
+                "token_trie.mode",
+                format!("'{other}' is not one of 'greedy', 'sampled'"),
+            ))
+        }
+    };
+    Ok(Some(TokenTrieRequest { descriptor, path, greedy }))
 }
 
 /// An assistant message's `tool_calls`: `[{id, type: "function", function: {name, arguments}}]`.

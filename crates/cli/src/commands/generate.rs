@@ -11,9 +11,9 @@ use clap::{ArgGroup, Args};
 use nucleus_runtime::catalog::DEFAULT_MODEL;
 use nucleus_runtime::pull;
 use nucleus_runtime::{
-    generate_sequence, grammar_sampler, llama, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions,
-    GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence, SequenceOptions,
-    StopReason, TokenEvent, Tokenizer,
+    generate_sequence, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
+    ContextOptions, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
+    SequenceOptions, StopReason, TokenEvent, Tokenizer,
 };
 use serde_json::json;
 
@@ -72,6 +72,17 @@ pub struct GenerateArgs {
     /// Constrain the output to JSON valid against this JSON Schema file
     #[arg(long)]
     pub json_schema: Option<PathBuf>,
+    /// Constrain the output to the leaves of a token-trie descriptor file
+    /// (`{"modelId", "descriptors": [{"path", "leaves": [{"name", "tokens"}]}]}`; modelId is the
+    /// model's short name or file stem); forced tokens are taken without a sampling step
+    #[arg(long = "token-trie", value_name = "FILE", conflicts_with_all = ["grammar", "json_schema"], requires = "token_trie_path")]
+    pub token_trie: Option<PathBuf>,
+    /// The descriptor path whose leaves the output must be one of
+    #[arg(long = "token-trie-path", value_name = "PATH", requires = "token_trie")]
+    pub token_trie_path: Option<String>,
+    /// greedy: the most likely allowed token; sampled: the sampler chain over the allowed tokens
+    #[arg(long = "token-trie-mode", value_name = "MODE", default_value = "greedy", value_parser = ["greedy", "sampled"])]
+    pub token_trie_mode: String,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -110,6 +121,15 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     if let Some(c) = &constraint {
         let what = if args.grammar.is_some() { "--grammar" } else { "--json-schema" };
         seq.set_grammar(grammar_sampler(&model, c).map_err(|e| format!("{what}: {e}"))?);
+    }
+    if let (Some(file), Some(path)) = (&args.token_trie, &args.token_trie_path) {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("--token-trie {}: {e}", file.display()))?;
+        let desc: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("--token-trie {}: not JSON: {e}", file.display()))?;
+        let greedy = args.token_trie_mode == "greedy";
+        let trie = token_trie(&desc, &model_short_name(&args.model), model.n_vocab(), path, greedy)
+            .map_err(|e| format!("--token-trie: {e}"))?;
+        seq.set_token_trie(trie, greedy);
     }
     let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut |ev| out.token(ev))
         .map_err(|e| e.to_string())?;
@@ -161,6 +181,16 @@ fn read_prompt(args: &GenerateArgs) -> Result<Prompt, String> {
 }
 
 /// Resolves `-m` (pulling the default model if it is missing, and saying so) and loads it.
+/// The model id token-trie descriptors name: the catalog name, or the file stem.
+fn model_short_name(spec: &str) -> String {
+    match ModelRef::parse(spec) {
+        Ok(ModelRef::Catalog(m)) => m.name.to_string(),
+        _ => std::path::Path::new(spec)
+            .file_stem()
+            .map_or_else(|| spec.to_string(), |s| s.to_string_lossy().into_owned()),
+    }
+}
+
 fn load_model(spec: &str) -> Result<LlamaCppModel, String> {
     let model_ref = ModelRef::parse(spec).map_err(|e| e.to_string())?;
     let dir = models_dir();

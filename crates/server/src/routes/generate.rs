@@ -79,11 +79,12 @@ async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body:
 
     let model = ready.model.clone();
     let template = ready.template.clone();
+    let model_id = state.config.model_id.clone();
     let defaults = state.config.defaults.clone();
     let (slot_ctx, parallel) = (ready.engine.slot_ctx(), ready.engine.parallel());
     let (req, prepared) = tokio::task::spawn_blocking(move || {
         let req = request::parse(endpoint, &map, &defaults, model.as_ref())?;
-        let prepared = prepare(&req, model.as_ref(), &template, slot_ctx, parallel)?;
+        let prepared = prepare(&req, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
         Ok::<_, ApiError>((req, prepared))
     })
     .await
