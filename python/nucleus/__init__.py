@@ -10,11 +10,13 @@
   reads a Hugging Face ``tokenizer.json``.
 """
 
-from ._nucleus import Grammar, Sampler, TokenTrie, Vocab, sample_batch
+from ._nucleus import Generation, Grammar, Model, Sampler, TokenTrie, Vocab, sample_batch
 from ._tokenizer import vocab_from_tokenizer_json
 
 __all__ = [
+    "Generation",
     "Grammar",
+    "Model",
     "Sampler",
     "TokenTrie",
     "Vocab",

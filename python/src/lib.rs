@@ -9,6 +9,7 @@ mod buffer;
 mod convert;
 mod grammar;
 mod matcher;
+mod model;
 mod params;
 mod sampler;
 
@@ -19,5 +20,7 @@ fn _nucleus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<grammar::Vocab>()?;
     m.add_class::<grammar::Grammar>()?;
     m.add_class::<grammar::TokenTrie>()?;
+    m.add_class::<model::Model>()?;
+    m.add_class::<model::Generation>()?;
     Ok(())
 }

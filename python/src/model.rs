@@ -1,0 +1,189 @@
+//! `nucleus.Model`: a GGUF model run by nucleus-runtime (llama.cpp computes the logits,
+//! nucleus-sampler picks every token), with `generate` streaming tokens and text as a Python
+//! iterator. The generation runs on its own thread; the iterator waits for each token with the
+//! GIL released.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex};
+
+use nucleus_runtime::{
+    generate, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _, ModelRef, Pip,
+    Prompt, SequenceOptions,
+};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::convert::dict_to_map;
+use crate::params;
+
+/// A model: `Model("smollm2")` (a catalog name, pulled on first use like `nucleus pull`) or
+/// `Model(path)` to a GGUF file.
+#[pyclass(module = "nucleus._nucleus", frozen)]
+pub(crate) struct Model {
+    model: Arc<LlamaCppModel>,
+}
+
+fn runtime_error(e: impl std::fmt::Display) -> PyErr {
+    PyRuntimeError::new_err(e.to_string())
+}
+
+/// A prompt: text, token ids, or chat messages (`[{"role", "content"}]`).
+fn prompt_of(obj: &Bound<'_, PyAny>) -> PyResult<Prompt> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Prompt::Text(s.to_str()?.to_string()));
+    }
+    let list = obj
+        .cast::<PyList>()
+        .map_err(|_| PyValueError::new_err("prompt must be a str, a list of token ids or a list of messages"))?;
+    if list.iter().all(|x| x.extract::<i64>().is_ok()) {
+        return Ok(Prompt::Tokens(list.extract()?));
+    }
+    let mut messages = Vec::new();
+    for m in list.iter() {
+        let d =
+            m.cast::<PyDict>().map_err(|_| PyValueError::new_err("messages must be dicts with role and content"))?;
+        let get = |k: &str| -> PyResult<String> {
+            d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("a message has no {k:?}")))?.extract()
+        };
+        messages.push(ChatMessage::new(get("role")?, get("content")?));
+    }
+    Ok(Prompt::Chat(messages))
+}
+
+#[pymethods]
+impl Model {
+    #[new]
+    fn new(py: Python<'_>, model: &str) -> PyResult<Self> {
+        let loaded = py.detach(|| {
+            let r = ModelRef::parse(model)?;
+            let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {})?;
+            LlamaCppModel::load(&path)
+        });
+        Ok(Model { model: Arc::new(loaded.map_err(runtime_error)?) })
+    }
+
+    /// Vocabulary size.
+    #[getter]
+    fn n_vocab(&self) -> usize {
+        self.model.n_vocab()
+    }
+
+    /// Token ids of `text` (`add_special`: BOS as the model wants it; `parse_special`: control
+    /// tokens written as text become tokens).
+    #[pyo3(signature = (text, add_special = true, parse_special = true))]
+    fn tokenize(&self, text: &str, add_special: bool, parse_special: bool) -> PyResult<Vec<i32>> {
+        self.model.tokenizer().encode(text, add_special, parse_special).map_err(runtime_error)
+    }
+
+    /// The text of `tokens` (control tokens rendered only with `special=True`).
+    #[pyo3(signature = (tokens, special = false))]
+    fn detokenize(&self, tokens: Vec<i32>, special: bool) -> PyResult<String> {
+        let n = self.model.n_vocab();
+        if let Some(bad) = tokens.iter().find(|&&t| t < 0 || t as usize >= n) {
+            return Err(PyValueError::new_err(format!("token {bad} is outside the vocabulary [0, {n})")));
+        }
+        let tok = self.model.tokenizer();
+        let mut bytes = Vec::new();
+        for &t in &tokens {
+            tok.append_piece(t, special, &mut bytes);
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Generates from `prompt` (text continued as is, token ids, or chat messages rendered
+    /// with the model's template) and yields `(token, text)` as tokens are made; `text` holds
+    /// complete characters only and never stop-string text. Sampling keywords are
+    /// `Sampler`'s; also `max_tokens`, `stop` (strings), `threads` (default 1) and `n_ctx`.
+    #[pyo3(signature = (prompt, *, max_tokens = None, stop = Vec::new(), threads = 1, n_ctx = None, **params))]
+    fn generate(
+        &self,
+        prompt: &Bound<'_, PyAny>,
+        max_tokens: Option<usize>,
+        stop: Vec<String>,
+        threads: usize,
+        n_ctx: Option<usize>,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Generation> {
+        let prompt = prompt_of(prompt)?;
+        let map = match params {
+            Some(d) => dict_to_map(d)?,
+            None => Default::default(),
+        };
+        let sampling = params::parse(&map, self.model.n_vocab(), true).map_err(|e| PyValueError::new_err(e.message))?;
+        let opts = SequenceOptions { max_tokens, stop, ..Default::default() };
+        let ctx_opts = ContextOptions { n_ctx, threads: Some(threads.max(1)), ..Default::default() };
+        let model = self.model.clone();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = sync_channel::<Result<(i32, String), String>>(64);
+        let stop_flag = cancel.clone();
+        let reason = Arc::new(Mutex::new(None));
+        let reason_out = reason.clone();
+        std::thread::spawn(move || {
+            let run = || -> Result<String, String> {
+                let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
+                let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
+                let stats =
+                    generate(model.as_ref(), ctx.as_mut(), &tokens, &sampling, &opts, Some(&stop_flag), &mut |ev| {
+                        match tx.send(Ok((ev.token, ev.text.to_string()))) {
+                            Ok(()) => ControlFlow::Continue(()),
+                            Err(_) => ControlFlow::Break(()), // the iterator was dropped
+                        }
+                    })
+                    .map_err(|e| e.to_string())?;
+                Ok(stats.stop.as_str().to_string())
+            };
+            match run() {
+                Ok(r) => *reason_out.lock().unwrap_or_else(|e| e.into_inner()) = Some(r),
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        });
+        Ok(Generation { rx: Mutex::new(rx), cancel, reason })
+    }
+}
+
+/// The stream of one generation: iterate for `(token, text)`; `stop_reason` once finished
+/// (`eog`, `stop`, `limit`, `context`, `cancelled`); `close()` stops it early.
+#[pyclass(module = "nucleus._nucleus")]
+pub(crate) struct Generation {
+    rx: Mutex<Receiver<Result<(i32, String), String>>>,
+    cancel: Arc<AtomicBool>,
+    reason: Arc<Mutex<Option<String>>>,
+}
+
+#[pymethods]
+impl Generation {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(i32, String)>> {
+        let next = py.detach(|| self.rx.lock().unwrap_or_else(|e| e.into_inner()).recv());
+        match next {
+            Ok(Ok(ev)) => Ok(Some(ev)),
+            Ok(Err(e)) => Err(runtime_error(e)),
+            Err(_) => Ok(None), // the generation thread finished
+        }
+    }
+
+    /// Why the generation ended, once it has.
+    #[getter]
+    fn stop_reason(&self) -> Option<String> {
+        self.reason.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Stops the generation after the current token.
+    fn close(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,84 @@
+"""nucleus.Model: a real SmolLM2 generation (pulled like `nucleus pull` if missing), token for
+token the same as `nucleus generate`, streamed from a thread with the GIL released."""
+
+import json
+import subprocess
+import threading
+
+import pytest
+
+import nucleus
+from conftest import REPO
+
+PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return nucleus.Model("smollm2")
+
+
+def test_tokenize_detokenize(model):
+    assert model.n_vocab == 49152
+    ids = model.tokenize("Hello world", add_special=False)
+    assert model.detokenize(ids) == "Hello world"
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model.detokenize([-1])
+
+
+def test_same_tokens_as_nucleus_generate(model):
+    got = list(model.generate(PROMPT, max_tokens=16, seed=42))
+    cli = REPO / "target" / "release" / "nucleus"
+    if not cli.exists():
+        pytest.skip("target/release/nucleus is built by `cargo test --workspace --release`")
+    out = subprocess.run(
+        [str(cli), "generate", "-p", PROMPT, "-n", "16", "--seed", "42", "-t", "1", "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    want = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert [t for t, _ in got] == [w["id"] for w in want]
+    assert "".join(text for _, text in got) == "".join(w["text"] for w in want)
+
+
+def test_chat_stop_strings_and_stop_reason(model):
+    g = model.generate([{"role": "user", "content": "Name three colors."}], max_tokens=32, seed=42, temp=0.0,
+                       stop=["\n"])
+    text = "".join(t for _, t in g)
+    assert text and "\n" not in text
+    assert g.stop_reason == "stop"
+    g = model.generate(PROMPT, max_tokens=4, seed=1)
+    assert len(list(g)) == 4 and g.stop_reason == "limit"
+
+
+def test_generation_releases_the_gil_and_closes(model):
+    ticks = [0]
+    done = threading.Event()
+
+    def tick():
+        while not done.is_set():
+            ticks[0] += 1
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        before = ticks[0]
+        tokens = list(model.generate(PROMPT, max_tokens=8, seed=3))
+        assert len(tokens) == 8
+        assert ticks[0] - before > 1000  # the Python thread ran while the model decoded
+    finally:
+        done.set()
+        t.join()
+    g = model.generate(PROMPT, max_tokens=200, seed=3)
+    next(g)
+    g.close()
+    rest = list(g)
+    assert len(rest) < 199 and g.stop_reason == "cancelled"
+
+
+def test_bad_arguments(model):
+    with pytest.raises(ValueError, match="top_p"):
+        model.generate(PROMPT, top_p=2.0)
+    with pytest.raises(ValueError, match="prompt"):
+        model.generate(42)
+    with pytest.raises(RuntimeError):
+        nucleus.Model(str(REPO / "no-such-model.gguf"))
