@@ -157,6 +157,11 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
         return Miro::Full;
     }
     let m = scaled(lmax, t); // division by t > 0 is monotone: the maximum value
+    if !m.is_finite() {
+        // A tiny temperature overflowed the maximum to inf: the terms below would be NaN, not
+        // in [0, 1] as the bucketed sum needs (found by fuzzing). Let the full path decide.
+        return Miro::Full;
+    }
     let lmin = s.blocks.iter().fold(f32::INFINITY, |a, b| if b.min < a { b.min } else { a });
 
     // 2. s1 exactly. Sorted descending, the first term is expf(0) = 1, so the running sum is
