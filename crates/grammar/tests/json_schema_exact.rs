@@ -150,3 +150,25 @@ fn any_of_beside_one_of() {
         &[r#"{"k":1}"#, r#"{"k":3,"a":0}"#, r#"{"a":0}"#, "[]"],
     );
 }
+
+/// Repeated groups that match the empty string once made left-recursive rules.
+#[test]
+fn patterns_repeating_nullable_groups_build() {
+    check(json!({"type": "string", "pattern": "^(a?)*$"}), &[r#""""#, r#""aaa""#], &[r#""b""#]);
+    check(json!({"type": "string", "pattern": "^(a*b*)*c$"}), &[r#""c""#, r#""abbac""#], &[r#""ab""#, r#""ca""#]);
+    check(json!({"type": "string", "pattern": "^(?:(a|)+|x)+$"}), &[r#""""#, r#""axa""#], &[r#""b""#]);
+    let nullable = ["(a|)*", "(a*)*", "(|a)+b", "(?:x?)*", "^(a*|b)+$", "(()|a)*", "^((a?)?)*$", "^(a{0,3})*$"];
+    let more = ["^(?:[a-z]*)+$", "^(|)*$", "(a?b?)+", "^(\\s*)*$", "^(.*)*$", "^(a|b?)+$", "^(a{0,2}){2,5}$"];
+    for p in nullable.iter().chain(&more) {
+        for s in [
+            json!({"type": "string", "pattern": p}),
+            json!({"type": "string", "pattern": p, "maxLength": 5}),
+            json!({"type": "object", "propertyNames": {"pattern": p}}),
+            json!({"type": "object", "patternProperties": {*p: {"type": "integer"}}}),
+        ] {
+            if let Ok(g) = schema_to_gbnf(&s, &SchemaOptions::default()) {
+                assert!(Matcher::from_gbnf(&g.gbnf).is_ok(), "{s}: the emitted grammar does not build");
+            }
+        }
+    }
+}

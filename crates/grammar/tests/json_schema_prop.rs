@@ -55,7 +55,7 @@ fn string_schema() -> impl Strategy<Value = Value> {
     (
         prop::option::of(0u64..3),
         prop::option::of(0u64..4),
-        prop::option::of(prop::sample::select(vec!["^a", "b$", "^[ab]*$", "a", "^(ab)+$"])),
+        prop::option::of(prop::sample::select(vec!["^a", "b$", "^[ab]*$", "a", "^(ab)+$", "^(a?b?)*$", "^(a*|b)+$"])),
     )
         .prop_map(|(min, max, pat)| {
             let mut m = Map::new();

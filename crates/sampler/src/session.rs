@@ -11,18 +11,18 @@
 //! In every case the chain may start with no-op samplers and sparse ones (penalties, logit
 //! bias, DRY), which are applied to the few ids they touch.
 //!
-//! * top-k of at most 128: the top-k is replayed straight from the row (`raw_top_k`) and the
+//! * top-k of at most 128: the top-k is replayed straight from the row (`top_k_from_row`) and the
 //!   rest of the chain runs on the `k` survivors.
 //! * top-p (then min-p, plain temperature, `dist`): when the nucleus lies within llama.cpp's
 //!   first 256 sorted candidates, it is built from a bracket of the softmax sum and the top
-//!   buckets of llama.cpp's sort (`raw_top_p`); the rest of the chain runs on it.
+//!   buckets of llama.cpp's sort (`fast::top_p`); the rest of the chain runs on it.
 //!   When the nucleus is wider (a flat row), and `dist` ends the chain, only the buckets
-//!   holding it are sorted, by value, and the draw runs on them (`raw_top_p_wide`); the
+//!   holding it are sorted, by value, and the draw runs on them (`fast::top_p_wide`); the
 //!   selected id is read off the row (replaying llama.cpp's sort of one bucket on a tie).
 //! * plain temperature then `mirostat-v2`: the kept prefix is built from the exact sorted sum
-//!   (`raw_mirostat`) and the sampler finishes on it.
+//!   (`fast::mirostat_v2`) and the sampler finishes on it.
 //! * `dist` alone, or `top-n-sigma` → plain temperature → `dist`: the draw is decided from
-//!   bounds on block sums of the exponentials (`raw_dist`, `raw_sigma`), with exact arithmetic
+//!   bounds on block sums of the exponentials (`fast::dist`, `fast::top_n_sigma`), with exact arithmetic
 //!   only where a bound is too wide to decide.
 //!
 //! When a fast path cannot decide exactly, it leaves the step to the full path before anything
@@ -38,13 +38,14 @@
 use crate::candidates::{Candidates, Token, TokenData};
 use crate::chain::Chain;
 use crate::error::SampleError;
+use crate::fast::dist::{dist_list, dist_row, DistScratch};
+use crate::fast::mirostat_v2::{mirostat_prefix, Miro, MiroScratch};
+use crate::fast::row::{scan_row, Row, RowScan, Scan};
+use crate::fast::top_k::{top_k_from_row, BadLogit};
+use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
+use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
+use crate::fast::top_p_wide::{id_at as wide_id_at, wide_nucleus, WideScratch};
 use crate::logits::{check_logits, Logits};
-use crate::raw_dist::{dist_list, dist_row, scan_row, DistScratch, Row, Scan};
-use crate::raw_mirostat::{mirostat_prefix, Miro, MiroScratch};
-use crate::raw_sigma::{sigma_survivors, Sigma, SigmaScratch};
-use crate::raw_top_k::{raw_top_k, BadLogit};
-use crate::raw_top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
-use crate::raw_top_p_wide::{id_at as wide_id_at, wide_nucleus, WideScratch};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
 use crate::step::{Role, Step};
@@ -71,6 +72,8 @@ struct FastScratch {
     sparse: Candidates,
     heap: Vec<TokenData>,
     dist: DistScratch,
+    /// The max pass of the top-p paths.
+    scan: RowScan,
     sigma: SigmaScratch,
     miro: MiroScratch,
     top_p: TopPScratch,
@@ -265,7 +268,7 @@ impl TokenSampler {
             Plan::TopK { at, k } => {
                 self.sparse_prefix(row, at);
                 let f = &mut self.fast;
-                raw_top_k(row, k, f.sparse.as_slice(), &mut f.heap).map_err(|BadLogit(i)| bad_logit(row, i))?;
+                top_k_from_row(row, k, f.sparse.as_slice(), &mut f.heap).map_err(|BadLogit(i)| bad_logit(row, i))?;
                 self.cands.fill_from(&f.heap);
                 self.cands.set_sorted(true);
                 for s in &mut self.chain.samplers_mut()[at + 1..] {
@@ -340,12 +343,12 @@ impl TokenSampler {
                 }
                 let f = &mut self.fast;
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
-                let m = match scan_row(r, &mut f.dist) {
+                let m = match scan_row(r, &mut f.scan) {
                     Scan::Bad(i) => return Err(bad_logit(row, i)),
                     Scan::Max(m) if m == f32::NEG_INFINITY => return Ok(None),
                     Scan::Max(m) => m,
                 };
-                match top_p_nucleus(r, m, p, min_keep, &f.dist, &mut f.top_p, &mut self.cands) {
+                match top_p_nucleus(r, m, p, min_keep, &f.scan, &mut f.top_p, &mut self.cands) {
                     Nucleus::Full => {
                         let Some(dist_at) = dist_at else {
                             return Ok(None);
@@ -566,36 +569,36 @@ fn bad_logit(row: &[f32], i: usize) -> SampleError {
 }
 
 /// How often each tier of the dist fast path decided a draw in this process:
-/// `[coarse, near, exact, sequential]` (see `raw_dist`). For benchmarks and tests.
+/// `[coarse, near, exact, sequential]` (see `fast::dist`). For benchmarks and tests.
 #[doc(hidden)]
 pub fn dist_tier_counts() -> [u64; 4] {
-    crate::raw_dist::tier_counts()
+    crate::fast::dist::tier_counts()
 }
 
 /// How often the top-n-sigma fast path decided its cutoff from bounds / needed the exact replay
 /// of llama.cpp's sums: `[bounds, exact]`. For benchmarks and tests.
 #[doc(hidden)]
 pub fn sigma_tier_counts() -> [u64; 2] {
-    crate::raw_sigma::tier_counts()
+    crate::fast::top_n_sigma::tier_counts()
 }
 
 /// How often the mirostat-v2 fast path built the kept prefix / left the step to the full path:
 /// `[prefix, full]`. For benchmarks and tests.
 #[doc(hidden)]
 pub fn mirostat_tier_counts() -> [u64; 2] {
-    crate::raw_mirostat::tier_counts()
+    crate::fast::mirostat_v2::tier_counts()
 }
 
 /// How often the top-p fast path built the nucleus / left the step to the full path:
 /// `[nucleus, full]`. For benchmarks and tests.
 #[doc(hidden)]
 pub fn top_p_tier_counts() -> [u64; 2] {
-    crate::raw_top_p::tier_counts()
+    crate::fast::top_p::tier_counts()
 }
 
 /// How often the wide-nucleus top-p fast path decided the draw / left the step to the full
 /// path: `[wide, full]`. For benchmarks and tests.
 #[doc(hidden)]
 pub fn top_p_wide_tier_counts() -> [u64; 2] {
-    crate::raw_top_p_wide::tier_counts()
+    crate::fast::top_p_wide::tier_counts()
 }

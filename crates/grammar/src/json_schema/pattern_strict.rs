@@ -226,6 +226,13 @@ fn emit(h: &Hir) -> Result<String, String> {
         }
         HirKind::Class(Class::Bytes(_)) => return Err("byte classes are not supported in patterns".into()),
         HirKind::Look(_) => return Err("anchors or word boundaries inside a pattern are not supported".into()),
+        HirKind::Repetition(r) if nullable(&r.sub) => {
+            // `x{m,n}` with `x` matching the empty string is `x'{0,n}`, `x'` being `x` without
+            // the empty string: the same language, and no rule that is left recursive.
+            let Some(sub) = non_empty(&r.sub) else { return Ok(String::new()) };
+            let rep = regex_syntax::hir::Repetition { min: 0, max: r.max, greedy: r.greedy, sub: Box::new(sub) };
+            emit(&Hir::repetition(rep))?
+        }
         HirKind::Repetition(r) => {
             let inner = emit(&r.sub)?;
             if inner.is_empty() {
@@ -267,4 +274,46 @@ fn emit(h: &Hir) -> Result<String, String> {
             )
         }
     })
+}
+
+/// Whether `h` matches the empty string.
+fn nullable(h: &Hir) -> bool {
+    h.properties().minimum_len() == Some(0)
+}
+
+/// `h` without the empty string (`None`: nothing else is left).
+fn non_empty(h: &Hir) -> Option<Hir> {
+    if !nullable(h) {
+        return Some(h.clone());
+    }
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Capture(c) => non_empty(&c.sub),
+        HirKind::Alternation(v) => {
+            let alts: Vec<Hir> = v.iter().filter_map(non_empty).collect();
+            (!alts.is_empty()).then(|| Hir::alternation(alts))
+        }
+        HirKind::Repetition(r) => {
+            // Copies matching the empty string add nothing: one or more non-empty copies.
+            let sub = non_empty(&r.sub)?;
+            if r.max == Some(0) {
+                return None;
+            }
+            let rep = regex_syntax::hir::Repetition { min: 1, max: r.max, greedy: r.greedy, sub: Box::new(sub) };
+            Some(Hir::repetition(rep))
+        }
+        HirKind::Concat(v) => {
+            // Every part matches the empty string: the first non-empty part, then the rest.
+            let alts: Vec<Hir> = (0..v.len())
+                .filter_map(|i| {
+                    let first = non_empty(&v[i])?;
+                    let mut parts = vec![first];
+                    parts.extend(v[i + 1..].iter().cloned());
+                    Some(Hir::concat(parts))
+                })
+                .collect();
+            (!alts.is_empty()).then(|| Hir::alternation(alts))
+        }
+        HirKind::Literal(_) | HirKind::Class(_) => Some(h.clone()),
+    }
 }

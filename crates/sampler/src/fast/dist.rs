@@ -17,16 +17,13 @@
 //! 3. `Exact`: exact `e_i` (the vector replica of glibc's `expf`) summed per block in `f64`.
 //! 4. `Sequential`: llama.cpp's arithmetic replayed literally (always decides).
 //!
-//! Every tier's bound is rigorous (the exp bounds are checked exhaustively in `vec_exp`), so
+//! Every tier's bound is rigorous (the exp bounds are checked exhaustively in `fast::expf`), so
 //! the token is always the one the full-array path picks.
 
-use crate::candidates::TokenData;
+use crate::fast::expf::{exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
+use crate::fast::row::{scan_row_with, Row, RowScan, Scan, TierCounts, BLOCK};
+use crate::fast::simd::{simd_dispatch, Scalar, Simd};
 use crate::rng::LlamaRng;
-use crate::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Scalar, Simd};
-use crate::vec_exp::{exp_bound, exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
-
-/// Tokens per block: the granularity of the bounds and of the exact walk.
-pub(crate) const BLOCK: usize = 1024;
 
 /// Which tier decided a draw (for statistics and tests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,79 +51,11 @@ fn count(t: DistTier) {
     TIERS.bump(t as usize);
 }
 
-/// Process-wide counters of how often each tier of a fast path decided (statistics only:
-/// relaxed atomics).
-pub(crate) struct TierCounts<const N: usize>([std::sync::atomic::AtomicU64; N]);
-
-impl<const N: usize> TierCounts<N> {
-    /// Every counter at zero.
-    pub(crate) const fn new() -> Self {
-        TierCounts([const { std::sync::atomic::AtomicU64::new(0) }; N])
-    }
-
-    /// Counts one decision by tier `i`.
-    #[inline]
-    pub(crate) fn bump(&self, i: usize) {
-        self.0[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// The counts so far.
-    pub(crate) fn get(&self) -> [u64; N] {
-        std::array::from_fn(|i| self.0[i].load(std::sync::atomic::Ordering::Relaxed))
-    }
-}
-
-/// A logits row with a few patched entries (sorted by id, unique): the candidate array the
-/// chain would see after sparse samplers (penalties, logit bias, DRY).
-#[derive(Clone, Copy)]
-pub(crate) struct Row<'a> {
-    pub logits: &'a [f32],
-    pub patches: &'a [TokenData],
-}
-
-impl<'a> Row<'a> {
-    pub(crate) fn len(&self) -> usize {
-        self.logits.len()
-    }
-
-    /// The value of token `i`.
-    pub(crate) fn get(&self, i: usize) -> f32 {
-        match self.patches.binary_search_by_key(&(i as i32), |p| p.id) {
-            Ok(k) => self.patches[k].logit,
-            Err(_) => self.logits[i],
-        }
-    }
-
-    /// Block `b` of the row: the row slice itself, or a patched copy in `buf`.
-    pub(crate) fn block<'s>(&'s self, b: usize, buf: &'s mut [f32; BLOCK]) -> &'s [f32] {
-        let start = b * BLOCK;
-        let end = (start + BLOCK).min(self.logits.len());
-        let first = self.patches.partition_point(|p| (p.id as usize) < start);
-        if first == self.patches.len() || self.patches[first].id as usize >= end {
-            return &self.logits[start..end];
-        }
-        let out = &mut buf[..end - start];
-        out.copy_from_slice(&self.logits[start..end]);
-        for p in &self.patches[first..] {
-            let i = p.id as usize;
-            if i >= end {
-                break;
-            }
-            out[i - start] = p.logit;
-        }
-        out
-    }
-}
-
 /// Reusable buffers (per sampler, so the hot path allocates nothing after warm-up).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DistScratch {
-    /// Per-block maximum value.
-    pub(crate) cmax: Vec<f32>,
-    /// Per-block reference the coarse sum is relative to (a value <= the row maximum).
-    pub(crate) cref: Vec<f32>,
-    /// Per-block sum of [`exp_bound`]`(x - cref)`.
-    pub(crate) coarse: Vec<f64>,
+    /// The max pass's results.
+    pub(crate) scan: RowScan,
     lo: Vec<f64>,
     hi: Vec<f64>,
     suf_lo: Vec<f64>,
@@ -138,154 +67,6 @@ pub(crate) struct DistScratch {
     /// to follow flat rows; this only affects speed).
     coarse_fails: u8,
     since_coarse: u8,
-    /// Whether `coarse` / `cref` hold sums from the last scan.
-    has_coarse: bool,
-}
-
-/// What the max pass found.
-pub(crate) enum Scan {
-    /// The row holds a NaN or `+inf` at this index.
-    Bad(usize),
-    /// Maximum value (may be `-inf` when every value is).
-    Max(f32),
-}
-
-/// Coarse sums may be taken relative to a reference at most this far below the block's values
-/// ([`exp_bound`] is valid up to `x = 61`).
-const REF_SLACK: f32 = 60.0;
-
-/// Max pass: per-block maximum, coarse exponential sums (each relative to the running maximum
-/// at that block, `cref`), NaN/`+inf` detection.
-pub(crate) fn scan_row(row: Row<'_>, s: &mut DistScratch) -> Scan {
-    scan_row_with(row, s, true)
-}
-
-/// [`scan_row`], optionally without the coarse sums (then only `cmax` is filled).
-fn scan_row_with(row: Row<'_>, s: &mut DistScratch, coarse: bool) -> Scan {
-    s.has_coarse = coarse;
-    if !coarse {
-        return scan_max(row, s);
-    }
-    let n = row.len();
-    let nb = n.div_ceil(BLOCK);
-    s.cmax.clear();
-    s.cref.clear();
-    s.coarse.clear();
-    let mut buf = [0f32; BLOCK];
-    let mut m = f32::NEG_INFINITY;
-    for b in 0..nb {
-        // NaN / +inf are checked on the caller's logits (as `check_logits` does), the maximum
-        // and sums on the patched values.
-        let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
-        let (mut c, bad, mut sum) = block_scan(raw, m);
-        if bad {
-            let i = first_nan_or_inf(raw);
-            return Scan::Bad(b * BLOCK + i);
-        }
-        let x = row.block(b, &mut buf);
-        if x.as_ptr() != raw.as_ptr() {
-            (c, _, sum) = block_scan(x, m);
-        }
-        let mut cref = m;
-        if c > m {
-            m = c;
-            // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-            #[allow(clippy::neg_cmp_op_on_partial_ord)]
-            if !(c <= cref + REF_SLACK) {
-                cref = c;
-                (_, _, sum) = block_scan(x, c);
-            }
-        }
-        s.cmax.push(c);
-        s.cref.push(cref);
-        s.coarse.push(sum);
-    }
-    Scan::Max(m)
-}
-
-/// Max pass only: per-block maximum, NaN/`+inf` detection.
-fn scan_max(row: Row<'_>, s: &mut DistScratch) -> Scan {
-    let n = row.len();
-    let nb = n.div_ceil(BLOCK);
-    s.cmax.clear();
-    let mut buf = [0f32; BLOCK];
-    let mut m = f32::NEG_INFINITY;
-    for b in 0..nb {
-        let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
-        let (mut c, bad) = block_max(raw);
-        if bad {
-            let i = first_nan_or_inf(raw);
-            return Scan::Bad(b * BLOCK + i);
-        }
-        let x = row.block(b, &mut buf);
-        if x.as_ptr() != raw.as_ptr() {
-            (c, _) = block_max(x);
-        }
-        s.cmax.push(c);
-        if c > m {
-            m = c;
-        }
-    }
-    Scan::Max(m)
-}
-
-simd_dispatch!(
-    /// (max, has NaN or +inf) over one block.
-    fn block_max(x: &[f32]) -> (f32, bool) = block_max_k
-);
-
-#[inline(always)]
-unsafe fn block_max_k<S: Simd>(x: &[f32]) -> (f32, bool) {
-    unsafe {
-        let n = x.len();
-        let p = x.as_ptr();
-        // Four vectors per step: two pair scans, vectors 0-1 and 2-3.
-        let (mut s01, mut s23) = (MaxScan::<S>::new(), MaxScan::<S>::new());
-        let mut i = 0;
-        while i + 4 * S::N <= n {
-            s01.push(S::load(p.add(i)), S::load(p.add(i + S::N)));
-            s23.push(S::load(p.add(i + 2 * S::N)), S::load(p.add(i + 3 * S::N)));
-            i += 4 * S::N;
-        }
-        let mut mx = S::hmax(S::max(s01.lanes_max(), s23.lanes_max()));
-        let mut badt = S::any(S::or_m(s01.bad(), s23.bad()));
-        for &v in &x[i..] {
-            max_scan_tail(v, &mut mx, &mut badt);
-        }
-        (mx, badt)
-    }
-}
-
-simd_dispatch!(
-    /// (max, has NaN or +inf, sum of `exp_bound(x - c)`) over one block.
-    fn block_scan(x: &[f32], c: f32) -> (f32, bool, f64) = block_scan_k
-);
-
-#[inline(always)]
-unsafe fn block_scan_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
-    unsafe {
-        let n = x.len();
-        let p = x.as_ptr();
-        let cv = S::splat(c);
-        let mut ms = MaxScan::<S>::new();
-        let (mut s0, mut s1) = (S::splat(0.0), S::splat(0.0));
-        let mut i = 0;
-        while i + 2 * S::N <= n {
-            let a = S::load(p.add(i));
-            let b = S::load(p.add(i + S::N));
-            ms.push(a, b);
-            s0 = S::add(s0, exp_bound::<S>(S::sub(a, cv)));
-            s1 = S::add(s1, exp_bound::<S>(S::sub(b, cv)));
-            i += 2 * S::N;
-        }
-        let (mut mx, mut badt) = ms.finish();
-        let mut sum = S::hsum_f64(s0) + S::hsum_f64(s1);
-        for &v in &x[i..] {
-            max_scan_tail(v, &mut mx, &mut badt);
-            sum += exp_bound::<Scalar>(v - c) as f64;
-        }
-        (mx, badt, sum)
-    }
 }
 
 simd_dispatch!(
@@ -329,25 +110,25 @@ fn exact_block(row: Row<'_>, m: f32, b: usize, xs: &mut Vec<f32>, es: &mut Vec<f
 }
 
 /// Draws llama.cpp's `dist` index over `row` (values in id order, maximum `m`, finite) with
-/// the uniform `u` already drawn. `s.cmax` / `s.coarse` must come from [`scan_row`].
+/// the uniform `u` already drawn. `s.scan.cmax` / `s.scan.coarse` must come from [`scan_row`].
 pub(crate) fn dist_index(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> (usize, DistTier) {
     if u == 0.0 {
         // target = 0 and run_0 >= 0: index 0, whatever its value.
         return (0, DistTier::Coarse);
     }
-    if s.has_coarse {
+    if s.scan.has_coarse {
         bounds_coarse(row.len(), m, s);
         if let Some(j) = decide(row, m, u, s) {
             s.coarse_fails = 0;
             return (j, DistTier::Coarse);
         }
     } else {
-        let nb = s.cmax.len();
+        let nb = s.scan.cmax.len();
         s.lo.clear();
         s.hi.clear();
         s.lo.resize(nb, 0.0);
         s.hi.resize(nb, f64::INFINITY);
-        for (b, &c) in s.cmax.iter().enumerate() {
+        for (b, &c) in s.scan.cmax.iter().enumerate() {
             // Blocks far below the maximum: every term is below 2 exp(-(m - c)).
             let d = m as f64 - c as f64;
             if c == f32::NEG_INFINITY {
@@ -357,7 +138,7 @@ pub(crate) fn dist_index(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> (
             }
         }
     }
-    if s.has_coarse {
+    if s.scan.has_coarse {
         s.coarse_fails = s.coarse_fails.saturating_add(1);
     }
     bounds_near(row, m, s);
@@ -373,18 +154,18 @@ pub(crate) fn dist_index(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> (
 
 /// Tier 1: per-block bounds from the max pass's coarse sums.
 fn bounds_coarse(n: usize, m: f32, s: &mut DistScratch) {
-    let nb = s.cmax.len();
+    let nb = s.scan.cmax.len();
     s.lo.clear();
     s.hi.clear();
     let acc_err = BLOCK as f64 / 16_777_216.0; // f32 lane sums of <= BLOCK terms
     for b in 0..nb {
         let len = block_len(n, nb, b) as f64;
-        if s.cmax[b] == f32::NEG_INFINITY {
+        if s.scan.cmax[b] == f32::NEG_INFINITY {
             s.lo.push(0.0);
             s.hi.push(0.0);
             continue;
         }
-        let d = m as f64 - s.cref[b] as f64;
+        let d = m as f64 - s.scan.cref[b] as f64;
         let scale = (-d).exp();
         if d > 120.0 {
             s.lo.push(0.0);
@@ -394,7 +175,7 @@ fn bounds_coarse(n: usize, m: f32, s: &mut DistScratch) {
         // Rounding of l - cref (|.| <= 88 unless clamped) and of l - m, glibc's 0.502 ulp,
         // f64 exp: relative.
         let rho = (176.0 + d) * 1.01 / 16_777_216.0 + 1.0 / 4_194_304.0;
-        let f = s.coarse[b];
+        let f = s.scan.coarse[b];
         s.hi.push(f * (1.0 + acc_err) * BOUND_MUL * scale * (1.0 + rho) * (1.0 + 1e-12));
         s.lo.push((f * (1.0 - acc_err) / BOUND_DIV * scale * (1.0 - rho) - len * TINY).max(0.0));
     }
@@ -404,11 +185,11 @@ fn bounds_coarse(n: usize, m: f32, s: &mut DistScratch) {
 /// coarse bounds).
 fn bounds_near(row: Row<'_>, m: f32, s: &mut DistScratch) {
     let n = row.len();
-    let nb = s.cmax.len();
+    let nb = s.scan.cmax.len();
     let mut buf = [0f32; BLOCK];
     let eps = NEAR_REL * 2.0 * 1.01;
     for b in 0..nb {
-        if s.cmax[b] == f32::NEG_INFINITY || m as f64 - s.cmax[b] as f64 > 100.0 {
+        if s.scan.cmax[b] == f32::NEG_INFINITY || m as f64 - s.scan.cmax[b] as f64 > 100.0 {
             continue;
         }
         let x = row.block(b, &mut buf);
@@ -422,8 +203,8 @@ fn bounds_near(row: Row<'_>, m: f32, s: &mut DistScratch) {
 /// Tier 3: exact values summed per block in `f64`.
 fn bounds_exact(row: Row<'_>, m: f32, s: &mut DistScratch) {
     let (mut xs, mut es) = (std::mem::take(&mut s.xs), std::mem::take(&mut s.es));
-    for b in 0..s.cmax.len() {
-        if s.cmax[b] == f32::NEG_INFINITY {
+    for b in 0..s.scan.cmax.len() {
+        if s.scan.cmax[b] == f32::NEG_INFINITY {
             continue;
         }
         exact_block(row, m, b, &mut xs, &mut es);
@@ -513,7 +294,7 @@ fn decide(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> Option<usize> {
 
 /// llama.cpp's dist arithmetic replayed in order (exact `e_i`, sequential `f64` sums).
 fn sequential(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> usize {
-    let nb = s.cmax.len();
+    let nb = s.scan.cmax.len();
     let (mut xs, mut es) = (std::mem::take(&mut s.xs), std::mem::take(&mut s.es));
     let mut total = 0.0f64;
     for b in 0..nb {
@@ -546,7 +327,7 @@ fn sequential(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> usize {
 pub(crate) fn dist_row(row: Row<'_>, rng: &mut LlamaRng, s: &mut DistScratch) -> Result<Option<usize>, usize> {
     let coarse = s.coarse_fails < 2 || s.since_coarse >= 8;
     s.since_coarse = if coarse { 0 } else { s.since_coarse + 1 };
-    let m = match scan_row_with(row, s, coarse) {
+    let m = match scan_row_with(row, &mut s.scan, coarse) {
         Scan::Bad(i) => return Err(i),
         Scan::Max(m) => m,
     };
@@ -589,7 +370,8 @@ pub(crate) fn dist_list(vals: &[f32], u: f64, es: &mut Vec<f32>, xs: &mut Vec<f3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::candidates::Candidates;
+    use crate::candidates::{Candidates, TokenData};
+    use crate::fast::row::scan_row;
     use crate::samplers::dist::dist_select;
 
     fn lcg_row(seed: u64, n: usize, spread: f32, levels: u32) -> Vec<f32> {
@@ -651,7 +433,7 @@ mod tests {
                 [TokenData { id: 5, logit: 2.0, p: 0.0 }, TokenData { id: (n - 1) as i32, logit: -1.0, p: 0.0 }];
             for p in [&patches[..], &[]] {
                 let r = Row { logits: &row, patches: p };
-                let Scan::Max(m) = scan_row(r, &mut s) else { panic!() };
+                let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
                 for k in 0..300u32 {
                     let mut rng = LlamaRng::new(k);
                     let u = rng.uniform_f64();
@@ -685,7 +467,7 @@ mod tests {
         let row = vec![0.0f32; 2048];
         let r = Row { logits: &row, patches: &[] };
         let mut s = DistScratch::default();
-        let Scan::Max(m) = scan_row(r, &mut s) else { panic!() };
+        let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
         for k in [1u32, 17, 1024, 2047] {
             let u = k as f64 / 2048.0;
             let (j, tier) = dist_index(r, m, u, &mut s);
@@ -698,6 +480,7 @@ mod tests {
 #[cfg(test)]
 mod bench {
     use super::*;
+    use crate::fast::row::scan_row;
 
     fn flat(n: usize) -> Vec<f32> {
         let mut x = 7u64.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -734,9 +517,9 @@ mod bench {
         let row = flat(262_144);
         let r = Row { logits: &row, patches: &[] };
         let mut s = DistScratch::default();
-        let Scan::Max(m) = scan_row(r, &mut s) else { panic!() };
+        let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
         time("scan_row", || {
-            std::hint::black_box(scan_row(r, &mut s));
+            std::hint::black_box(scan_row(r, &mut s.scan));
         });
         time("near pass", || {
             let mut t = 0.0;

@@ -5,7 +5,7 @@
 //! The bounds are what the fast paths' margins rest on; the tests check them exhaustively over
 //! every `f32` in the input range the samplers use (`x <= 0`).
 
-use crate::simd::Simd;
+use crate::fast::simd::Simd;
 
 /// Inputs below this give `0` from [`exp_near`] and [`exp_bound_x`] clamps to it; the true
 /// `expf(x)` there is below [`TINY`].
@@ -149,7 +149,7 @@ pub(crate) fn expf_exact_slice(xs: &[f32], out: &mut [f32]) {
 /// lesser level turns it off) and [`replica_ok`].
 #[inline]
 fn use_replica() -> bool {
-    crate::simd::Level::active() == crate::simd::Level::Avx512 && replica_ok()
+    crate::fast::simd::Level::active() == crate::fast::simd::Level::Avx512 && replica_ok()
 }
 
 /// Whether the vector replica may stand in for `f32::exp`: AVX-512F and FMA are present (so
@@ -160,7 +160,7 @@ pub(crate) fn replica_ok() -> bool {
     *OK.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            if !crate::simd::Level::Avx512.is_supported() || !std::arch::is_x86_feature_detected!("fma") {
+            if !crate::fast::simd::Level::Avx512.is_supported() || !std::arch::is_x86_feature_detected!("fma") {
                 return false;
             }
             // Every 4099th float in [-104, 0] plus values near rounding-sensitive points.
@@ -246,7 +246,7 @@ unsafe fn expf_replica_avx512(xs: &[f32], out: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simd::{Level, Scalar};
+    use crate::fast::simd::{Level, Scalar};
 
     /// Runs kernel `which` (0: [`exp_near`], 1: [`exp_bound`]) on `xs` with the given backend,
     /// writing every element of `out`. `false` (and `out` untouched) when this CPU cannot run
@@ -258,7 +258,7 @@ mod tests {
         }
         #[cfg(target_arch = "x86_64")]
         {
-            use crate::simd::{Avx2, Avx512};
+            use crate::fast::simd::{Avx2, Avx512};
             #[target_feature(enable = "avx512f")]
             unsafe fn a512(xs: &[f32], out: &mut [f32], which: u8) {
                 // SAFETY: the caller checked AVX-512F.
@@ -433,11 +433,11 @@ mod tests {
     #[test]
     fn replica_follows_the_forced_level() {
         for level in [Level::Avx2, Level::Scalar] {
-            if let Some(used) = crate::simd::with_level(level, use_replica) {
+            if let Some(used) = crate::fast::simd::with_level(level, use_replica) {
                 assert!(!used, "replica used at {level:?}");
             }
         }
-        if let Some(used) = crate::simd::with_level(Level::Avx512, use_replica) {
+        if let Some(used) = crate::fast::simd::with_level(Level::Avx512, use_replica) {
             assert_eq!(used, replica_ok());
         }
     }

@@ -14,11 +14,12 @@
 //! has been consumed yet.
 
 use crate::candidates::{Candidates, TokenData};
-use crate::raw_dist::{Row, TierCounts, BLOCK};
-use crate::raw_sigma::seq_block;
-use crate::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
+use crate::fast::bounds::{grid_chunk, seq_block};
+use crate::fast::expf::expf_exact_slice;
+use crate::fast::row::collect_into;
+use crate::fast::row::{Row, TierCounts, BLOCK};
+use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
-use crate::vec_exp::expf_exact_slice;
 
 /// Up to this many tokens are gathered for the sum; beyond it every token's term is used.
 const MAX_GATHER: usize = 32768;
@@ -411,7 +412,7 @@ fn bucketed_sorted_sum(es: &[f32], keys: &mut Vec<u32>, pos: &mut Vec<u32>, out:
             continue;
         }
         let g = &mut out[start..start + cnt];
-        s = match crate::raw_sigma::grid_chunk(g, s, false, false, 0.0) {
+        s = match grid_chunk(g, s, false, false, 0.0) {
             Some(v) => v,
             None => {
                 g.sort_unstable_by(|a, b| b.total_cmp(a));
@@ -443,7 +444,7 @@ fn gather(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> bool {
                 s.vals.push(v);
             }
         } else {
-            crate::raw_sigma::collect_into(x, thr, base, &mut s.ids, &mut s.vals);
+            collect_into(x, thr, base, &mut s.ids, &mut s.vals);
         }
         if s.ids.len() > limit {
             return false;

@@ -825,24 +825,24 @@ macro_rules! simd_dispatch {
                 #[allow(clippy::too_many_arguments)]
                 unsafe fn avx512($($arg: $ty),*) -> $ret {
                     // SAFETY: AVX-512F is available (checked by the caller).
-                    unsafe { $generic::<$crate::simd::Avx512>($($arg),*) }
+                    unsafe { $generic::<$crate::fast::simd::Avx512>($($arg),*) }
                 }
                 #[target_feature(enable = "avx2,fma,popcnt")]
                 #[allow(clippy::too_many_arguments)]
                 unsafe fn avx2($($arg: $ty),*) -> $ret {
                     // SAFETY: AVX2 and FMA are available (checked by the caller).
-                    unsafe { $generic::<$crate::simd::Avx2>($($arg),*) }
+                    unsafe { $generic::<$crate::fast::simd::Avx2>($($arg),*) }
                 }
-                match $crate::simd::Level::active() {
+                match $crate::fast::simd::Level::active() {
                     // SAFETY: the active level never exceeds what this CPU supports.
-                    $crate::simd::Level::Avx512 => return unsafe { avx512($($arg),*) },
+                    $crate::fast::simd::Level::Avx512 => return unsafe { avx512($($arg),*) },
                     // SAFETY: as above.
-                    $crate::simd::Level::Avx2 => return unsafe { avx2($($arg),*) },
-                    $crate::simd::Level::Scalar => {}
+                    $crate::fast::simd::Level::Avx2 => return unsafe { avx2($($arg),*) },
+                    $crate::fast::simd::Level::Scalar => {}
                 }
             }
             // SAFETY: the scalar backend has no requirement.
-            unsafe { $generic::<$crate::simd::Scalar>($($arg),*) }
+            unsafe { $generic::<$crate::fast::simd::Scalar>($($arg),*) }
         }
     };
 }

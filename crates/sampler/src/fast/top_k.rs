@@ -9,7 +9,7 @@
 //! block scan runs on the active SIMD level ([`Level::active`]), like every other kernel.
 
 use crate::candidates::TokenData;
-use crate::simd::Level;
+use crate::fast::simd::Level;
 use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
 
 /// Why the scan stopped: the row holds a NaN or `+inf` at this index.
@@ -19,21 +19,21 @@ pub(crate) struct BadLogit(pub usize);
 /// Fills `heap` with llama.cpp's top-`k` of `logits`, where the tokens listed in `patches`
 /// (sorted by id, unique) take their patched logit instead of the row's. Requires
 /// `0 < k < logits.len()`. Returns the sorted best `k` in `heap`.
-pub(crate) fn raw_top_k(
+pub(crate) fn top_k_from_row(
     logits: &[f32],
     k: usize,
     patches: &[TokenData],
     heap: &mut Vec<TokenData>,
 ) -> Result<(), BadLogit> {
     // SAFETY: the active level never exceeds what this CPU supports.
-    unsafe { raw_top_k_on(Level::active(), logits, k, patches, heap) }
+    unsafe { top_k_from_row_on(Level::active(), logits, k, patches, heap) }
 }
 
-/// [`raw_top_k`] with its block scans on `level`.
+/// [`top_k_from_row`] with its block scans on `level`.
 ///
 /// # Safety
 /// This CPU supports `level`.
-unsafe fn raw_top_k_on(
+unsafe fn top_k_from_row_on(
     level: Level,
     logits: &[f32],
     k: usize,
@@ -249,12 +249,12 @@ mod tests {
                 for p in [&patches[..], &[]] {
                     let want = reference(&l, k, p);
                     let mut heap = Vec::new();
-                    raw_top_k(&l, k, p, &mut heap).unwrap();
+                    top_k_from_row(&l, k, p, &mut heap).unwrap();
                     assert_eq!(heap, want, "seed {seed} n {n} k {k}");
                     for level in supported_levels() {
                         let mut heap = Vec::new();
                         // SAFETY: the level is supported.
-                        unsafe { raw_top_k_on(level, &l, k, p, &mut heap) }.unwrap();
+                        unsafe { top_k_from_row_on(level, &l, k, p, &mut heap) }.unwrap();
                         assert_eq!(heap, want, "{level:?} seed {seed} n {n} k {k}");
                     }
                 }
@@ -278,7 +278,7 @@ mod tests {
         let mut l = lcg(5, 4000, 50);
         for level in supported_levels() {
             // SAFETY: the level is supported.
-            let top = |l: &[f32]| unsafe { raw_top_k_on(level, l, 10, &[], &mut Vec::new()) };
+            let top = |l: &[f32]| unsafe { top_k_from_row_on(level, l, 10, &[], &mut Vec::new()) };
             l[3000] = f32::NAN;
             assert_eq!(top(&l), Err(BadLogit(3000)), "{level:?}");
             l[3000] = 0.0;
@@ -298,7 +298,7 @@ mod tests {
         pub(super) static SCANNED_ON: std::cell::Cell<Option<Level>> = const { std::cell::Cell::new(None) };
     }
 
-    /// `raw_top_k` scans on the forced level (not on the CPU's best one) and still finds a
+    /// `top_k_from_row` scans on the forced level (not on the CPU's best one) and still finds a
     /// NaN deep in the row at every level.
     #[test]
     fn follows_the_forced_level() {
@@ -306,7 +306,7 @@ mod tests {
         l[4321] = f32::NAN;
         for level in supported_levels() {
             SCANNED_ON.with(|c| c.set(None));
-            let got = crate::simd::with_level(level, || raw_top_k(&l, 7, &[], &mut Vec::new()));
+            let got = crate::fast::simd::with_level(level, || top_k_from_row(&l, 7, &[], &mut Vec::new()));
             assert_eq!(got, Some(Err(BadLogit(4321))), "{level:?}");
             assert_eq!(SCANNED_ON.with(|c| c.get()), Some(level));
         }

@@ -16,8 +16,9 @@
 //!    vector computes with the `1.5 * 2^k` rounding trick; stretches that leave the binade,
 //!    hit a tie, or carry huge terms are replayed one addition at a time.
 
-use crate::raw_dist::{Row, TierCounts, BLOCK};
-use crate::simd::{first_nan_or_inf, flag_nan_inf, max_scan_tail, simd_dispatch, Scalar, Simd};
+use crate::fast::bounds::{f32_down, f32_up, seq_block_bounded};
+use crate::fast::row::{collect_block, Row, TierCounts, BLOCK};
+use crate::fast::simd::{first_nan_or_inf, flag_nan_inf, max_scan_tail, simd_dispatch, Simd};
 
 /// Per-block statistics over the finite values.
 #[derive(Clone, Copy, Debug, Default)]
@@ -127,26 +128,6 @@ fn cutoff_of(mx: f32, n: f32, acc: f32, cnt: u32) -> f32 {
     mx - n * sd
 }
 
-/// Smallest `f32` >= `x`.
-pub(crate) fn f32_up(x: f64) -> f32 {
-    let f = x as f32;
-    if (f as f64) < x {
-        f.next_up()
-    } else {
-        f
-    }
-}
-
-/// Largest `f32` <= `x`.
-pub(crate) fn f32_down(x: f64) -> f32 {
-    let f = x as f32;
-    if (f as f64) > x {
-        f.next_down()
-    } else {
-        f
-    }
-}
-
 /// llama.cpp's top-n-sigma survivors of `row` for `n` (finite, > 0): the ids whose value is
 /// not below the cutoff, in id order, with their values.
 pub(crate) fn sigma_survivors(row: Row<'_>, n: f32, s: &mut SigmaScratch) -> Sigma {
@@ -251,53 +232,6 @@ fn collect(row: Row<'_>, lo: f32, hi: f32, s: &mut SigmaScratch) -> bool {
         }
     }
     below_hi
-}
-
-/// Appends (base + index, value) of the values `>= thr` of `x`.
-pub(crate) fn collect_into(x: &[f32], thr: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
-    collect_block(x, thr, thr, base, ids, vals);
-}
-
-simd_dispatch!(
-    /// Appends the values `>= lo` of one block; returns whether one is below `hi`.
-    fn collect_block(x: &[f32], lo: f32, hi: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) -> bool = collect_block_k
-);
-
-#[inline(always)]
-unsafe fn collect_block_k<S: Simd>(
-    x: &[f32],
-    lo: f32,
-    hi: f32,
-    base: usize,
-    ids: &mut Vec<i32>,
-    vals: &mut Vec<f32>,
-) -> bool {
-    unsafe {
-        let n = x.len();
-        let lv = S::splat(lo);
-        let mut below = false;
-        let mut i = 0;
-        let hv = S::splat(hi);
-        let mut bl = S::none();
-        while i + S::N <= n {
-            let v = S::load(x.as_ptr().add(i));
-            let m = S::ge(v, lv);
-            if S::any(m) {
-                S::push_masked(m, v, base + i, ids, vals);
-                bl = S::or_m(bl, S::and_m(m, S::lt(v, hv)));
-            }
-            i += S::N;
-        }
-        below |= S::any(bl);
-        for (k, &v) in x.iter().enumerate().skip(i) {
-            if v >= lo {
-                ids.push((base + k) as i32);
-                vals.push(v);
-                below |= v < hi;
-            }
-        }
-        below
-    }
 }
 
 /// Bounds on llama.cpp's final `f32` accumulator from the block statistics.
@@ -416,261 +350,11 @@ pub(crate) fn exact_mean_acc(row: Row<'_>, s: &SigmaScratch) -> (f32, f32) {
     (mean, acc)
 }
 
-/// Sub-chunk lengths tried when a whole block does not qualify for the grid sum.
-const SUB: usize = 128;
-const SUB2: usize = 32;
-
-/// One block of llama.cpp's sequential `f32` sum starting at `s`: of the finite values (`sq ==
-/// false`), or of `(v - mean)^2` added through `f64` (`sq == true`). Exact.
-pub(crate) fn seq_block(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32) -> f32 {
-    match grid_chunk(x, s, has_ninf, sq, mean) {
-        Some(v) => v,
-        None => by_chunks(x, s, has_ninf, sq, mean),
-    }
-}
-
-/// [`seq_block`] for a block whose terms' total and largest magnitude are known to be at
-/// most `abs_sum` and `max_term` (from its statistics): the whole-block attempt then skips
-/// tracking them.
-fn seq_block_bounded(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32, abs_sum: f64, max_term: f64) -> f32 {
-    if let Some(b) = Binade::of(s) {
-        let mut g = grid_sum_untracked(x, b.m, b.u as f32, has_ninf, sq, mean);
-        g.abs_sum = abs_sum;
-        g.max_term = max_term;
-        if let Some(v) = b.apply(&g, s, x.len(), sq) {
-            return v;
-        }
-    }
-    by_chunks(x, s, has_ninf, sq, mean)
-}
-
-/// [`grid_chunk`] on SUB-long chunks, then SUB2-long ones, then one step at a time.
-fn by_chunks(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32) -> f32 {
-    let mut s = s;
-    for c in x.chunks(SUB) {
-        s = match grid_chunk(c, s, has_ninf, sq, mean) {
-            Some(v) => v,
-            None => {
-                for c2 in c.chunks(SUB2) {
-                    s = match grid_chunk(c2, s, has_ninf, sq, mean) {
-                        Some(v) => v,
-                        None => steps(c2, s, sq, mean),
-                    };
-                }
-                s
-            }
-        };
-    }
-    s
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Values this thread replayed one step at a time: `[sum pass, squares pass]` (test builds
-    /// only).
-    pub(crate) static STEPS: std::cell::Cell<[usize; 2]> = const { std::cell::Cell::new([0; 2]) };
-}
-
-/// llama.cpp's additions, one at a time.
-fn steps(x: &[f32], s: f32, sq: bool, mean: f32) -> f32 {
-    #[cfg(test)]
-    STEPS.with(|c| {
-        let mut v = c.get();
-        v[sq as usize] += x.len();
-        c.set(v);
-    });
-    let mut s = s;
-    for &v in x {
-        if v != f32::NEG_INFINITY {
-            if sq {
-                let d = (v - mean) as f64;
-                s = (s as f64 + d * d) as f32;
-            } else {
-                s += v;
-            }
-        }
-    }
-    s
-}
-
-/// The binade `[lo, 2 lo)` holding `|s|`, its ulp `u` and the rounding constant `1.5 lo`.
-#[derive(Clone, Copy)]
-struct Binade {
-    lo: f64,
-    u: f64,
-    m: f32,
-}
-
-impl Binade {
-    fn of(s: f32) -> Option<Binade> {
-        if !s.is_finite() || s == 0.0 {
-            return None;
-        }
-        let e = s.abs().to_bits() >> 23;
-        if e <= 24 || e >= 250 {
-            return None;
-        }
-        let lo = f32::from_bits(e << 23) as f64;
-        Some(Binade { lo, u: lo / 8_388_608.0, m: (1.5 * lo) as f32 })
-    }
-
-    /// `s` plus the `len` additions summarised by `g` (computed with this binade's grid), when
-    /// provably identical to llama.cpp's sequential sum.
-    fn apply(&self, g: &Grid, s: f32, len: usize, sq: bool) -> Option<f32> {
-        if g.flag || g.max_term >= self.lo / 4.0 {
-            return None;
-        }
-        // Each term moves the running sum by at most |term| + u/2 (its rounding).
-        let slack = g.abs_sum + len as f64 * self.u;
-        let af = s.abs() as f64;
-        if af + slack >= 2.0 * self.lo || (!sq && af - slack < self.lo) {
-            return None;
-        }
-        // The grid sum is a multiple of u below 2^(k+1) in magnitude: exact in f32, and so is
-        // the new partial sum (a multiple of u in the same binade).
-        let r = g.sum as f32;
-        if r as f64 != g.sum {
-            return None;
-        }
-        Some(s + r)
-    }
-}
-
-/// `s` followed by the additions of `x` in one step, when provably identical to the
-/// sequential sum: with `s` in `[2^k, 2^(k+1))` (in magnitude), `u = 2^(k-23)`, every addition
-/// rounds its term to a multiple of `u` (`RN(1.5 * 2^k + t) - 1.5 * 2^k`) as long as every
-/// exact and rounded partial sum stays in that binade and no term is a tie (nor, for squares,
-/// close enough to a midpoint for the `f64` step's rounding to matter). `None` otherwise.
-pub(crate) fn grid_chunk(x: &[f32], s: f32, has_ninf: bool, sq: bool, mean: f32) -> Option<f32> {
-    let b = Binade::of(s)?;
-    let g = grid_sum(x, b.m, b.u as f32, has_ninf, sq, mean);
-    b.apply(&g, s, x.len(), sq)
-}
-
-/// What [`grid_sum`] found over a chunk.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Grid {
-    /// Sum of the grid-rounded terms.
-    sum: f64,
-    /// Sum of the terms' magnitudes (before rounding).
-    abs_sum: f64,
-    /// Largest term magnitude.
-    max_term: f64,
-    /// A term needs the exact replay.
-    flag: bool,
-}
-
-simd_dispatch!(
-    /// Grid-rounded terms of one chunk (`RN_u(v)`, or `RN_u((v - mean)^2)` with `sq`; `-inf`
-    /// values contribute nothing), with the magnitudes the caller checks and the tie flag.
-    fn grid_sum(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid = grid_sum_k
-);
-
-#[inline(always)]
-unsafe fn grid_sum_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
-    unsafe { grid_sum_impl::<S, true>(x, m, u, has_ninf, sq, mean) }
-}
-
-simd_dispatch!(
-    /// [`grid_sum`] without the magnitudes (`abs_sum` and `max_term` left at zero): for
-    /// callers that bound them otherwise.
-    fn grid_sum_untracked(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid = grid_sum_nt_k
-);
-
-#[inline(always)]
-unsafe fn grid_sum_nt_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
-    unsafe { grid_sum_impl::<S, false>(x, m, u, has_ninf, sq, mean) }
-}
-
-#[inline(always)]
-unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
-    x: &[f32],
-    m: f32,
-    u: f32,
-    has_ninf: bool,
-    sq: bool,
-    mean: f32,
-) -> Grid {
-    unsafe {
-        let n = x.len();
-        let p = x.as_ptr();
-        let mv = S::splat(m);
-        let half = S::splat(0.5 * u);
-        // Squares: |t + e| must stay below u/2 by more than the f64 step and our rounding.
-        let thr = S::splat(0.5 * u * (1.0 - 1.0 / 1_048_576.0));
-        let meanv = S::splat(mean);
-        let ninf = S::splat(f32::NEG_INFINITY);
-        let z = S::splat(0.0);
-        let (mut acc, mut abs, mut mx) = (z, z, z);
-        let mut flag = S::none();
-        let mut i = 0;
-        while i + S::N <= n {
-            let raw = S::load(p.add(i));
-            let v = if has_ninf { S::select(S::lt(ninf, raw), raw, if sq { meanv } else { z }) } else { raw };
-            if sq {
-                let d = S::sub(v, meanv);
-                let q = S::mul(d, d);
-                let ne = S::fnmadd(d, d, q); // q - d*d: minus the rounding error of q
-                let r = S::sub(S::add(q, mv), mv);
-                let te = S::sub(S::sub(q, r), ne); // (q - r) + e
-                flag = S::or_m(flag, S::ge(S::abs(te), thr));
-                acc = S::add(acc, r);
-                if TRACK {
-                    abs = S::add(abs, q);
-                    mx = S::max(mx, q);
-                }
-            } else {
-                let r = S::sub(S::add(v, mv), mv);
-                flag = S::or_m(flag, S::eq(S::abs(S::sub(v, r)), half));
-                acc = S::add(acc, r);
-                if TRACK {
-                    let av = S::abs(v);
-                    abs = S::add(abs, av);
-                    mx = S::max(mx, av);
-                }
-            }
-            i += S::N;
-        }
-        // The lanes of `acc` are multiples of u below 2^(k+1) in magnitude when the caller's
-        // checks pass, so their f32 reduction is exact then.
-        let mut g = Grid {
-            sum: S::hsum_f32(acc) as f64,
-            abs_sum: S::hsum_f32(abs) as f64,
-            max_term: S::hmax(mx) as f64,
-            flag: S::any(flag),
-        };
-        for &v in &x[i..] {
-            if v == f32::NEG_INFINITY {
-                continue;
-            }
-            if sq {
-                let d = v - mean;
-                let q = d * d;
-                let ne = Scalar::fnmadd(d, d, q);
-                let r = (q + m) - m;
-                g.flag |= ((q - r) - ne).abs() >= 0.5 * u * (1.0 - 1.0 / 1_048_576.0);
-                g.sum += r as f64;
-                g.abs_sum += q as f64;
-                g.max_term = g.max_term.max(q as f64);
-            } else {
-                let r = (v + m) - m;
-                g.flag |= (v - r).abs() == 0.5 * u;
-                g.sum += r as f64;
-                g.abs_sum += v.abs() as f64;
-                g.max_term = g.max_term.max(v.abs() as f64);
-            }
-        }
-        // The lane sums above are f32: widen the magnitude sums by their worst rounding.
-        g.abs_sum *= 1.0 + (n as f64 + 32.0) / 8_388_608.0;
-        g.max_term *= 1.0 + 1.0 / 4_194_304.0;
-        g
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::candidates::{Candidates, TokenData};
+    use crate::fast::bounds::{STEPS, SUB, SUB2};
     use crate::sampler::Sampler;
     use crate::samplers::top_n_sigma::TopNSigma;
 

@@ -13,11 +13,11 @@
 //! consumed).
 
 use crate::candidates::{Candidates, TokenData};
-use crate::raw_dist::{DistScratch, Row, TierCounts, BLOCK};
-use crate::raw_sigma::{f32_down, f32_up};
-use crate::simd::{simd_dispatch, Scalar, Simd};
+use crate::fast::bounds::{f32_down, f32_up};
+use crate::fast::expf::{exp_near, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
+use crate::fast::row::{collect_into, Row, RowScan, TierCounts, BLOCK};
+use crate::fast::simd::{simd_dispatch, Scalar, Simd};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
-use crate::vec_exp::{exp_near, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
 
 /// Candidates llama.cpp's adaptive top-p sorts first.
 const FIRST: usize = 256;
@@ -86,7 +86,7 @@ pub(crate) fn top_p_nucleus(
     m: f32,
     p: f32,
     min_keep: usize,
-    d: &DistScratch,
+    d: &RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
 ) -> TopP {
@@ -100,7 +100,7 @@ fn nucleus(
     m: f32,
     p: f32,
     min_keep: usize,
-    d: &DistScratch,
+    d: &RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
 ) -> TopP {
@@ -269,7 +269,7 @@ fn cut(groups: &[TokenData], k: usize, m: f32, p: f32, min_keep: usize, s_lo: f3
 }
 
 /// Collects (id, logit) of every token with logit >= `thr` into `s.ids` / `s.vals`, in id order.
-fn gather(row: Row<'_>, thr: f32, d: &DistScratch, s: &mut TopPScratch) {
+fn gather(row: Row<'_>, thr: f32, d: &RowScan, s: &mut TopPScratch) {
     s.ids.clear();
     s.vals.clear();
     let mut buf = [0f32; BLOCK];
@@ -286,7 +286,7 @@ fn gather(row: Row<'_>, thr: f32, d: &DistScratch, s: &mut TopPScratch) {
                 s.vals.push(v);
             }
         } else {
-            crate::raw_sigma::collect_into(x, thr, b * BLOCK, &mut s.ids, &mut s.vals);
+            collect_into(x, thr, b * BLOCK, &mut s.ids, &mut s.vals);
         }
     }
 }

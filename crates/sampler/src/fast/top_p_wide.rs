@@ -25,9 +25,9 @@
 //! gathered buckets.
 
 use crate::candidates::{Candidates, TokenData};
-use crate::raw_dist::{Row, TierCounts, BLOCK};
+use crate::fast::expf::expf_exact_slice;
+use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
-use crate::vec_exp::expf_exact_slice;
 
 /// The nucleus must reach past this many candidates (llama.cpp's first partial sort).
 const FIRST: usize = 256;

@@ -38,7 +38,7 @@ fn exp_weights(data: &mut [crate::candidates::TokenData], sorted: bool) -> f64 {
         for (x, d) in xs.iter_mut().zip(chunk.iter()) {
             *x = d.logit - m;
         }
-        crate::vec_exp::expf_exact_slice(&xs[..k], &mut es[..k]);
+        crate::fast::expf::expf_exact_slice(&xs[..k], &mut es[..k]);
         for (d, &e) in chunk.iter_mut().zip(&es[..k]) {
             d.p = e;
             total += e as f64;

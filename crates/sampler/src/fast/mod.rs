@@ -1,0 +1,20 @@
+//! Whole-vocabulary fast paths: llama.cpp's samplers computed straight from the logits row,
+//! without building the candidate array, giving the full path's result bit for bit.
+//!
+//! One module per sampler it speeds up (`top_k`, `top_p`, `top_p_wide`, `dist`, `top_n_sigma`,
+//! `mirostat_v2`); what they share lives in its own module and they import nothing from each
+//! other: [`row`] (block size, patched row view, max pass, gather, tier counters), [`bounds`]
+//! (rounding helpers, exact replays of llama.cpp's sequential sums), [`expf`] (the glibc
+//! `expf` replica and exp bounds) and [`simd`] (the AVX-512 / AVX2 / scalar kernels and their
+//! run-time dispatch).
+
+pub(crate) mod bounds;
+pub(crate) mod dist;
+pub(crate) mod expf;
+pub(crate) mod mirostat_v2;
+pub(crate) mod row;
+pub(crate) mod simd;
+pub(crate) mod top_k;
+pub(crate) mod top_n_sigma;
+pub(crate) mod top_p;
+pub(crate) mod top_p_wide;
