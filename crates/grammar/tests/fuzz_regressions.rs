@@ -28,13 +28,19 @@ fn replay(dir: &str, check: fn(&[u8])) -> usize {
         Err(_) => return 0,
     };
     files.sort();
+    let mut slowest = (Duration::ZERO, String::new());
     for f in &files {
         let data = std::fs::read(f).unwrap();
         let t0 = Instant::now();
         let r = std::panic::catch_unwind(|| check(&data));
         assert!(r.is_ok(), "{} fails the fuzz check", f.display());
-        assert!(t0.elapsed() < PER_INPUT, "{} took {:?}", f.display(), t0.elapsed());
+        let took = t0.elapsed();
+        assert!(took < PER_INPUT, "{} took {took:?}", f.display());
+        if took > slowest.0 {
+            slowest = (took, f.display().to_string());
+        }
     }
+    eprintln!("{}: {} inputs, slowest {:?} ({})", dir.display(), files.len(), slowest.0, slowest.1);
     files.len()
 }
 
