@@ -47,13 +47,20 @@ impl Partial {
 pub(crate) struct Key {
     pub(crate) stacks: Box<[u32]>,
     pub(crate) partial: Partial,
+    /// While a character is pending: some stack was empty when its lead byte was read.
+    /// llama.cpp keeps its stacks unchanged until the character completes and allows end of
+    /// generation whenever one of them is empty, so this state must allow it too.
+    pub(crate) eog_pending: bool,
 }
 
 #[derive(Debug, Clone)]
 pub(crate) struct State {
     pub(crate) key: Key,
-    /// Some stack is empty and no sequence is pending: end of generation allowed.
+    /// Some stack is empty and no sequence is pending: the input is a complete sentence.
     complete: bool,
+    /// End of generation is allowed (llama.cpp's rule): `complete`, or a character is pending
+    /// and a stack was empty before it began ([`Key::eog_pending`]).
+    eog_ok: bool,
     /// Some stack has a token item on top.
     has_token_items: bool,
 }
@@ -120,9 +127,17 @@ impl Dfa {
         self.states.len()
     }
 
-    /// Whether end of generation is allowed in state `s`.
+    /// Whether the input that led to state `s` is a complete sentence (some stack is empty and
+    /// no character is pending).
     pub fn is_complete(&self, s: u32) -> bool {
         self.states[s as usize].complete
+    }
+
+    /// Whether an end-of-generation token is allowed in state `s`: as [`Dfa::is_complete`], and
+    /// also inside a pending character when the grammar could end before it (llama.cpp's
+    /// grammar sampler ignores the pending bytes when it decides this).
+    pub fn eog_ok(&self, s: u32) -> bool {
+        self.states[s as usize].eog_ok
     }
 
     /// Whether a token whose bytes led to state `s` may end there.
@@ -163,7 +178,14 @@ impl Dfa {
     }
 
     fn intern(&mut self, stacks: Vec<u32>, partial: Partial) -> u32 {
-        let key = Key { stacks: stacks.into_boxed_slice(), partial };
+        self.intern_pending(stacks, partial, false)
+    }
+
+    /// [`Dfa::intern`] with the [`Key::eog_pending`] flag (meaningful only while a character is
+    /// pending; normalised to false otherwise so equal states stay one state).
+    fn intern_pending(&mut self, stacks: Vec<u32>, partial: Partial, eog_pending: bool) -> u32 {
+        let eog_pending = eog_pending && partial.remain > 0;
+        let key = Key { stacks: stacks.into_boxed_slice(), partial, eog_pending };
         if let Some(&id) = self.ids.get(&key) {
             return id;
         }
@@ -195,7 +217,8 @@ impl Dfa {
                 });
         }
         let id = self.states.len() as u32;
-        self.states.push(State { key: key.clone(), complete, has_token_items });
+        let eog_ok = complete || eog_pending;
+        self.states.push(State { key: key.clone(), complete, eog_ok, has_token_items });
         self.ids.insert(key, id);
         self.trans.resize(self.trans.len() + 256, UNKNOWN);
         self.end_ok.push(end_ok);
@@ -320,7 +343,7 @@ impl Dfa {
     }
 
     fn compute(&mut self, s: u32, b: u8) -> u32 {
-        let Key { stacks, partial } = self.states[s as usize].key.clone();
+        let Key { stacks, partial, eog_pending } = self.states[s as usize].key.clone();
         if partial.remain > 0 {
             if b & 0xC0 != 0x80 {
                 return DEAD;
@@ -329,14 +352,16 @@ impl Dfa {
                 if partial.remain == 1 {
                     return self.advance_all(&stacks);
                 }
-                return self.intern(stacks.to_vec(), Partial { value: ANY_VALUE, remain: partial.remain - 1 });
+                let p = Partial { value: ANY_VALUE, remain: partial.remain - 1 };
+                return self.intern_pending(stacks.to_vec(), p, eog_pending);
             }
             let p = Partial { value: (partial.value << 6) | (b & 0x3F) as u32, remain: partial.remain - 1 };
             if p.remain == 0 {
                 return self.advance(&stacks, p.value);
             }
-            return self.enter_partial(&stacks, p);
+            return self.enter_partial(&stacks, p, eog_pending);
         }
+        let ends_here = stacks.contains(&EMPTY);
         match b {
             0 => DEAD,
             0x01..=0x7F => self.advance(&stacks, b as u32),
@@ -346,18 +371,19 @@ impl Dfa {
                 if p.value < 2 {
                     return DEAD; // overlong 2-byte sequence
                 }
-                self.enter_partial(&stacks, p)
+                self.enter_partial(&stacks, p, ends_here)
             }
-            0xE0..=0xEF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 2 }),
+            0xE0..=0xEF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 2 }, ends_here),
             // llama.cpp reads every lead byte from 0xF0 up (0xF8..=0xFF too, invalid in UTF-8)
             // as a four-byte lead keeping its low four bits: code points past U+10FFFF that
             // only negated classes (and `.`) accept.
-            0xF0..=0xFF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 3 }),
+            0xF0..=0xFF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 3 }, ends_here),
         }
     }
 
-    /// Keeps the character stacks whose class can still match some completion of `p`.
-    fn enter_partial(&mut self, stacks: &[u32], p: Partial) -> u32 {
+    /// Keeps the character stacks whose class can still match some completion of `p`;
+    /// `eog_pending`: the grammar could end before this character ([`Key::eog_pending`]).
+    fn enter_partial(&mut self, stacks: &[u32], p: Partial, eog_pending: bool) -> u32 {
         let (lo, hi) = p.range();
         let g = self.arena.grammar.clone();
         let kept: Vec<u32> = stacks
@@ -380,9 +406,9 @@ impl Dfa {
                 .iter()
                 .all(|&st| matches!(self.arena.top_elem(st), Elem::Char(c) if g.classes[c as usize].covers(lo, hi)))
         {
-            return self.intern(kept, Partial { value: ANY_VALUE, remain: p.remain });
+            return self.intern_pending(kept, Partial { value: ANY_VALUE, remain: p.remain }, eog_pending);
         }
-        self.intern(kept, p)
+        self.intern_pending(kept, p, eog_pending)
     }
 
     /// The state after a character every stack of `stacks` accepts (an [`ANY_VALUE`] sequence
@@ -435,11 +461,13 @@ impl Dfa {
     /// partial sequence `partial`.
     pub fn merge(&mut self, s: Option<u32>, extra: Vec<u32>, partial: Partial) -> u32 {
         let mut v = extra;
+        let mut eog_pending = false;
         if let Some(s) = s {
             v.extend_from_slice(&self.states[s as usize].key.stacks);
+            eog_pending = self.states[s as usize].key.eog_pending;
         }
         v.sort_unstable();
         v.dedup();
-        self.intern(v, partial)
+        self.intern_pending(v, partial, eog_pending)
     }
 }

@@ -214,7 +214,7 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
             }
         }
     }
-    if dfa.is_complete(state) {
+    if dfa.eog_ok(state) {
         for &id in vocab.eog_ids() {
             mask.set(id);
         }

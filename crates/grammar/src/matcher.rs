@@ -48,6 +48,12 @@ impl Matcher {
         self.lock().is_complete(self.state)
     }
 
+    /// Whether an end-of-generation token is allowed now: [`Matcher::can_end`], or llama.cpp's
+    /// wider rule inside a pending multi-byte character (the grammar could end before it).
+    pub fn eog_allowed(&self) -> bool {
+        self.lock().eog_ok(self.state)
+    }
+
     /// Number of live parse stacks (a measure of ambiguity).
     pub fn n_stacks(&self) -> usize {
         self.lock().n_stacks(self.state)
@@ -107,9 +113,9 @@ impl Matcher {
         }
     }
 
-    /// Accepts an end-of-generation token: allowed only where the grammar can end.
+    /// Accepts an end-of-generation token: allowed only where [`Matcher::eog_allowed`].
     pub fn accept_eog(&mut self, token: i32) -> Result<(), AcceptError> {
-        if self.can_end() {
+        if self.eog_allowed() {
             Ok(())
         } else {
             Err(AcceptError::Incomplete(token))

@@ -109,7 +109,7 @@ impl GrammarSampler {
     /// Whether end of generation is allowed now.
     pub fn can_end(&self) -> bool {
         match &self.matcher {
-            Some(m) if !self.awaiting => m.can_end(),
+            Some(m) if !self.awaiting => m.eog_allowed(),
             _ => true,
         }
     }
@@ -170,7 +170,7 @@ impl GrammarSampler {
             return false;
         }
         if self.vocab.is_eog(token) {
-            return m.can_end();
+            return m.eog_allowed();
         }
         if !self.vocab.has_text(token) {
             return false;

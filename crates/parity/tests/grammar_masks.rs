@@ -18,7 +18,7 @@
 use std::sync::{Arc, OnceLock};
 
 use nucleus_grammar::{GrammarSampler, VocabIndex};
-use nucleus_parity::mask_walk::{compare_with_llama, nucleus_masks, read_schema_dir, schema_case, Mismatch, WalkCase};
+use nucleus_parity::mask_walk::{compare_with_llama, nucleus_masks, read_schema_dir, schema_case, WalkCase};
 use nucleus_parity::reference_grammar::LlamaGrammar;
 use nucleus_runtime::catalog;
 use nucleus_runtime::constraint::vocab_index_with;
@@ -51,30 +51,15 @@ fn fixture() -> &'static (LlamaCppModel, Arc<VocabIndex>) {
 struct Outcome {
     /// Masks compared.
     steps: usize,
-    /// Differences (and failures) other than the known one.
+    /// Differences and failures.
     problems: Vec<String>,
-    /// Masks that differ only by the known divergence ([`is_known_divergence`]).
-    known: Vec<Mismatch>,
 }
 
 impl Outcome {
     fn add(&mut self, other: Outcome) {
         self.steps += other.steps;
         self.problems.extend(other.problems);
-        self.known.extend(other.known);
     }
-}
-
-/// The one known divergence: llama.cpp's grammar sampler allows end-of-generation tokens
-/// whenever some parse stack is complete, even while the text so far ends inside a UTF-8
-/// character (its EOG check ignores the pending partial sequence); nucleus-grammar allows them
-/// only at a character boundary. Such a mask differs by exactly the EOG tokens, on llama.cpp's
-/// side only. Pinned by `eog_while_a_character_is_incomplete_is_the_known_divergence`.
-fn is_known_divergence(m: &Mismatch, vocab: &VocabIndex) -> bool {
-    m.only_nucleus.is_empty()
-        && !m.only_llama.is_empty()
-        && m.only_llama.iter().all(|&t| vocab.is_eog(t as i32))
-        && ends_mid_character(&m.text)
 }
 
 /// Whether `text` ends inside a UTF-8 multi-byte character.
@@ -107,13 +92,7 @@ fn walk(model: &LlamaCppModel, vocab: &Arc<VocabIndex>, name: &str, case: &WalkC
     };
     let cmp = compare_with_llama(&mut reference, &case.tokens, &pass1.masks, vocab, name);
     let mut out = Outcome { steps: cmp.steps, ..Default::default() };
-    for m in cmp.mismatches {
-        if is_known_divergence(&m, vocab) {
-            out.known.push(m);
-        } else {
-            out.problems.push(m.to_string());
-        }
-    }
+    out.problems.extend(cmp.mismatches.iter().map(|m| m.to_string()));
     out.problems.extend(cmp.stuck);
     if let Some(i) = pass1.refused_at {
         out.problems
@@ -123,12 +102,7 @@ fn walk(model: &LlamaCppModel, vocab: &Arc<VocabIndex>, name: &str, case: &WalkC
 }
 
 fn report(what: &str, o: &Outcome) {
-    eprintln!(
-        "{what}: {} masks compared, {} differences, {} of the known kind (EOG while a character is incomplete)",
-        o.steps,
-        o.problems.len(),
-        o.known.len()
-    );
+    eprintln!("{what}: {} masks compared, {} differences", o.steps, o.problems.len());
     assert!(o.problems.is_empty(), "{what}: {} problems:\n{}", o.problems.len(), o.problems.join("\n"));
 }
 
@@ -222,20 +196,27 @@ fn gbnf_masks_equal_llama_cpp() {
     report(&format!("{} GBNF grammars", GRAMMARS.len()), &all);
 }
 
-/// The known divergence, pinned: after "word" and " \xF0\x9F\x98" (a space and the first three
-/// bytes of "😃", one SmolLM2 token) the grammar below could end but for the emoji begun, and
-/// llama.cpp's mask allows end-of-generation there while nucleus's does not. Every other mask
-/// of the walk is equal. If nucleus-grammar is changed to follow llama.cpp here, this test
-/// fails: then delete it together with [`is_known_divergence`].
+/// End of generation inside a pending character: after "word" and " \xF0\x9F\x98" (a space and
+/// the first three bytes of "😃", one SmolLM2 token) the grammar below could have ended before
+/// the emoji began. llama.cpp's grammar sampler keeps its stacks until the character completes
+/// and allows end-of-generation tokens there; nucleus must too (it once did not). The walk must
+/// pass through such a state, and every mask, that one included, must be equal.
 #[test]
-fn eog_while_a_character_is_incomplete_is_the_known_divergence() {
+fn eog_while_a_character_is_incomplete_matches_llama_cpp() {
     let (model, vocab) = fixture();
     let tok = model.tokenizer();
     let tokens = tok.encode("word 😃", false, false).expect("tokenize");
     let case = WalkCase { gbnf: r#"root ::= [a-z ]+ [😀-😏]?"#.to_string(), tokens };
-    let o = walk(model, vocab, "pinned", &case, usize::MAX);
+    let mut g = GrammarSampler::with_index(vocab.clone(), &case.gbnf, "root").unwrap();
+    let mut text = Vec::new();
+    let mut mid_character_eog = false;
+    for &t in &case.tokens {
+        g.try_accept(t).unwrap();
+        text.extend_from_slice(vocab.piece(t));
+        mid_character_eog |= ends_mid_character(&text) && g.can_end();
+    }
+    assert!(mid_character_eog, "the walk never stood inside a character where the grammar could end");
+    let o = walk(model, vocab, "mid-character EOG", &case, usize::MAX);
     assert!(o.problems.is_empty(), "{:?}", o.problems);
     assert_eq!(o.steps, case.tokens.len() + 1);
-    assert_eq!(o.known.len(), 1, "exactly one mask differs, by EOG tokens only");
-    assert!(ends_mid_character(&o.known[0].text));
 }
