@@ -217,6 +217,23 @@ llama_sampler *nucleus_llama_sampler_init_grammar(const llama_vocab *vocab,
                                                   const char *root);
 
 /*
+ The token-trie constraint of `nucleus_token_trie_new` as a `struct llama_sampler *` for a
+ llama.cpp chain: while some leaf can still be continued it keeps only the tokens that
+ continue one (mode 0: only the most likely of them, so the chain's selector takes it; mode 1:
+ the set is left to the samplers after it), tracks its position on every accepted token, and
+ once a leaf with no longer continuation is reached it changes nothing. NULL on a parse error,
+ an empty leaf set or a token outside `vocab`. Only with the `llama` feature.
+
+ # Safety
+ `vocab` must be NULL or the vocabulary of a loaded model; `descriptor_json` NULL or `len`
+ readable bytes. The application must link llama.cpp.
+ */
+llama_sampler *nucleus_llama_sampler_init_token_trie(const llama_vocab *vocab,
+                                                     const char *descriptor_json,
+                                                     size_t len,
+                                                     int32_t mode);
+
+/*
  Creates a sampler for a vocabulary of `n_vocab` tokens with llama.cpp's common sampler chain.
 
  `params_json` is a JSON object with llama.cpp's `common_params_sampling` field names: `seed`

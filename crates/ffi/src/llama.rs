@@ -12,7 +12,7 @@ use std::sync::Arc;
 use ::nucleus_grammar::{GrammarSampler, VocabIndex};
 use ::nucleus_sampler::{Candidates, Chain, Sampler, Token, TokenData, Vocab};
 
-use crate::args::text;
+use crate::args::{text, text_len};
 use crate::error::{guard, Error, Result};
 use crate::params;
 
@@ -355,6 +355,38 @@ pub unsafe extern "C" fn nucleus_llama_sampler_init_grammar(
             let mut chain = Chain::new();
             chain.push(Box::new(g) as Box<dyn Sampler>);
             Ok(wrap(Ctx { name: c"nucleus-grammar", chain, cands: Candidates::new() }))
+        },
+    )
+}
+
+/// The token-trie constraint of `nucleus_token_trie_new` as a `struct llama_sampler *` for a
+/// llama.cpp chain: while some leaf can still be continued it keeps only the tokens that
+/// continue one (mode 0: only the most likely of them, so the chain's selector takes it; mode 1:
+/// the set is left to the samplers after it), tracks its position on every accepted token, and
+/// once a leaf with no longer continuation is reached it changes nothing. NULL on a parse error,
+/// an empty leaf set or a token outside `vocab`. Only with the `llama` feature.
+///
+/// # Safety
+/// `vocab` must be NULL or the vocabulary of a loaded model; `descriptor_json` NULL or `len`
+/// readable bytes. The application must link llama.cpp.
+#[no_mangle]
+pub unsafe extern "C" fn nucleus_llama_sampler_init_token_trie(
+    vocab: *const llama_vocab,
+    descriptor_json: *const c_char,
+    len: usize,
+    mode: i32,
+) -> *mut llama_sampler {
+    guard(
+        |_| std::ptr::null_mut(),
+        || {
+            let v = vocab_of(vocab)?;
+            // SAFETY: the caller passes NULL or `len` bytes.
+            let json = unsafe { text_len(descriptor_json, len, "descriptor_json")? };
+            let state = crate::token_trie::build(json, mode)?;
+            crate::token_trie::TrieState::check_all_below(json, v.n)?;
+            let mut chain = Chain::new();
+            chain.push(Box::new(state.into_constraint()) as Box<dyn Sampler>);
+            Ok(wrap(Ctx { name: c"nucleus-token-trie", chain, cands: Candidates::new() }))
         },
     )
 }

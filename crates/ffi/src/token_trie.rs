@@ -38,7 +38,7 @@ pub type nucleus_token_trie = Handle<TrieState>;
 
 /// Validates the descriptor as nucleus-grammar does (its own `modelId`, token ids >= 0, no
 /// empty leaf set), then merges the leaves of all paths into one trie.
-fn build(json: &str, mode: i32) -> Result<TrieState> {
+pub(crate) fn build(json: &str, mode: i32) -> Result<TrieState> {
     let mode = match mode {
         0 => Mode::Greedy,
         1 => Mode::Sampled,
@@ -67,6 +67,25 @@ fn build(json: &str, mode: i32) -> Result<TrieState> {
 }
 
 impl TrieState {
+    /// The constraint itself (a `Sampler`: masks while active, selects in greedy mode).
+    pub(crate) fn into_constraint(self) -> TrieConstraint {
+        self.constraint
+    }
+
+    /// Every token id the descriptor uses must be below `n_vocab`.
+    pub(crate) fn check_all_below(json: &str, n_vocab: usize) -> Result<()> {
+        let desc: Value = serde_json::from_str(json).unwrap_or(Value::Null);
+        let ids = desc["descriptors"].as_array().into_iter().flatten().flat_map(|d| {
+            d["leaves"].as_array().into_iter().flatten().flat_map(|l| l["tokens"].as_array().into_iter().flatten())
+        });
+        for id in ids.filter_map(Value::as_u64) {
+            if id >= n_vocab as u64 {
+                return Err(Error::invalid(format!("descriptor token {id} is outside the vocabulary [0, {n_vocab})")));
+            }
+        }
+        Ok(())
+    }
+
     fn active(&self) -> bool {
         !self.constraint.is_finished()
     }

@@ -53,9 +53,16 @@ fn nucleus_samplers_inside_llama_cpp_chains() {
     let doc = r#"{"name": "Ann Lee", "age": 42, "tags": ["a\"b", "é", true, null], "pi": -3.14e2, "x": {}}"#;
     let model = smollm2();
     let stdout = common::run(&exe, &[model.to_str().unwrap(), grammar.to_str().unwrap(), doc]);
-    for want in
-        ["ok nucleus chain equals", "ok after reset", "ok clone", "ok llama.cpp top-k then nucleus", "ok grammar"]
-    {
+    for want in [
+        "ok nucleus chain equals",
+        "ok after reset",
+        "ok clone",
+        "ok llama.cpp top-k then nucleus",
+        "ok token trie mode 0",
+        "ok token trie mode 1",
+        "ok llama-facing errors",
+        "ok grammar",
+    ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
 }

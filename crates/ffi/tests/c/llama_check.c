@@ -32,19 +32,24 @@ static struct llama_sampler *llama_chain(const struct llama_vocab *vocab, int wi
 
 #define PARAMS "\"seed\": 1234, \"temp\": 1.1, \"penalty_last_n\": 64, \"penalty_repeat\": 1.1, \"penalty_freq\": 0.1, \"dry_multiplier\": 0.8"
 
-static int run(struct llama_context *ctx, struct llama_sampler *chain, const llama_token *prompt, int n_prompt,
-               llama_token *out) {
+static int run_n(struct llama_context *ctx, struct llama_sampler *chain, const llama_token *prompt, int n_prompt,
+                 llama_token *out, int n_steps) {
     llama_memory_clear(llama_get_memory(ctx), true);
     llama_token buf[256];
     memcpy(buf, prompt, sizeof(llama_token) * (size_t)n_prompt);
     for (int i = 0; i < n_prompt; i++) llama_sampler_accept(chain, prompt[i]);
     if (llama_decode(ctx, llama_batch_get_one(buf, n_prompt)) != 0) return 1;
-    for (int i = 0; i < N_STEPS; i++) {
+    for (int i = 0; i < n_steps; i++) {
         llama_token t = llama_sampler_sample(chain, ctx, -1);
         out[i] = t;
         if (llama_decode(ctx, llama_batch_get_one(&out[i], 1)) != 0) return 1;
     }
     return 0;
+}
+
+static int run(struct llama_context *ctx, struct llama_sampler *chain, const llama_token *prompt, int n_prompt,
+               llama_token *out) {
+    return run_n(ctx, chain, prompt, n_prompt, out, N_STEPS);
 }
 
 static int same(const llama_token *a, const llama_token *b, const char *what) {
@@ -147,6 +152,45 @@ int main(int argc, char **argv) {
     if (run(ctx, mref, prompt, n_prompt, ref) || !same(ref, mixed, "llama.cpp top-k then nucleus")) return 1;
     llama_sampler_free(mref);
     llama_sampler_free(mix);
+
+    /* (1b) a token trie in front of the sampler: the generated tokens spell one of its leaves. */
+    {
+        llama_token yes[8], no[8];
+        int n_yes = llama_tokenize(vocab, " yes indeed", 11, yes, 8, false, false);
+        int n_no = llama_tokenize(vocab, " no", 3, no, 8, false, false);
+        char desc[512];
+        int at = snprintf(desc, sizeof desc, "{\"modelId\": \"smollm2\", \"descriptors\": [{\"path\": \"a\", \"leaves\": ["
+                                             "{\"name\": \"YES\", \"tokens\": [");
+        for (int i = 0; i < n_yes; i++) at += snprintf(desc + at, sizeof desc - (size_t)at, "%s%d", i ? ", " : "", yes[i]);
+        at += snprintf(desc + at, sizeof desc - (size_t)at, "]}, {\"name\": \"NO\", \"tokens\": [");
+        for (int i = 0; i < n_no; i++) at += snprintf(desc + at, sizeof desc - (size_t)at, "%s%d", i ? ", " : "", no[i]);
+        snprintf(desc + at, sizeof desc - (size_t)at, "]}]}]}");
+        for (int mode = 0; mode < 2; mode++) {
+            struct llama_sampler *tc = llama_sampler_chain_init(llama_sampler_chain_default_params());
+            struct llama_sampler *trie = nucleus_llama_sampler_init_token_trie(vocab, desc, strlen(desc), mode);
+            if (!trie) {
+                fprintf(stderr, "token trie: %s\n", nucleus_last_error());
+                return 1;
+            }
+            llama_sampler_chain_add(tc, trie);
+            llama_sampler_chain_add(tc, nucleus_llama_sampler_init(vocab, "{\"seed\": 5, \"temp\": 1.5}"));
+            if (run_n(ctx, tc, prompt, n_prompt, got, 4)) return 2;
+            int is_yes = n_yes > 0 && memcmp(got, yes, sizeof(llama_token) * (size_t)n_yes) == 0;
+            int is_no = n_no > 0 && memcmp(got, no, sizeof(llama_token) * (size_t)n_no) == 0;
+            if (!is_yes && !is_no) {
+                fprintf(stderr, "token trie (mode %d): generation starts %d %d, not a leaf\n", mode, got[0], got[1]);
+                return 1;
+            }
+            printf("ok token trie mode %d: %s\n", mode, is_yes ? "YES" : "NO");
+            llama_sampler_free(tc);
+        }
+        const char *bad = "{\"modelId\": \"m\", \"descriptors\": [{\"path\": \"a\", \"leaves\": [{\"name\": \"X\", \"tokens\": [99999999]}]}]}";
+        if (nucleus_llama_sampler_init_token_trie(vocab, bad, strlen(bad), 0) != NULL) return 1;
+        if (nucleus_llama_sampler_init_token_trie(vocab, "{}", 2, 0) != NULL) return 1;
+        if (nucleus_llama_sampler_init(NULL, "{}") != NULL || nucleus_llama_sampler_init_grammar(vocab, "root ::= (", NULL) != NULL)
+            return 1;
+        printf("ok llama-facing errors\n");
+    }
 
     /* (2) grammar masks along a JSON document */
     char *gbnf = read_file(argv[2]);
