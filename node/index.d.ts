@@ -9,6 +9,30 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+declare global {
+  interface __NapiRsAsyncGenerator<TOwner, T, TReturn, TNext> {
+    next(...[value]: [] | [TNext]): globalThis.Promise<globalThis.IteratorResult<T, TReturn | undefined>>
+    return(...[value]: [] | [TReturn]): globalThis.Promise<globalThis.IteratorResult<T, TReturn | undefined>>
+    throw(exception?: unknown): globalThis.Promise<globalThis.IteratorResult<T, TReturn | undefined>>
+    [globalThis.Symbol.asyncIterator](): this
+  }
+}
+
+/**
+ * The stream of one generation, an async iterator of `{token, text}`; `return()` (leaving a
+ * `for await` loop early) stops the model after the current token and resolves once it has
+ * stopped.
+ *
+ * This type implements JavaScript's async iterable protocol.
+ * It can be used with `for await...of` loops.
+ *
+ * @see https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Iteration_protocols#the_async_iterator_and_async_iterable_protocols
+ */
+export declare class Generation {
+
+  [globalThis.Symbol.asyncIterator](): globalThis.__NapiRsAsyncGenerator<Generation, GeneratedToken, void, undefined>
+}
+
 /**
  * A grammar position over a vocabulary: `Grammar.fromGbnf(vocab, text, start?)` (llama.cpp's
  * GBNF) or `Grammar.fromJsonSchema(vocab, schema, llamaCppCompat?)` (strict by default: a
@@ -47,6 +71,27 @@ export declare class Grammar {
   reset(): void
   /** An independent copy at the same position. */
   clone(): Grammar
+}
+
+/**
+ * A model: `new Model('smollm2')` (a catalog name, pulled on first use like `nucleus pull`)
+ * or the path of a GGUF file. Loading blocks; do it once at start-up.
+ */
+export declare class Model {
+  constructor(model: string)
+  /** Vocabulary size. */
+  get nVocab(): number
+  /** Token ids of `text`. */
+  tokenize(text: string, addSpecial?: boolean | undefined | null, parseSpecial?: boolean | undefined | null): Array<number>
+  /** The text of `tokens` (control tokens rendered only with `special`). */
+  detokenize(tokens: Array<number>, special?: boolean | undefined | null): string
+  /**
+   * Starts generating from `prompt` (text continued as is, token ids, or chat messages
+   * rendered with the model's template). `options` holds the `Sampler` parameters plus
+   * `maxTokens`, `stop` (strings), `threads` (default 1) and `nCtx`. Iterate the result
+   * with `for await`.
+   */
+  generate(prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number }): Generation
 }
 
 /**
@@ -132,6 +177,14 @@ export declare class Vocab {
   get nVocab(): number
   /** Words of one packed bitmask row: `ceil(nVocab / 32)`. */
   get bitmaskWords(): number
+}
+
+/** One generated token. */
+export interface GeneratedToken {
+  /** Token id. */
+  token: number
+  /** Text released by this token: complete characters only, never stop-string text. */
+  text: string
 }
 
 /**

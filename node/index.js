@@ -835,7 +835,9 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.Generation = nativeBinding.Generation
 module.exports.Grammar = nativeBinding.Grammar
+module.exports.Model = nativeBinding.Model
 module.exports.Sampler = nativeBinding.Sampler
 module.exports.TokenTrie = nativeBinding.TokenTrie
 module.exports.Vocab = nativeBinding.Vocab

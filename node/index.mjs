@@ -5,5 +5,5 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const native = require('./index.js')
 
-export const { Sampler, sampleBatch, Vocab, Grammar, TokenTrie } = native
+export const { Sampler, sampleBatch, Vocab, Grammar, TokenTrie, Model } = native
 export default native

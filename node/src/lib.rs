@@ -9,6 +9,7 @@ mod convert;
 mod grammar;
 #[path = "../../python/src/matcher.rs"]
 mod matcher;
+mod model;
 #[path = "../../python/src/params.rs"]
 mod params;
 mod sampler;

@@ -1,0 +1,215 @@
+//! `Model`: a GGUF model run by nucleus-runtime, with `generate()` returning an async iterator
+//! of `{token, text}`. The generation runs on its own thread and hands tokens over a channel,
+//! so the JavaScript event loop keeps running while the model decodes.
+
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{AsyncGenerator, Object, Unknown};
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+use nucleus_runtime::{
+    generate, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _, ModelRef, Pip,
+    Prompt, SequenceOptions,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, Mutex};
+
+use crate::convert::{params_map, to_value};
+use crate::params;
+
+fn invalid(msg: String) -> Error {
+    Error::new(Status::InvalidArg, msg)
+}
+
+fn failure(e: impl std::fmt::Display) -> Error {
+    Error::new(Status::GenericFailure, e.to_string())
+}
+
+/// One generated token.
+#[napi(object)]
+pub struct GeneratedToken {
+    /// Token id.
+    pub token: i32,
+    /// Text released by this token: complete characters only, never stop-string text.
+    pub text: String,
+}
+
+/// A model: `new Model('smollm2')` (a catalog name, pulled on first use like `nucleus pull`)
+/// or the path of a GGUF file. Loading blocks; do it once at start-up.
+#[napi]
+pub struct Model {
+    model: Arc<LlamaCppModel>,
+}
+
+/// A prompt: text, token ids, or chat messages `[{role, content}]`.
+fn prompt_of(v: Value) -> Result<Prompt> {
+    match v {
+        Value::String(s) => Ok(Prompt::Text(s)),
+        Value::Array(items) if items.iter().all(|x| x.is_i64()) => {
+            Ok(Prompt::Tokens(items.iter().filter_map(|x| x.as_i64()).map(|t| t as i32).collect()))
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|m| {
+                let f = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
+                match (f("role"), f("content")) {
+                    (Some(r), Some(c)) => Ok(ChatMessage::new(r, c)),
+                    _ => Err(invalid("messages must be objects with string role and content".into())),
+                }
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Prompt::Chat),
+        _ => Err(invalid("prompt must be a string, an array of token ids or an array of messages".into())),
+    }
+}
+
+#[napi]
+impl Model {
+    #[napi(constructor)]
+    pub fn new(model: String) -> Result<Self> {
+        let r = ModelRef::parse(&model).map_err(failure)?;
+        let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {}).map_err(failure)?;
+        Ok(Model { model: Arc::new(LlamaCppModel::load(&path).map_err(failure)?) })
+    }
+
+    /// Vocabulary size.
+    #[napi(getter)]
+    pub fn n_vocab(&self) -> u32 {
+        self.model.n_vocab() as u32
+    }
+
+    /// Token ids of `text`.
+    #[napi]
+    pub fn tokenize(&self, text: String, add_special: Option<bool>, parse_special: Option<bool>) -> Result<Vec<i32>> {
+        self.model
+            .tokenizer()
+            .encode(&text, add_special.unwrap_or(true), parse_special.unwrap_or(true))
+            .map_err(failure)
+    }
+
+    /// The text of `tokens` (control tokens rendered only with `special`).
+    #[napi]
+    pub fn detokenize(&self, tokens: Vec<i32>, special: Option<bool>) -> Result<String> {
+        let n = self.model.n_vocab();
+        if let Some(bad) = tokens.iter().find(|&&t| t < 0 || t as usize >= n) {
+            return Err(invalid(format!("token {bad} is outside the vocabulary [0, {n})")));
+        }
+        let tok = self.model.tokenizer();
+        let mut bytes = Vec::new();
+        for &t in &tokens {
+            tok.append_piece(t, special.unwrap_or(false), &mut bytes);
+        }
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Starts generating from `prompt` (text continued as is, token ids, or chat messages
+    /// rendered with the model's template). `options` holds the `Sampler` parameters plus
+    /// `maxTokens`, `stop` (strings), `threads` (default 1) and `nCtx`. Iterate the result
+    /// with `for await`.
+    #[napi(
+        ts_args_type = "prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number }"
+    )]
+    pub fn generate(&self, prompt: Unknown<'_>, options: Option<Object<'_>>) -> Result<Generation> {
+        let prompt = prompt_of(to_value("prompt", &prompt)?)?;
+        let mut map = params_map(options.as_ref())?;
+        let take_usize = |map: &mut serde_json::Map<String, Value>, k: &str| -> Result<Option<usize>> {
+            match map.remove(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .map(|x| Some(x as usize))
+                    .ok_or_else(|| invalid(format!("`{k}` must be a non-negative integer"))),
+            }
+        };
+        let max_tokens = take_usize(&mut map, "max_tokens")?;
+        let threads = take_usize(&mut map, "threads")?.unwrap_or(1).max(1);
+        let n_ctx = take_usize(&mut map, "n_ctx")?;
+        let stop = match map.remove("stop") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a
+                .into_iter()
+                .map(|s| s.as_str().map(str::to_string).ok_or_else(|| invalid("`stop` must hold strings".into())))
+                .collect::<Result<_>>()?,
+            Some(_) => return Err(invalid("`stop` must be an array of strings".into())),
+        };
+        let sampling = params::parse(&map, self.model.n_vocab(), true).map_err(|e| invalid(e.message))?;
+        let opts = SequenceOptions { max_tokens, stop, ..Default::default() };
+        let ctx_opts = ContextOptions { n_ctx, threads: Some(threads), ..Default::default() };
+        let model = self.model.clone();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        let (tx, rx) = mpsc::channel::<std::result::Result<GeneratedToken, String>>(64);
+        std::thread::spawn(move || {
+            let run = || -> std::result::Result<(), String> {
+                let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
+                let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
+                generate(model.as_ref(), ctx.as_mut(), &tokens, &sampling, &opts, Some(&flag), &mut |ev| {
+                    let t = GeneratedToken { token: ev.token, text: ev.text.to_string() };
+                    match tx.blocking_send(Ok(t)) {
+                        Ok(()) => ControlFlow::Continue(()),
+                        Err(_) => ControlFlow::Break(()), // the iterator is gone
+                    }
+                })
+                .map_err(|e| e.to_string())?;
+                Ok(())
+            };
+            if let Err(e) = run() {
+                let _ = tx.blocking_send(Err(e));
+            }
+        });
+        Ok(Generation { rx: Arc::new(Mutex::new(rx)), cancel })
+    }
+}
+
+/// The stream of one generation, an async iterator of `{token, text}`; `return()` (leaving a
+/// `for await` loop early) stops the model after the current token and resolves once it has
+/// stopped.
+#[napi(async_iterator)]
+pub struct Generation {
+    rx: Arc<Mutex<mpsc::Receiver<std::result::Result<GeneratedToken, String>>>>,
+    cancel: Arc<AtomicBool>,
+}
+
+#[napi]
+impl AsyncGenerator for Generation {
+    type Yield = GeneratedToken;
+    type Next = ();
+    type Return = ();
+
+    fn next(
+        &mut self,
+        _value: Option<()>,
+    ) -> impl std::future::Future<Output = Result<Option<GeneratedToken>>> + Send + 'static {
+        let rx = self.rx.clone();
+        async move {
+            match rx.lock().await.recv().await {
+                Some(Ok(t)) => Ok(Some(t)),
+                Some(Err(e)) => Err(failure(e)),
+                None => Ok(None),
+            }
+        }
+    }
+
+    fn complete(
+        &mut self,
+        _value: Option<()>,
+    ) -> impl std::future::Future<Output = Result<Option<GeneratedToken>>> + Send + 'static {
+        self.cancel.store(true, Ordering::Relaxed);
+        let rx = self.rx.clone();
+        async move {
+            // Wait for the generation thread to stop (it checks the flag between forward
+            // passes): a process that exits while llama.cpp is still decoding can crash.
+            let mut rx = rx.lock().await;
+            while rx.recv().await.is_some() {}
+            Ok(None)
+        }
+    }
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+}

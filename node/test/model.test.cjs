@@ -1,0 +1,49 @@
+// Model: a real SmolLM2 generation through the async iterator, token for token the same as
+// `nucleus generate`, with the event loop ticking while the model decodes.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { execFileSync } = require('node:child_process')
+
+const { Model } = require('..')
+
+const PROMPT = 'The capital of France is'
+let model
+const getModel = () => (model ??= new Model('smollm2'))
+
+test('generate: same tokens as nucleus generate, event loop keeps ticking', async () => {
+  const m = getModel()
+  let ticks = 0
+  const timer = setInterval(() => ticks++, 1)
+  const got = []
+  for await (const t of m.generate(PROMPT, { maxTokens: 16, seed: 42 })) got.push(t)
+  clearInterval(timer)
+  assert.equal(got.length, 16)
+  assert.ok(ticks > 3, `the event loop ticked ${ticks} times during the generation`)
+  const cli = path.join(__dirname, '..', '..', 'target', 'release', 'nucleus')
+  if (!fs.existsSync(cli)) return // built by `cargo test --workspace --release`
+  const out = execFileSync(cli, ['generate', '-p', PROMPT, '-n', '16', '--seed', '42', '-t', '1', '--json'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
+  const want = out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
+  assert.deepEqual(got.map((t) => t.token), want.map((w) => w.id))
+  assert.equal(got.map((t) => t.text).join(''), want.map((w) => w.text).join(''))
+})
+
+test('chat prompt, stop strings, early exit, tokenizer, errors', async () => {
+  const m = getModel()
+  let text = ''
+  for await (const t of m.generate([{ role: 'user', content: 'Name three colors.' }], { maxTokens: 32, seed: 42, temp: 0, stop: ['\n'] })) {
+    text += t.text
+  }
+  assert.ok(text.length > 0 && !text.includes('\n'))
+  let n = 0
+  for await (const _ of m.generate(PROMPT, { maxTokens: 200, seed: 3 })) if (++n === 2) break
+  assert.equal(n, 2)
+  const ids = m.tokenize('Hello world', false)
+  assert.equal(m.detokenize(ids), 'Hello world')
+  assert.throws(() => m.generate(PROMPT, { topP: 2 }), /top_p/)
+  assert.throws(() => m.generate(42), /prompt/)
+})
