@@ -47,12 +47,20 @@ fn replica_process() {
     server.wait().unwrap();
 }
 
-/// Child processes (replicas, nginx) killed when the test ends, passed or not.
-struct Procs(Vec<Child>);
+/// Child processes (replicas, nginx) stopped when the test ends, passed or not.
+struct Procs {
+    replicas: Vec<Child>,
+    nginx: Option<Child>,
+}
 
 impl Drop for Procs {
     fn drop(&mut self) {
-        for c in &mut self.0 {
+        if let Some(mut n) = self.nginx.take() {
+            // SIGTERM: nginx's master stops its workers (SIGKILL would orphan them).
+            let _ = Command::new("kill").arg("-TERM").arg(n.id().to_string()).status();
+            let _ = n.wait();
+        }
+        for c in &mut self.replicas {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -246,11 +254,11 @@ fn two_replicas_behind_nginx() {
     std::fs::create_dir_all(&dir).unwrap();
     let gate = dir.join("load-b");
 
-    let mut procs = Procs(Vec::new());
+    let mut procs = Procs { replicas: Vec::new(), nginx: None };
     let (a, port_a) = start_replica("-");
-    procs.0.push(a);
+    procs.replicas.push(a);
     let (b, port_b) = start_replica(gate.to_str().unwrap());
-    procs.0.push(b);
+    procs.replicas.push(b);
     let port = free_port();
     std::fs::write(dir.join("nginx.conf"), nginx_conf(&dir, port, &[port_a, port_b])).unwrap();
     let proxy = Command::new(&nginx)
@@ -264,7 +272,7 @@ fn two_replicas_behind_nginx() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start nginx");
-    procs.0.push(proxy);
+    procs.nginx = Some(proxy);
     eprintln!("scale-out: started replicas A :{port_a}, B :{port_b} and nginx :{port}");
     wait_until("nginx listens", Duration::from_secs(10), || TcpStream::connect(("127.0.0.1", port)).is_ok());
     wait_until("replica A is ready", Duration::from_secs(120), || health(port_a) == 200);
@@ -321,7 +329,7 @@ fn two_replicas_behind_nginx() {
         started.push(raw);
     }
     eprintln!("scale-out: 4 streams started");
-    let mut a = procs.0.remove(0);
+    let mut a = procs.replicas.remove(0);
     a.kill().unwrap();
     a.wait().unwrap();
     let t0 = Instant::now();
