@@ -183,7 +183,11 @@ impl Generation {
 }
 
 impl Drop for Generation {
+    /// Stops the generation and waits for its thread (one forward pass at most): an
+    /// interpreter that exits while llama.cpp is still decoding can crash.
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
+        let rx = self.rx.get_mut().unwrap_or_else(|e| e.into_inner());
+        while rx.recv().is_ok() {}
     }
 }

@@ -3,6 +3,7 @@ token the same as `nucleus generate`, streamed from a thread with the GIL releas
 
 import json
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -82,3 +83,18 @@ def test_bad_arguments(model):
         model.generate(42)
     with pytest.raises(RuntimeError):
         nucleus.Model(str(REPO / "no-such-model.gguf"))
+
+
+def test_leaving_a_generation_early_then_exiting_is_clean():
+    # Breaking out of the loop drops the generation, which stops the model thread before the
+    # interpreter exits (llama.cpp still decoding at exit can crash the process).
+    code = """
+import nucleus
+m = nucleus.Model("smollm2")
+for i, _ in enumerate(m.generate("Once upon a time", max_tokens=500, seed=1)):
+    if i == 1:
+        break
+"""
+    for _ in range(3):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-2000:]
