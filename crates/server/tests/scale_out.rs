@@ -309,7 +309,7 @@ fn two_replicas_behind_nginx() {
     eprintln!("scale-out: spread {served:?}, seeded answers equal");
     // (c) Kill A with streams in flight on both replicas.
     let stream_body =
-        r#"{"prompt": "Tell a long story:", "max_tokens": 200, "ignore_eos": true, "stream": true, "seed": 3}"#;
+        r#"{"prompt": "Tell a long story:", "max_tokens": 400, "ignore_eos": true, "stream": true, "seed": 3}"#;
     let mut streams = Vec::new();
     for _ in 0..4 {
         let mut r = BufReader::new(open(port, "POST", "/v1/completions", stream_body));
