@@ -22,6 +22,9 @@
 //!   or your own [`Sampler`] as [`Step::Custom`], which can go anywhere in a chain.
 //! * [`SimdLevel`] reports, and can lower, the SIMD backend of the whole-vocabulary kernels.
 
+#![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod batch;
 pub mod candidates;
 pub mod chain;

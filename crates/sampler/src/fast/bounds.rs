@@ -184,6 +184,7 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn grid_sum_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe { grid_sum_impl::<S, true>(x, m, u, has_ninf, sq, mean) }
 }
 
@@ -195,6 +196,7 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn grid_sum_nt_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe { grid_sum_impl::<S, false>(x, m, u, has_ninf, sq, mean) }
 }
 
@@ -207,6 +209,7 @@ unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
     sq: bool,
     mean: f32,
 ) -> Grid {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
         let p = x.as_ptr();

@@ -29,6 +29,7 @@ pub(crate) const BOUND_MUL: f64 = 1.0 + 1.0 / 65536.0;
 #[inline(always)]
 #[allow(clippy::excessive_precision)]
 pub(crate) unsafe fn exp_near<S: Simd>(x: S::V) -> S::V {
+    // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
     unsafe {
         let magic = S::splat(12_582_912.0); // 1.5 * 2^23: adding it rounds to an integer
         let kf = S::fmadd(x, S::splat(std::f32::consts::LOG2_E), magic);
@@ -54,6 +55,7 @@ pub(crate) unsafe fn exp_near<S: Simd>(x: S::V) -> S::V {
 /// upper bound still holds). `x` must not be NaN.
 #[inline(always)]
 pub(crate) unsafe fn exp_bound<S: Simd>(x: S::V) -> S::V {
+    // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
     unsafe {
         let x = S::max(x, S::splat(EXP_CUT));
         let y = S::fmadd(x, S::splat(8_388_608.0 * std::f32::consts::LOG2_E), S::splat(127.0 * 8_388_608.0));

@@ -71,6 +71,7 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn block_scan_t_k<S: Simd>(x: &[f32]) -> (f32, f32, bool) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
         let p = x.as_ptr();
@@ -343,6 +344,9 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn scale_shift_k<S: Simd>(x: &[f32], t: f32, m: f32, out: &mut [f32]) {
+    assert!(out.len() >= x.len());
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; loads and stores cover `i..i + S::N` with `i + S::N <= x.len() <= out.len()`.
     unsafe {
         let (tv, mv) = (S::splat(t), S::splat(m));
         let mut i = 0;

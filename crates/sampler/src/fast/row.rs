@@ -180,6 +180,7 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn block_max_k<S: Simd>(x: &[f32]) -> (f32, bool) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
         let p = x.as_ptr();
@@ -207,6 +208,7 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn block_scan_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
         let p = x.as_ptr();
@@ -251,6 +253,7 @@ unsafe fn collect_block_k<S: Simd>(
     ids: &mut Vec<i32>,
     vals: &mut Vec<f32>,
 ) -> bool {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
         let lv = S::splat(lo);

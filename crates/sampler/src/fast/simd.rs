@@ -148,6 +148,19 @@ pub(crate) fn with_level<R>(level: Level, f: impl FnOnce() -> R) -> Option<R> {
 }
 
 /// Lane-wise `f32` operations (and the few integer ones the kernels need).
+///
+/// # Safety
+///
+/// The kernel contract, which every `unsafe` method here and every `unsafe fn *_k<S: Simd>`
+/// kernel relies on (their SAFETY comments refer to it):
+///
+/// * an implementation's methods run only on a CPU with its instructions (`Avx512`: AVX-512F;
+///   `Avx2`: AVX2 and FMA). [`simd_dispatch`] guarantees it: it calls a kernel's `Avx512` or
+///   `Avx2` instance only when [`Level::active`] says so, and the active level never exceeds
+///   [`Level::supported`] (detected at run time);
+/// * `load` / `store` take pointers valid for `N` consecutive `f32` reads / writes; kernels
+///   form them as `slice.as_ptr().add(i)` with `i + N <= slice.len()` and finish the tail lane
+///   by lane.
 pub(crate) trait Simd {
     /// Lanes per vector.
     const N: usize;
@@ -225,10 +238,12 @@ impl Simd for Scalar {
 
     #[inline(always)]
     unsafe fn load(p: *const f32) -> f32 {
+        // SAFETY: the caller passes a pointer valid for reading one f32 (the `Simd::load` contract).
         unsafe { *p }
     }
     #[inline(always)]
     unsafe fn store(p: *mut f32, v: f32) {
+        // SAFETY: the caller passes a pointer valid for writing one f32 (the `Simd::store` contract).
         unsafe { *p = v }
     }
     #[inline(always)]
@@ -355,6 +370,7 @@ impl Simd for Scalar {
     #[inline(always)]
     unsafe fn keep_scale2(m: bool, v: f32, k: f32) -> f32 {
         if m {
+            // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
             unsafe { Self::add_exponent(v, k) }
         } else {
             0.0
@@ -401,6 +417,7 @@ impl<S: Simd> MaxScan<S> {
     /// Nothing seen: maxima `-inf`, no lane flagged.
     #[inline(always)]
     pub(crate) unsafe fn new() -> Self {
+        // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
         unsafe {
             MaxScan {
                 m0: S::splat(f32::NEG_INFINITY),
@@ -414,6 +431,7 @@ impl<S: Simd> MaxScan<S> {
     /// Folds in the next pair of vectors, `a` then `b`.
     #[inline(always)]
     pub(crate) unsafe fn push(&mut self, a: S::V, b: S::V) {
+        // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
         unsafe {
             self.bad = flag_nan_inf::<S>(self.bad, a, b, self.inf);
             self.m0 = S::max(self.m0, a);
@@ -424,6 +442,7 @@ impl<S: Simd> MaxScan<S> {
     /// The lane-wise maximum, `max(m0, m1)`.
     #[inline(always)]
     pub(crate) unsafe fn lanes_max(&self) -> S::V {
+        // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
         unsafe { S::max(self.m0, self.m1) }
     }
 
@@ -436,6 +455,7 @@ impl<S: Simd> MaxScan<S> {
     /// (maximum, whether any lane held NaN or `+inf`).
     #[inline(always)]
     pub(crate) unsafe fn finish(&self) -> (f32, bool) {
+        // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
         unsafe { (S::hmax(self.lanes_max()), S::any(self.bad)) }
     }
 }
@@ -444,6 +464,7 @@ impl<S: Simd> MaxScan<S> {
 /// test is `!(v < inf)`, which NaN passes, never `v >= inf` or `v == inf`.
 #[inline(always)]
 pub(crate) unsafe fn flag_nan_inf<S: Simd>(bad: S::M, a: S::V, b: S::V, inf: S::V) -> S::M {
+    // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
     unsafe { S::or_m(bad, S::or_m(S::nlt(a, inf), S::nlt(b, inf))) }
 }
 
@@ -488,10 +509,12 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn load(p: *const f32) -> __m512 {
+            // SAFETY: the caller passes a pointer valid for reading 16 f32 on a CPU with AVX-512F (the `Simd::load` contract).
             unsafe { _mm512_loadu_ps(p) }
         }
         #[inline(always)]
         unsafe fn store(p: *mut f32, v: __m512) {
+            // SAFETY: the caller passes a pointer valid for writing 16 f32 on a CPU with AVX-512F (the `Simd::store` contract).
             unsafe { _mm512_storeu_ps(p, v) }
         }
         #[inline(always)]
@@ -586,6 +609,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn hsum_f64(v: __m512) -> f64 {
             let mut a = [0f32; 16];
+            // SAFETY: `a` holds 16 f32, what the unaligned store writes; AVX-512F is available (kernel contract).
             unsafe { _mm512_storeu_ps(a.as_mut_ptr(), v) };
             a.iter().map(|&x| x as f64).sum()
         }
@@ -616,6 +640,7 @@ mod x86 {
             );
             // Compress in registers and store whole vectors (the memory form of the compress
             // instructions is very slow on some CPUs); the spare lanes are overwritten later.
+            // SAFETY: both vectors reserved 16 spare elements above, so each 16-lane store stays inside their capacity; the first `k` stored lanes are the compressed ones, so `set_len(len + k)` exposes only written values. AVX-512F is available (kernel contract).
             unsafe {
                 let (li, lv) = (ids.len(), vals.len());
                 _mm512_storeu_si512(ids.as_mut_ptr().add(li) as *mut _, _mm512_maskz_compress_epi32(m, idv));
@@ -638,6 +663,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn dsum(d: Self::D) -> f64 {
             let mut a = [0f64; 16];
+            // SAFETY: `a` holds 16 f64, what the two 8-lane stores write; AVX-512F is available (kernel contract).
             unsafe {
                 _mm512_storeu_pd(a.as_mut_ptr(), d.0);
                 _mm512_storeu_pd(a.as_mut_ptr().add(8), d.1);
@@ -653,10 +679,12 @@ mod x86 {
 
         #[inline(always)]
         unsafe fn load(p: *const f32) -> __m256 {
+            // SAFETY: the caller passes a pointer valid for reading 8 f32 on a CPU with AVX2 (the `Simd::load` contract).
             unsafe { _mm256_loadu_ps(p) }
         }
         #[inline(always)]
         unsafe fn store(p: *mut f32, v: __m256) {
+            // SAFETY: the caller passes a pointer valid for writing 8 f32 on a CPU with AVX2 (the `Simd::store` contract).
             unsafe { _mm256_storeu_ps(p, v) }
         }
         #[inline(always)]
@@ -751,6 +779,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn hsum_f64(v: __m256) -> f64 {
             let mut a = [0f32; 8];
+            // SAFETY: `a` holds 8 f32, what the unaligned store writes; AVX2 is available (kernel contract).
             unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
             a.iter().map(|&x| x as f64).sum()
         }
@@ -763,11 +792,13 @@ mod x86 {
         #[inline(always)]
         unsafe fn hmax(v: __m256) -> f32 {
             let mut a = [0f32; 8];
+            // SAFETY: `a` holds 8 f32, what the unaligned store writes; AVX2 is available (kernel contract).
             unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
             a.iter().fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m })
         }
         #[inline(always)]
         unsafe fn keep_scale2(m: __m256, v: __m256, k: __m256) -> __m256 {
+            // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
             unsafe { Self::keep(m, Self::add_exponent(v, Self::select(m, k, _mm256_setzero_ps()))) }
         }
         #[inline(always)]
@@ -779,6 +810,7 @@ mod x86 {
             let bits = _mm256_movemask_ps(m) as u32;
             if bits != 0 {
                 let mut a = [0f32; 8];
+                // SAFETY: `a` holds 8 f32, what the unaligned store writes; AVX2 is available (kernel contract).
                 unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
                 for (j, &x) in a.iter().enumerate() {
                     if bits & (1 << j) != 0 {
@@ -802,6 +834,7 @@ mod x86 {
         #[inline(always)]
         unsafe fn dsum(d: Self::D) -> f64 {
             let mut a = [0f64; 8];
+            // SAFETY: `a` holds 8 f64, what the two 4-lane stores write; AVX2 is available (kernel contract).
             unsafe {
                 _mm256_storeu_pd(a.as_mut_ptr(), d.0);
                 _mm256_storeu_pd(a.as_mut_ptr().add(4), d.1);

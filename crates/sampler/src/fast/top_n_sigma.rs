@@ -68,6 +68,7 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn block_stats_k<S: Simd>(x: &[f32], cr: f32) -> Stats {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
         let p = x.as_ptr();

@@ -47,6 +47,7 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn block_near_min_k<S: Simd>(x: &[f32], m: f32, c: f32) -> (f64, f64) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
         let p = x.as_ptr();

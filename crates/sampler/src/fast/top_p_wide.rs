@@ -253,7 +253,7 @@ fn radix_sort(v: &mut Vec<u32>, tmp: &mut Vec<u32>, cnt: &mut Vec<usize>) {
     for pass in 0..3 {
         let shift = BITS * pass as u32;
         let c = &mut cnt[pass * R..(pass + 1) * R];
-        if c.iter().any(|&n| n == v.len()) {
+        if c.contains(&v.len()) {
             continue;
         }
         let mut off = 0;
