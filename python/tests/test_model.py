@@ -2,6 +2,8 @@
 token the same as `nucleus generate`, streamed from a thread with the GIL released."""
 
 import json
+import os
+import pathlib
 import subprocess
 import sys
 import threading
@@ -29,9 +31,10 @@ def test_tokenize_detokenize(model):
 
 def test_same_tokens_as_nucleus_generate(model):
     got = list(model.generate(PROMPT, max_tokens=16, seed=42))
-    cli = REPO / "target" / "release" / "nucleus"
-    if not cli.exists():
-        pytest.skip("target/release/nucleus is built by `cargo test --workspace --release`")
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    cli = target / "release" / "nucleus"
+    # The README's test command runs `cargo test --workspace --release` first, which builds it.
+    assert cli.exists(), f"{cli} is missing: run `cargo build --release -p nucleus` first"
     out = subprocess.run(
         [str(cli), "generate", "-p", PROMPT, "-n", "16", "--seed", "42", "-t", "1", "--json"],
         capture_output=True, text=True, check=True,
