@@ -58,6 +58,8 @@ pub enum Shape {
     Confident,
     /// High entropy: many tokens of similar likelihood, with a long tail.
     Flat,
+    /// Logits a real model produced while generating text (recorded at bench time).
+    Real,
 }
 
 impl Shape {
@@ -66,11 +68,13 @@ impl Shape {
         match self {
             Shape::Confident => "confident",
             Shape::Flat => "flat",
+            Shape::Real => "real",
         }
     }
 }
 
-/// Deterministic logits of the given shape (a fixed generator, so runs are comparable).
+/// Deterministic logits of the given shape (a fixed generator, so runs are comparable). `Real`
+/// rows come from a model, not from here: asking for one gives the flat shape.
 pub fn logits(n: usize, shape: Shape, seed: u64) -> Vec<f32> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut unif = move || {
@@ -96,7 +100,7 @@ pub fn logits(n: usize, shape: Shape, seed: u64) -> Vec<f32> {
             let top = n / 3;
             v[top] += 25.0;
         }
-        Shape::Flat => {
+        Shape::Flat | Shape::Real => {
             // Long-tailed and flat: most tokens within a few nats of each other.
             for l in v.iter_mut() {
                 *l = 0.8 * *l - (*l * *l * 0.05);
@@ -119,10 +123,14 @@ pub struct Row {
     pub nucleus_us_median: f64,
     /// Nucleus 90th percentile µs per token.
     pub nucleus_us_p90: f64,
+    /// Nucleus 99th percentile µs per token.
+    pub nucleus_us_p99: f64,
     /// llama.cpp median µs per token (including filling its array).
     pub llama_us_median: f64,
     /// llama.cpp 90th percentile µs per token.
     pub llama_us_p90: f64,
+    /// llama.cpp 99th percentile µs per token.
+    pub llama_us_p99: f64,
 }
 
 impl Row {
@@ -179,8 +187,63 @@ pub fn measure(chain: &'static str, params: &SamplingParams, row: &[f32], shape:
         shape,
         nucleus_us_median: quantile(&mut a, 0.5),
         nucleus_us_p90: quantile(&mut a, 0.9),
+        nucleus_us_p99: quantile(&mut a, 0.99),
         llama_us_median: quantile(&mut b, 0.5),
         llama_us_p90: quantile(&mut b, 0.9),
+        llama_us_p99: quantile(&mut b, 0.99),
+    }
+}
+
+/// Measures one chain on recorded rows (each the logits of one position of a real
+/// generation, all of one vocabulary size): `reps` passes over every row, one nucleus step and
+/// one llama.cpp step per row. Before each side's step the row is read once, untimed, so both
+/// start from the same cache state (a row the model has just written), and neither pays for
+/// the other's evictions. Both sides accept their own chosen token each step, after the same
+/// 64-token history.
+pub fn measure_rows(chain: &'static str, params: &SamplingParams, rows: &[Vec<f32>], reps: usize) -> Row {
+    let n = rows.first().map_or(0, Vec::len);
+    assert!(n > 0 && rows.iter().all(|r| r.len() == n), "recorded rows share one non-zero vocabulary size");
+    let mut ours = TokenSampler::new(params.build(n, None).expect("benchmark params are valid"));
+    let mut theirs = llama_chain(params, n);
+    let mut cands = LlamaCandidates::new();
+    for t in 0..64 {
+        let tok = ((t * 7919) % n) as i32;
+        ours.accept(tok);
+        theirs.accept(tok);
+    }
+    let touch = |row: &[f32]| std::hint::black_box(row.iter().fold(0.0f32, |a, &x| a + x));
+    let (mut a, mut b) = (Vec::with_capacity(rows.len() * reps), Vec::with_capacity(rows.len() * reps));
+    for rep in 0..reps + 1 {
+        for row in rows {
+            touch(row);
+            let t0 = Instant::now();
+            let tok = ours.sample(row.as_slice()).expect("valid logits");
+            let ta = t0.elapsed().as_secs_f64() * 1e6;
+            std::hint::black_box(tok);
+            touch(row);
+            let t0 = Instant::now();
+            cands.fill(row);
+            theirs.apply(&mut cands);
+            let sel = cands.selected().expect("llama.cpp selected a token");
+            theirs.accept(cands.as_slice()[sel].id);
+            let tb = t0.elapsed().as_secs_f64() * 1e6;
+            // The first pass warms buffers and caches and is not measured.
+            if rep > 0 {
+                a.push(ta);
+                b.push(tb);
+            }
+        }
+    }
+    Row {
+        chain,
+        vocab: n,
+        shape: Shape::Real,
+        nucleus_us_median: quantile(&mut a, 0.5),
+        nucleus_us_p90: quantile(&mut a, 0.9),
+        nucleus_us_p99: quantile(&mut a, 0.99),
+        llama_us_median: quantile(&mut b, 0.5),
+        llama_us_p90: quantile(&mut b, 0.9),
+        llama_us_p99: quantile(&mut b, 0.99),
     }
 }
 

@@ -1,9 +1,12 @@
 //! `nucleus bench`: nucleus-sampler against llama.cpp on the same logits, side by side in one
-//! process, single thread; prints per-token median / p90 microseconds and the ratio.
+//! process, single thread; prints per-token median / p90 / p99 microseconds and the ratio, on
+//! synthetic rows (`confident`, `flat`) and on logits recorded from real models (`real`).
 
 use clap::Args;
-use nucleus_parity::bench::{batch_rows_per_sec, chains, logits, measure, read_floor_us, Row, Shape};
+use nucleus_parity::bench::{batch_rows_per_sec, chains, logits, measure, measure_rows, read_floor_us, Row, Shape};
 use serde_json::json;
+
+use super::bench_real::record;
 
 /// Arguments of `nucleus bench`.
 #[derive(Args, Debug)]
@@ -17,6 +20,16 @@ pub struct BenchArgs {
     /// Measured steps per row and side
     #[arg(long, default_value_t = 60)]
     pub iters: usize,
+    /// Logits shapes to measure: `confident` and `flat` (synthetic, one row per --vocab size) and
+    /// `real` (rows recorded from the --models while they generate a chat answer and prose)
+    #[arg(long, value_delimiter = ',', default_values_t = ["confident", "flat"].map(String::from).to_vec())]
+    pub shapes: Vec<String>,
+    /// Positions recorded per text (chat answer, prose) and model for the `real` shape
+    #[arg(long, default_value_t = 64)]
+    pub real_positions: usize,
+    /// Passes over the recorded rows per chain for the `real` shape (each pass steps once per row)
+    #[arg(long, default_value_t = 2)]
+    pub real_reps: usize,
     /// Print the table as one JSON object
     #[arg(long)]
     pub json: bool,
@@ -30,7 +43,8 @@ pub struct BenchArgs {
     /// real model vocabularies, along the JSON Schema instances in --schemas
     #[arg(long)]
     pub grammar: bool,
-    /// Models whose vocabularies the grammar benchmark uses (catalog names or .gguf paths)
+    /// Models whose vocabularies the grammar benchmark uses, and whose logits the `real` shape
+    /// records (catalog names or .gguf paths)
     #[arg(long, value_delimiter = ',', default_values_t = ["smollm2", "gemma3"].map(String::from).to_vec())]
     pub models: Vec<String>,
     /// Folder of JSONSchemaBench-style files for the grammar benchmark (default: the repository's
@@ -64,36 +78,77 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             return Err(format!("unknown chain `{c}` (expected a to i)"));
         }
     }
-    let mut rows: Vec<Row> = Vec::new();
+    let mut synthetic = Vec::new();
+    let mut real = false;
+    for s in &args.shapes {
+        match s.as_str() {
+            "confident" => synthetic.push(Shape::Confident),
+            "flat" => synthetic.push(Shape::Flat),
+            "real" => real = true,
+            _ => return Err(format!("unknown shape `{s}` (expected confident, flat or real)")),
+        }
+    }
+    if real && (args.real_positions == 0 || args.real_reps == 0) {
+        return Err("--real-positions and --real-reps must be at least 1".into());
+    }
+    let selected: Vec<_> = all.iter().filter(|(l, _, _)| args.chains.iter().any(|c| c == l)).collect();
+    // (row, model name for real rows)
+    let mut rows: Vec<(Row, Option<String>)> = Vec::new();
     let mut floors = serde_json::Map::new();
     if !args.json {
         println!(
-            "{:<5} {:>7} {:<10} {:>11} {:>11} {:>11} {:>11} {:>8}",
-            "chain", "vocab", "shape", "nucleus_med", "nucleus_p90", "llama_med", "llama_p90", "ratio"
+            "{:<5} {:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "chain",
+            "vocab",
+            "shape",
+            "nucl_med",
+            "nucl_p90",
+            "nucl_p99",
+            "llama_med",
+            "llama_p90",
+            "llama_p99",
+            "ratio"
         );
     }
+    let print = |r: &Row, model: Option<&str>| {
+        if !args.json {
+            println!(
+                "{:<5} {:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>7.1}x{}",
+                r.chain,
+                r.vocab,
+                r.shape.name(),
+                r.nucleus_us_median,
+                r.nucleus_us_p90,
+                r.nucleus_us_p99,
+                r.llama_us_median,
+                r.llama_us_p90,
+                r.llama_us_p99,
+                r.ratio(),
+                model.map(|m| format!("  ({m})")).unwrap_or_default()
+            );
+        }
+    };
     for &v in &args.vocab {
-        for shape in [Shape::Confident, Shape::Flat] {
+        for &shape in &synthetic {
             let row = logits(v, shape, v as u64 + shape as u64);
-            if shape == Shape::Confident {
+            if !floors.contains_key(&v.to_string()) {
                 floors.insert(v.to_string(), json!(round2(read_floor_us(&row))));
             }
-            for (letter, _, params) in all.iter().filter(|(l, _, _)| args.chains.iter().any(|c| c == l)) {
+            for (letter, _, params) in &selected {
                 let r = measure(letter, params, &row, shape, args.iters);
-                if !args.json {
-                    println!(
-                        "{:<5} {:>7} {:<10} {:>11.1} {:>11.1} {:>11.1} {:>11.1} {:>7.1}x",
-                        r.chain,
-                        r.vocab,
-                        r.shape.name(),
-                        r.nucleus_us_median,
-                        r.nucleus_us_p90,
-                        r.llama_us_median,
-                        r.llama_us_p90,
-                        r.ratio()
-                    );
-                }
-                rows.push(r);
+                print(&r, None);
+                rows.push((r, None));
+            }
+        }
+    }
+    if real {
+        for spec in &args.models {
+            let rec = record(spec, args.real_positions)?;
+            floors.entry(rec.n_vocab.to_string()).or_insert_with(|| json!(round2(read_floor_us(&rec.rows[0]))));
+            for (letter, _, params) in &selected {
+                let r = measure_rows(letter, params, &rec.rows, args.real_reps);
+                print(&r, Some(&rec.model));
+                rows.push((r, Some(rec.model.clone())));
             }
         }
     }
@@ -113,13 +168,21 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if args.json {
         let rows: Vec<_> = rows
             .iter()
-            .map(|r| {
-                json!({
+            .map(|(r, model)| {
+                let mut o = json!({
                     "chain": r.chain, "vocab": r.vocab, "shape": r.shape.name(),
                     "nucleus_us_median": round2(r.nucleus_us_median), "nucleus_us_p90": round2(r.nucleus_us_p90),
+                    "nucleus_us_p99": round2(r.nucleus_us_p99),
                     "llama_us_median": round2(r.llama_us_median), "llama_us_p90": round2(r.llama_us_p90),
+                    "llama_us_p99": round2(r.llama_us_p99),
                     "ratio": round2(r.ratio()),
-                })
+                });
+                if let Some(m) = model {
+                    o["model"] = json!(m);
+                    o["n_vocab"] = json!(r.vocab);
+                    o["positions"] = json!(2 * args.real_positions);
+                }
+                o
             })
             .collect();
         let mut o = json!({ "rows": rows, "floor_us": floors });

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_grammar;
+pub mod bench_real;
 pub mod generate;
 pub mod grammar;
 pub mod pull;
