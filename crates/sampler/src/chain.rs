@@ -66,10 +66,27 @@ impl Chain {
         &mut self.samplers
     }
 
+    /// Runs the members in order like [`Sampler::apply`], and after each one pushes onto
+    /// `counts` how many candidates it left (those with a logit above `-inf`): what a
+    /// step-by-step view shows of each sampler's effect. `counts` is cleared first.
+    pub fn apply_counting(&mut self, c: &mut Candidates, counts: &mut Vec<usize>) {
+        counts.clear();
+        for s in &mut self.samplers {
+            s.apply(c);
+            counts.push(live_candidates(c));
+        }
+    }
+
     /// The members' names joined as llama.cpp prints a chain (`top-k -> top-p -> dist`).
     pub fn describe(&self) -> String {
         self.samplers.iter().map(|s| s.name()).collect::<Vec<_>>().join(" -> ")
     }
+}
+
+/// Candidates whose logit is above `-inf` (masked and banned tokens are `-inf`; truncating
+/// samplers shrink the array instead).
+pub fn live_candidates(c: &Candidates) -> usize {
+    c.as_slice().iter().filter(|d| d.logit > f32::NEG_INFINITY).count()
 }
 
 impl Sampler for Chain {

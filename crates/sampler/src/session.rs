@@ -460,6 +460,29 @@ impl TokenSampler {
         self.selected()
     }
 
+    /// [`TokenSampler::apply_steered`] that also reports each sampler's effect: `counts` gets
+    /// the number of live candidates (logit above `-inf`) after `steer`, then after each chain
+    /// member in order (see [`Chain::apply_counting`]). It always runs the full path, so the
+    /// token and random streams are those of [`TokenSampler::apply`] (the fast paths are exact)
+    /// and [`TokenSampler::candidates`] is complete afterwards. Costs a pass over the
+    /// candidates per member: meant for inspection (the server's `trace_steps`), not for speed.
+    pub fn apply_traced<'a>(
+        &mut self,
+        logits: impl Into<Logits<'a>>,
+        steer: impl FnOnce(&mut Candidates),
+        counts: &mut Vec<usize>,
+    ) -> Result<Token, SampleError> {
+        let logits = logits.into();
+        self.fast.deferred = None;
+        check_logits(logits)?;
+        self.cands.fill(logits);
+        steer(&mut self.cands);
+        let before = crate::chain::live_candidates(&self.cands);
+        self.chain.apply_counting(&mut self.cands, counts);
+        counts.insert(0, before);
+        self.selected()
+    }
+
     /// Feeds a committed token (a prompt token, or a generated one) into the chain's history.
     pub fn accept(&mut self, token: Token) {
         self.chain.accept(token);
