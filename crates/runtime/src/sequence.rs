@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use nucleus_grammar::continuations::TrieConstraint;
 use nucleus_grammar::GrammarSampler;
 use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution, TokenProb};
-use nucleus_sampler::{Logits, SamplingParams, Token, TokenSampler};
+use nucleus_sampler::{Candidates, Logits, SamplingParams, Token, TokenSampler};
 
 use crate::error::{Result, RuntimeError};
 use crate::model::{Model, Tokenizer};
+use crate::step_report::{self, StepSink, StepTrace};
 use crate::stop::StopMatcher;
 use crate::utf8::Utf8Stream;
 
@@ -114,6 +115,12 @@ pub struct Sequence {
     grammar: Option<GrammarSampler>,
     /// Token-trie constraint and whether it is greedy, if any ([`Sequence::set_token_trie`]).
     trie: Option<(TrieConstraint, bool)>,
+    /// Step reports: top-n and where they go ([`Sequence::set_step_report`]).
+    report: Option<(usize, StepSink)>,
+    /// What the last sampling step recorded for its report.
+    trace: StepTrace,
+    /// Candidates for counting what the grammar allows (step reports only).
+    mask_scratch: Candidates,
 }
 
 impl Sequence {
@@ -145,6 +152,9 @@ impl Sequence {
             banned,
             grammar: None,
             trie: None,
+            report: None,
+            trace: StepTrace::default(),
+            mask_scratch: Candidates::new(),
         })
     }
 
@@ -163,6 +173,13 @@ impl Sequence {
     /// sequence ends when a leaf with no longer continuation is complete.
     pub fn set_token_trie(&mut self, trie: TrieConstraint, greedy: bool) {
         self.trie = Some((trie, greedy));
+    }
+
+    /// Reports every step to `sink` (see [`crate::step_report`]) with the top `n` of both
+    /// distributions. Tokens do not change: sampling takes the chain's full path, which gives
+    /// the fast paths' tokens, and costs a few passes over the vocabulary per token more.
+    pub fn set_step_report(&mut self, n: usize, sink: StepSink) {
+        self.report = Some((n, sink));
     }
 
     /// The settings this sequence was made with.
@@ -185,6 +202,9 @@ impl Sequence {
         let t0 = Instant::now();
         let token = self.sample(logits)?;
         self.sample_time += t0.elapsed();
+        if let Some((n, sink)) = self.report.as_mut() {
+            sink(step_report::build(logits, token, &self.sampler, &self.trace, *n));
+        }
         let index = self.generated.len();
         self.generated.push(token);
 
@@ -254,25 +274,47 @@ impl Sequence {
                 }
             }
         };
+        let tracing = self.report.is_some();
+        self.trace.clear();
         if let Some((trie, greedy)) = self.trie.as_mut().filter(|(t, _)| !t.is_finished()) {
-            return sample_in_trie(&mut self.sampler, trie, *greedy, logits);
+            let trace = tracing.then_some(&mut self.trace);
+            return sample_in_trie(&mut self.sampler, trie, *greedy, logits, trace);
         }
         let Some(g) = self.grammar.as_mut().filter(|g| g.is_active()) else {
+            if tracing {
+                self.trace.sampled = true;
+                let token = self.sampler.apply_traced(logits, ban, &mut self.trace.counts)?;
+                self.sampler.accept(token);
+                return Ok(token);
+            }
             return Ok(if banned.is_empty() {
                 self.sampler.sample(logits)?
             } else {
                 self.sampler.sample_steered(logits, ban)?
             });
         };
-        let first =
-            if banned.is_empty() { self.sampler.apply(logits)? } else { self.sampler.apply_steered(logits, ban)? };
+        let first = if tracing {
+            self.trace.sampled = true;
+            self.trace.allowed = Some(count_allowed(g, logits, &mut self.mask_scratch));
+            self.sampler.apply_traced(logits, ban, &mut self.trace.counts)?
+        } else if banned.is_empty() {
+            self.sampler.apply(logits)?
+        } else {
+            self.sampler.apply_steered(logits, ban)?
+        };
         let token = if g.is_allowed(first) {
             first
         } else {
-            self.sampler.apply_steered(logits, |c| {
+            let steer = |c: &mut Candidates| {
                 ban(c);
                 nucleus_sampler::Sampler::apply(g, c);
-            })?
+            };
+            if tracing {
+                self.trace.resampled = true;
+                self.sampler.apply_traced(logits, steer, &mut self.trace.counts)?
+            } else {
+                self.sampler.apply_steered(logits, steer)?
+            }
         };
         g.try_accept(token).map_err(|e| RuntimeError::GrammarDeadEnd(e.to_string()))?;
         self.sampler.accept(token);
@@ -316,15 +358,27 @@ impl Sequence {
     }
 }
 
+/// How many tokens the grammar allows next: its mask applied to a full candidate set.
+fn count_allowed(g: &mut GrammarSampler, logits: &[f32], scratch: &mut Candidates) -> usize {
+    scratch.fill_f32(logits);
+    nucleus_sampler::Sampler::apply(g, scratch);
+    nucleus_sampler::chain::live_candidates(scratch)
+}
+
 /// The next token inside a token trie: the forced one without sampling, the most likely allowed
 /// one in greedy mode, else the chain over the allowed tokens. The trie and the sampler's
-/// history both take the token.
+/// history both take the token. With `trace`, records the step for its report.
 fn sample_in_trie(
     sampler: &mut TokenSampler,
     trie: &mut TrieConstraint,
     greedy: bool,
     logits: &[f32],
+    trace: Option<&mut StepTrace>,
 ) -> Result<Token> {
+    let mut trace = trace;
+    if let Some(t) = trace.as_deref_mut() {
+        t.allowed = Some(trie.allowed().count());
+    }
     let token = if let Some(&t) = trie.forced().first() {
         t
     } else if greedy {
@@ -339,13 +393,22 @@ fn sample_in_trie(
     } else {
         let allowed: Vec<Token> = trie.allowed().collect();
         return {
-            let t = sampler.sample_steered(logits, |c| {
+            let steer = |c: &mut Candidates| {
                 for d in c.as_mut_slice() {
                     if !allowed.contains(&d.id) {
                         d.logit = f32::NEG_INFINITY;
                     }
                 }
-            })?;
+            };
+            let t = match trace {
+                Some(tr) => {
+                    tr.sampled = true;
+                    let t = sampler.apply_traced(logits, steer, &mut tr.counts)?;
+                    sampler.accept(t);
+                    t
+                }
+                None => sampler.sample_steered(logits, steer)?,
+            };
             trie.advance(t).map_err(|e| RuntimeError::GrammarDeadEnd(e.to_string()))?;
             Ok(t)
         };
