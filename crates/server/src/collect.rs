@@ -8,8 +8,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::engine::{Event, TokenOut};
 use crate::errors::ApiError;
 use crate::openai_types::{
-    json_response, AssistantMessage, ChatChoice, ChatLogprobs, FunctionCall, LegacyLogprobs, TextChoice, ToolCall,
-    Usage,
+    json_response, AssistantMessage, ChatChoice, ChatLogprobs, FunctionCall, LegacyLogprobs, StepEntry, TextChoice,
+    ToolCall, Usage,
 };
 use crate::render::{finish_reason, ResponseMeta};
 use crate::request::Endpoint;
@@ -22,6 +22,8 @@ struct Choice {
     prompt_scores: Vec<TokenOut>,
     tokens: Vec<TokenOut>,
     finish: Option<&'static str>,
+    /// With `trace_steps`: each token's step.
+    steps: Vec<StepEntry>,
 }
 
 /// The error for an engine failure event.
@@ -75,6 +77,9 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
             Some(Event::PromptToken { choice, token }) => choices[choice].prompt_scores.push(token),
             Some(Event::Token { choice, token }) => {
                 let c = &mut choices[choice];
+                if let Some(e) = meta.steps.as_ref().and_then(|q| q.entry(choice, &token, &meta.renderer)) {
+                    c.steps.push(e);
+                }
                 c.text.push_str(&token.text);
                 if meta.logprobs {
                     c.tokens.push(token);
@@ -123,6 +128,7 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
                                 tool_calls,
                             },
                             finish_reason,
+                            steps: meta.steps.is_some().then_some(c.steps),
                         }
                     })
                     .collect::<Vec<ChatChoice>>(),
@@ -150,6 +156,7 @@ pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Re
                             text: echo + &c.text,
                             logprobs,
                             finish_reason: Some(c.finish.unwrap_or("stop")),
+                            steps: meta.steps.is_some().then_some(c.steps),
                         }
                     })
                     .collect::<Vec<TextChoice>>(),

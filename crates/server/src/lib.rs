@@ -43,6 +43,7 @@ pub mod routes;
 pub mod sampling_fields;
 pub mod shutdown;
 pub mod state;
+pub mod step_trace;
 pub mod streaming;
 pub mod tools;
 

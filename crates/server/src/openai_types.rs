@@ -117,6 +117,65 @@ pub struct ChatLogprobs {
     pub refusal: Option<Vec<LogprobEntry>>,
 }
 
+/// A candidate in a [`StepEntry`]: a token and its probability in one distribution.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StepCandidate {
+    /// Token id.
+    pub id: i32,
+    /// Its text (lossy UTF-8).
+    pub token: String,
+    /// Probability in `[0, 1]`.
+    pub p: f32,
+}
+
+/// A sampler of the chain and the candidates it left, in a [`StepEntry`].
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ChainCount {
+    /// The sampler's name as llama.cpp prints it (`top-k`, `min-p`, `dist`, ...).
+    pub sampler: String,
+    /// Candidates with a logit above `-inf` after it.
+    pub candidates: usize,
+}
+
+/// One generated token's sampling step (Nucleus extension, asked for with `trace_steps`):
+/// `choices[].steps` holds one per token, in order, in the same chunk as its text.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StepEntry {
+    /// Token id.
+    pub id: i32,
+    /// Its text (lossy UTF-8; a piece of a character shows as U+FFFD).
+    pub token: String,
+    /// Its exact bytes.
+    pub bytes: Vec<u8>,
+    /// An end-of-generation or stop token (no text of its own).
+    pub end: bool,
+    /// Its probability under the model's raw softmax.
+    pub p: f32,
+    /// Its probability in the distribution it was drawn from (after the chain).
+    pub post_p: f32,
+    /// Entropy of the raw softmax, nats.
+    pub entropy: f64,
+    /// Entropy of the post-chain distribution, nats.
+    pub post_entropy: f64,
+    /// Surprisal of the token under the raw softmax, bits (`-log2 p`).
+    pub surprisal: f32,
+    /// Top candidates of the raw softmax, best first.
+    pub raw_top: Vec<StepCandidate>,
+    /// Top candidates after the chain (what was sampled from), best first.
+    pub post_top: Vec<StepCandidate>,
+    /// Live candidates entering the chain (after bans and the constraint's mask).
+    pub candidates_in: usize,
+    /// Each sampler of the chain and the candidates it left, in order.
+    pub chain: Vec<ChainCount>,
+    /// With a grammar, JSON schema or token trie: tokens it allowed at this step.
+    pub allowed: Option<usize>,
+    /// False when the token was taken without a sampling step (a forced or greedy trie step).
+    pub sampled: bool,
+    /// The grammar refused the chain's first pick and the chain ran again on the masked
+    /// candidates; `chain` and `post_top` are that run's.
+    pub resampled: bool,
+}
+
 /// `choices[].message` of a chat completion.
 #[derive(Clone, Debug, Serialize)]
 pub struct AssistantMessage {
@@ -191,6 +250,9 @@ pub struct ChatChoice {
     pub logprobs: Option<ChatLogprobs>,
     /// `stop`, `length` or `tool_calls`.
     pub finish_reason: &'static str,
+    /// Each token's sampling step, with `trace_steps` (Nucleus extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepEntry>>,
 }
 
 /// `delta` of a chat chunk.
@@ -218,6 +280,9 @@ pub struct ChunkChoice {
     pub logprobs: Option<ChatLogprobs>,
     /// Set in the choice's last chunk.
     pub finish_reason: Option<&'static str>,
+    /// The sampling steps of the tokens in this chunk, with `trace_steps` (Nucleus extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepEntry>>,
 }
 
 /// Legacy (completions) log-probabilities: parallel arrays.
@@ -259,6 +324,9 @@ pub struct TextChoice {
     pub logprobs: Option<LegacyLogprobs>,
     /// `stop` or `length`; null in stream chunks before the last.
     pub finish_reason: Option<&'static str>,
+    /// The sampling steps of its tokens, with `trace_steps` (Nucleus extension).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepEntry>>,
 }
 
 /// The body every completion response and stream chunk shares; only the choices and the
@@ -386,6 +454,7 @@ mod tests {
                 },
                 logprobs: Some(logprobs()),
                 finish_reason: "stop",
+                steps: None,
             }],
             usage: Usage::new(3, 4),
         };
@@ -429,12 +498,14 @@ mod tests {
                         delta: Delta { role: Some("assistant"), content: None, tool_calls: None },
                         logprobs: None,
                         finish_reason: None,
+                        steps: None,
                     },
                     ChunkChoice {
                         index: 2,
                         delta: Delta { role: None, content: Some("x".into()), tool_calls: None },
                         logprobs: Some(logprobs()),
                         finish_reason: Some("length"),
+                        steps: None,
                     },
                 ],
                 usage,
@@ -447,8 +518,14 @@ mod tests {
                 model: "m".into(),
                 system_fingerprint: "fp".into(),
                 choices: vec![
-                    TextChoice { index: 0, text: "t".into(), logprobs: Some(legacy()), finish_reason: Some("stop") },
-                    TextChoice { index: 1, text: String::new(), logprobs: None, finish_reason: None },
+                    TextChoice {
+                        index: 0,
+                        text: "t".into(),
+                        logprobs: Some(legacy()),
+                        finish_reason: Some("stop"),
+                        steps: None,
+                    },
+                    TextChoice { index: 1, text: String::new(), logprobs: None, finish_reason: None, steps: None },
                 ],
                 usage,
             };

@@ -116,6 +116,8 @@ pub struct ResponseMeta {
     pub renderer: Renderer,
     /// With tools in use: answers are read for calls in this format.
     pub tool_format: Option<crate::tools::ToolFormat>,
+    /// With `trace_steps`: each token's sampling step ([`crate::step_trace`]).
+    pub steps: Option<crate::step_trace::StepQueues>,
 }
 
 impl ResponseMeta {

@@ -19,7 +19,7 @@ use tokio_stream::Stream;
 use crate::collect::failure;
 use crate::engine::{Event, TokenOut};
 use crate::openai_types::{
-    ChatChunk, ChatLogprobs, ChunkChoice, Delta, FunctionDelta, LegacyLogprobs, LogprobEntry, TextChoice,
+    ChatChunk, ChatLogprobs, ChunkChoice, Delta, FunctionDelta, LegacyLogprobs, LogprobEntry, StepEntry, TextChoice,
     TextCompletion, ToolCallDelta, Usage,
 };
 use crate::render::{finish_reason, ResponseMeta};
@@ -41,6 +41,8 @@ struct ChoiceState {
     finished: bool,
     /// With tools: the text read for calls.
     tools: Option<ToolParser>,
+    /// With `trace_steps`: steps of tokens whose text has not been sent yet.
+    steps_pending: Vec<StepEntry>,
 }
 
 /// The SSE body of one request.
@@ -110,7 +112,8 @@ impl SseStream {
     }
 
     fn chat_chunk(&mut self, index: usize, delta: Delta, logprobs: Option<ChatLogprobs>, finish: Option<&'static str>) {
-        let choice = ChunkChoice { index, delta, logprobs, finish_reason: finish };
+        let steps = self.take_steps(index);
+        let choice = ChunkChoice { index, delta, logprobs, finish_reason: finish, steps };
         let chunk: ChatChunk = self.meta.completion("chat.completion.chunk", vec![choice], self.usage_field());
         self.push(&chunk);
     }
@@ -122,7 +125,8 @@ impl SseStream {
         logprobs: Option<LegacyLogprobs>,
         finish: Option<&'static str>,
     ) {
-        let choice = TextChoice { index, text, logprobs, finish_reason: finish };
+        let steps = self.take_steps(index);
+        let choice = TextChoice { index, text, logprobs, finish_reason: finish, steps };
         let chunk: TextCompletion = self.meta.completion("text_completion", vec![choice], self.usage_field());
         self.push(&chunk);
     }
@@ -148,9 +152,20 @@ impl SseStream {
         self.text_chunk(i, text, logprobs, None);
     }
 
+    /// Steps waiting for `i`'s next chunk (`None` when there are none).
+    fn take_steps(&mut self, i: usize) -> Option<Vec<StepEntry>> {
+        let c = self.choices.get_mut(i)?;
+        (!c.steps_pending.is_empty()).then(|| std::mem::take(&mut c.steps_pending))
+    }
+
     fn on_token(&mut self, i: usize, t: TokenOut) {
         if self.meta.endpoint == Endpoint::Completions {
             self.send_echo(i);
+        }
+        if let Some(q) = &self.meta.steps {
+            if let Some(e) = q.entry(i, &t, &self.meta.renderer) {
+                self.choices[i].steps_pending.push(e);
+            }
         }
         let text = t.text.clone();
         match self.meta.endpoint {

@@ -21,6 +21,7 @@ use crate::prepare::prepare;
 use crate::render::{Renderer, ResponseMeta};
 use crate::request::{self, Endpoint};
 use crate::state::AppState;
+use crate::step_trace::{self, StepQueues};
 use crate::streaming;
 
 pub async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
@@ -82,10 +83,12 @@ async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body:
     let model_id = state.config.model_id.clone();
     let defaults = state.config.defaults.clone();
     let (slot_ctx, parallel) = (ready.engine.slot_ctx(), ready.engine.parallel());
-    let (req, prepared) = tokio::task::spawn_blocking(move || {
+    let (req, prepared, steps) = tokio::task::spawn_blocking(move || {
         let req = request::parse(endpoint, &map, &defaults, model.as_ref())?;
-        let prepared = prepare(&req, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
-        Ok::<_, ApiError>((req, prepared))
+        let trace = step_trace::parse(&map)?;
+        let mut prepared = prepare(&req, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
+        let steps = trace.map(|n| StepQueues::attach(n, &mut prepared.seqs));
+        Ok::<_, ApiError>((req, prepared, steps))
     })
     .await
     .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
@@ -102,6 +105,7 @@ async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body:
         include_usage: req.include_usage,
         renderer: Renderer::new(ready.model.tokenizer(), req.post_sampling_probs),
         tool_format: prepared.tool_format,
+        steps,
     };
     let (tx, mut rx) = unbounded_channel();
     let job = Job { seqs: prepared.seqs, events: tx, received };
