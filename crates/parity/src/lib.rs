@@ -15,7 +15,9 @@
 //!   for model-free benchmarks;
 //! - [`reference_grammar`] and [`mask_walk`]: llama.cpp's grammar sampler and the mask walk that
 //!   compares nucleus-grammar's masks with it bit for bit (`tests/grammar_masks.rs`, `nucleus
-//!   bench --grammar`).
+//!   bench --grammar`);
+//! - [`reference_llguidance`]: llguidance (its own JSON Schema compiler and masks) over the same
+//!   vocabulary, the third side of `nucleus bench --grammar`.
 //!
 //! Run: `cargo test --release -p nucleus-parity` (20,000 cases with a fixed harness seed;
 //! `NUCLEUS_PARITY_CASES`, `NUCLEUS_PARITY_SEED=<n>|random`, `NUCLEUS_PARITY_ONLY=<index>` and
@@ -40,6 +42,7 @@ pub mod harness;
 pub mod llama;
 pub mod mask_walk;
 pub mod reference_grammar;
+pub mod reference_llguidance;
 pub mod spec;
 
 pub use cases::{generate, Case};
