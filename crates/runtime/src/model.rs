@@ -157,4 +157,54 @@ pub trait Context: Send {
 
     /// `seq`'s next-token logits from the last call, if that call advanced `seq`.
     fn logits(&self, seq: SeqId) -> Result<&[f32]>;
+
+    /// A copy of what the KV cache holds for `seq` (its first [`Context::seq_len`] positions),
+    /// to be put back later with [`Context::restore`], into any sequence of a context made
+    /// with the same options. The copy is the very bits of the cache, so a restored sequence
+    /// continues exactly as the original would. The default cannot copy.
+    fn save(&self, seq: SeqId) -> Result<SavedSequence> {
+        Err(crate::error::RuntimeError::BadSequence { seq, problem: "this backend cannot copy a sequence" })
+    }
+
+    /// Replaces whatever `seq` holds with a copy made by [`Context::save`]. On error `seq` is
+    /// left empty. The default cannot restore.
+    fn restore(&mut self, seq: SeqId, saved: &SavedSequence) -> Result<()> {
+        let _ = saved;
+        self.clear(seq);
+        Err(crate::error::RuntimeError::BadSequence { seq, problem: "this backend cannot restore a sequence" })
+    }
+}
+
+/// A sequence's KV cache copied out of a context ([`Context::save`]): opaque bytes that only
+/// the backend that made them reads back.
+pub struct SavedSequence {
+    /// Positions held.
+    pub(crate) len: usize,
+    /// Size of the copy in bytes.
+    pub(crate) bytes: usize,
+    /// The backend's own state object.
+    pub(crate) state: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl SavedSequence {
+    /// Tokens (positions) the copy holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the copy holds no tokens.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Memory the copy takes, in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl std::fmt::Debug for SavedSequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SavedSequence").field("len", &self.len).field("bytes", &self.bytes).finish()
+    }
 }

@@ -19,7 +19,7 @@ use nucleus_sampler::{Logits, Token};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::{lock, Event, Job, JobQueue, Msg, SeqJob, Shared, TokenOut};
-use crate::prompt_cache::{choose_slot, SlotCache};
+use crate::prompt_cache::{choose_slot, MemoryCache, SlotCache};
 
 /// A sequence holding a slot.
 struct Active {
@@ -62,6 +62,8 @@ pub(crate) struct Scheduler {
     slots: Vec<Option<Active>>,
     /// Per slot: the whole prompt chunks its KV cache holds.
     caches: Vec<SlotCache>,
+    /// Chunks moved out of slots that went to other prompts.
+    memory: MemoryCache,
     /// Prompt tokens per prefill call (chunks start at its multiples).
     chunk: usize,
     queue: JobQueue,
@@ -76,6 +78,7 @@ impl Scheduler {
         shared: Arc<Shared>,
         slot_ctx: usize,
         chunk: usize,
+        cache_ram: usize,
     ) -> Self {
         let n = shared.parallel;
         Scheduler {
@@ -85,6 +88,7 @@ impl Scheduler {
             slot_ctx,
             slots: (0..n).map(|_| None).collect(),
             caches: vec![SlotCache::default(); n],
+            memory: MemoryCache::new(cache_ram),
             chunk: chunk.max(1),
             queue: JobQueue::new(),
             deadline: None,
@@ -234,14 +238,23 @@ impl Scheduler {
             self.shared.metrics.set_busy(load.busy);
         }
         let scoring = sj.prompt_logprobs.is_some();
-        let mut reuse =
-            if sj.cache_prompt && !scoring { self.caches[slot].reusable(&sj.prompt, self.chunk) } else { 0 };
-        if reuse > 0 && self.ctx.truncate(slot, reuse).is_ok() {
-            self.caches[slot].truncate(reuse);
-        } else {
-            reuse = 0;
-            self.ctx.clear(slot);
-            self.caches[slot].clear();
+        let cacheable = sj.cache_prompt && !scoring;
+        let mut reuse = if cacheable { self.caches[slot].reusable(&sj.prompt, self.chunk) } else { 0 };
+        if reuse < self.caches[slot].len() {
+            self.stash(slot);
+        }
+        let (entry, from_memory) = if cacheable { self.memory.best(&sj.prompt, self.chunk) } else { (None, 0) };
+        match entry {
+            Some(i) if from_memory > reuse => reuse = self.unstash(slot, i, from_memory),
+            _ => {
+                if reuse > 0 && self.ctx.truncate(slot, reuse).is_ok() {
+                    self.caches[slot].truncate(reuse);
+                } else {
+                    reuse = 0;
+                    self.ctx.clear(slot);
+                    self.caches[slot].clear();
+                }
+            }
         }
         self.shared.metrics.prompt_cached(reuse);
         let active = Active {
@@ -272,6 +285,42 @@ impl Scheduler {
                 Ok(()) => self.advance_slot(slot),
                 Err(e) => self.fail_slot(slot, e.into()),
             }
+        }
+    }
+
+    /// Copies the slot's whole prompt chunks into the memory cache before they are cut (the
+    /// KV past them — a partial chunk, generated tokens — is dropped first: it is not the bits
+    /// a prefill would give).
+    fn stash(&mut self, slot: usize) {
+        let cache = &self.caches[slot];
+        if !self.memory.enabled() || cache.len() == 0 || self.memory.covers(cache) {
+            return;
+        }
+        if self.ctx.truncate(slot, cache.len()).is_err() {
+            self.caches[slot].clear();
+            return;
+        }
+        if let Ok(saved) = self.ctx.save(slot) {
+            self.memory.insert(cache.clone(), saved);
+            self.shared.metrics.memory_cache(self.memory.len(), self.memory.bytes());
+        }
+    }
+
+    /// Puts memory-cache entry `i` into the slot, keeping its first `keep` tokens; returns the
+    /// tokens kept (0 if the copy could not be restored: the slot is then empty).
+    fn unstash(&mut self, slot: usize, i: usize, keep: usize) -> usize {
+        let (cache, saved) = self.memory.take(i);
+        let restored = self.ctx.restore(slot, saved).is_ok() && self.ctx.truncate(slot, keep).is_ok();
+        if restored {
+            let mut cache = cache.clone();
+            cache.truncate(keep);
+            self.caches[slot] = cache;
+            self.shared.metrics.memory_cache_hit(keep);
+            keep
+        } else {
+            self.ctx.clear(slot);
+            self.caches[slot].clear();
+            0
         }
     }
 

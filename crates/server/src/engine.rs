@@ -156,6 +156,9 @@ pub struct EngineConfig {
     /// Prompt tokens per prefill call; chunks start at multiples of it, and the prompt cache
     /// reuses whole chunks only (see [`crate::batching`]).
     pub prefill_chunk: usize,
+    /// Bytes of KV copies the prompt cache may keep in memory for prompts whose slot went to
+    /// another prompt (0: none).
+    pub cache_ram: usize,
 }
 
 impl EngineHandle {
@@ -164,6 +167,7 @@ impl EngineHandle {
         let parallel = config.parallel.max(1);
         let slot_ctx = ctx.n_ctx_seq();
         let chunk = config.prefill_chunk.clamp(1, ctx.n_batch().max(1));
+        let cache_ram = config.cache_ram;
         let shared = Arc::new(Shared {
             load: Mutex::new(Load::default()),
             parallel,
@@ -175,7 +179,7 @@ impl EngineHandle {
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("nucleus-engine".into())
-            .spawn(move || Scheduler::new(ctx, rx, sh, slot_ctx, chunk).run())?;
+            .spawn(move || Scheduler::new(ctx, rx, sh, slot_ctx, chunk, cache_ram).run())?;
         Ok(EngineHandle { tx: Mutex::new(tx), shared, thread: Mutex::new(Some(thread)), slot_ctx })
     }
 

@@ -16,6 +16,10 @@ pub struct Metrics {
     requests: Mutex<Vec<((&'static str, u16), u64)>>,
     prompt_tokens: AtomicU64,
     prompt_cached: AtomicU64,
+    memory_restored: AtomicU64,
+    memory_restores: AtomicU64,
+    memory_entries: AtomicU64,
+    memory_bytes: AtomicU64,
     prompt_nanos: AtomicU64,
     completion_tokens: AtomicU64,
     sequences: AtomicU64,
@@ -82,6 +86,18 @@ impl Metrics {
         self.prompt_cached.fetch_add(n as u64, Ordering::Relaxed);
     }
 
+    /// The prompt cache's memory now holds `entries` KV copies taking `bytes`.
+    pub fn memory_cache(&self, entries: usize, bytes: usize) {
+        self.memory_entries.store(entries as u64, Ordering::Relaxed);
+        self.memory_bytes.store(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// A prompt started from `n` tokens put back from the prompt cache's memory.
+    pub fn memory_cache_hit(&self, n: usize) {
+        self.memory_restores.fetch_add(1, Ordering::Relaxed);
+        self.memory_restored.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// One decode call advanced `seqs` sequences in `t`.
     pub fn decode_step(&self, seqs: usize, t: Duration) {
         self.decode_steps.fetch_add(1, Ordering::Relaxed);
@@ -135,6 +151,30 @@ impl Metrics {
             "counter",
             "Prompt tokens taken from a slot's prompt cache instead of being evaluated.",
             g(&self.prompt_cached).to_string(),
+        );
+        metric(
+            "nucleus_prompt_cache_restores_total",
+            "counter",
+            "Prompts that started from chunks put back from the prompt cache's memory (--cache-ram).",
+            g(&self.memory_restores).to_string(),
+        );
+        metric(
+            "nucleus_prompt_cache_restored_tokens_total",
+            "counter",
+            "Prompt tokens put back from the prompt cache's memory (counted in the cached tokens too).",
+            g(&self.memory_restored).to_string(),
+        );
+        metric(
+            "nucleus_prompt_cache_memory_entries",
+            "gauge",
+            "Prompts whose chunks the prompt cache keeps in memory.",
+            g(&self.memory_entries).to_string(),
+        );
+        metric(
+            "nucleus_prompt_cache_memory_bytes",
+            "gauge",
+            "Memory taken by the prompt cache's KV copies.",
+            g(&self.memory_bytes).to_string(),
         );
         metric(
             "nucleus_prompt_seconds_total",

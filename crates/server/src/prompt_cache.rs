@@ -7,7 +7,13 @@
 //! differently shaped batches); a new prompt that starts with some of those chunks keeps them
 //! and evaluates the rest exactly as a cold start would. The KV cache then holds the same bits
 //! as after a fresh prefill, so caching never changes an answer.
+//!
+//! A slot is given to whichever prompt needs it, so with more conversations than slots a
+//! conversation's chunks would be lost to another's. Before a slot's chunks are cut, they are
+//! copied into [`MemoryCache`] (llama-server's `--cache-ram`): a byte copy of their KV, put back
+//! when a later prompt starts with them — the same bits again, so answers still never change.
 
+use nucleus_runtime::SavedSequence;
 use nucleus_sampler::Token;
 
 /// The whole prompt chunks one slot holds, from position 0.
@@ -20,6 +26,11 @@ impl SlotCache {
     /// Tokens held (a multiple of the chunk size).
     pub(crate) fn len(&self) -> usize {
         self.tokens.len()
+    }
+
+    /// Whether `other` holds these tokens and maybe more.
+    fn is_prefix_of(&self, other: &SlotCache) -> bool {
+        other.tokens.starts_with(&self.tokens)
     }
 
     /// Forgets everything (the slot's KV was cleared or is unreliable).
@@ -55,6 +66,108 @@ pub(crate) fn choose_slot(free: &[usize], caches: &[SlotCache], prompt: &[Token]
     })
 }
 
+/// What the memory cache needs of a KV copy: its size.
+pub(crate) trait KvCopy {
+    /// Memory it takes, in bytes.
+    fn bytes(&self) -> usize;
+}
+
+impl KvCopy for SavedSequence {
+    fn bytes(&self) -> usize {
+        SavedSequence::bytes(self)
+    }
+}
+
+/// Whole prompt chunks moved out of their slot, with a copy of their KV.
+struct MemoryEntry<S> {
+    cache: SlotCache,
+    saved: S,
+    /// When it was last stored or used (larger is more recent).
+    used: u64,
+}
+
+/// Prompt chunks kept in memory after their slot went to another prompt, up to a byte budget;
+/// the least recently used go first.
+pub(crate) struct MemoryCache<S: KvCopy = SavedSequence> {
+    entries: Vec<MemoryEntry<S>>,
+    budget: usize,
+    bytes: usize,
+    clock: u64,
+}
+
+impl<S: KvCopy> MemoryCache<S> {
+    /// A cache holding at most `budget` bytes of KV copies (0 keeps nothing).
+    pub(crate) fn new(budget: usize) -> Self {
+        MemoryCache { entries: Vec::new(), budget, bytes: 0, clock: 0 }
+    }
+
+    /// Whether anything may be stored at all.
+    pub(crate) fn enabled(&self) -> bool {
+        self.budget > 0
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The entry keeping most of `prompt` and how many tokens it keeps (0 when none helps).
+    pub(crate) fn best(&self, prompt: &[Token], chunk: usize) -> (Option<usize>, usize) {
+        self.entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (Some(i), e.cache.reusable(prompt, chunk)))
+            .filter(|&(_, n)| n > 0)
+            .max_by_key(|&(i, n)| (n, std::cmp::Reverse(i)))
+            .unwrap_or((None, 0))
+    }
+
+    /// Entry `i`'s chunks and KV copy, marked as just used.
+    pub(crate) fn take(&mut self, i: usize) -> (&SlotCache, &S) {
+        self.clock += 1;
+        let e = &mut self.entries[i];
+        e.used = self.clock;
+        (&e.cache, &e.saved)
+    }
+
+    /// Whether an entry already holds these chunks (or more of the same prompt).
+    pub(crate) fn covers(&self, cache: &SlotCache) -> bool {
+        self.entries.iter().any(|e| cache.is_prefix_of(&e.cache))
+    }
+
+    /// Stores a slot's chunks with their KV copy. Entries it extends are dropped (it serves
+    /// every prompt they serve); the least recently used go while over budget. A copy larger
+    /// than the whole budget is not kept.
+    pub(crate) fn insert(&mut self, cache: SlotCache, saved: S) {
+        if saved.bytes() > self.budget || cache.len() == 0 || self.covers(&cache) {
+            return;
+        }
+        let mut freed = 0;
+        self.entries.retain(|e| {
+            let keep = !e.cache.is_prefix_of(&cache);
+            if !keep {
+                freed += e.saved.bytes();
+            }
+            keep
+        });
+        self.bytes -= freed;
+        while self.bytes + saved.bytes() > self.budget {
+            let Some(oldest) = self.entries.iter().enumerate().min_by_key(|(_, e)| e.used).map(|(i, _)| i) else {
+                break;
+            };
+            self.bytes -= self.entries.swap_remove(oldest).saved.bytes();
+        }
+        self.clock += 1;
+        self.bytes += saved.bytes();
+        self.entries.push(MemoryEntry { cache, saved, used: self.clock });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +198,48 @@ mod tests {
         assert_eq!(choose_slot(&[0, 1, 2], &caches, &[7, 7, 7], 2), Some(2));
         assert_eq!(choose_slot(&[0, 1], &caches, &[7, 7, 7], 2), Some(0));
         assert_eq!(choose_slot(&[], &caches, &[7], 2), None);
+    }
+
+    struct Copy(usize);
+    impl KvCopy for Copy {
+        fn bytes(&self) -> usize {
+            self.0
+        }
+    }
+
+    fn chunks(tokens: &[Token]) -> SlotCache {
+        let mut c = SlotCache::default();
+        c.push_chunk(tokens);
+        c
+    }
+
+    #[test]
+    fn memory_cache_finds_the_longest_entry_and_drops_what_an_extension_serves() {
+        let mut m = MemoryCache::new(100);
+        m.insert(chunks(&[1, 2]), Copy(10));
+        m.insert(chunks(&[5, 6]), Copy(10));
+        assert_eq!(m.best(&[1, 2, 3], 2), (Some(0), 2));
+        assert_eq!(m.best(&[7, 7, 7], 2), (None, 0));
+        m.insert(chunks(&[1, 2, 3, 4]), Copy(20)); // extends [1, 2]: replaces it
+        assert_eq!((m.len(), m.bytes()), (2, 30));
+        assert_eq!(m.best(&[1, 2, 3, 4, 9], 2).1, 4);
+        m.insert(chunks(&[1, 2]), Copy(10)); // already covered
+        assert_eq!((m.len(), m.bytes()), (2, 30));
+    }
+
+    #[test]
+    fn memory_cache_evicts_the_least_recently_used_within_its_budget() {
+        let mut m = MemoryCache::new(30);
+        m.insert(chunks(&[1, 1]), Copy(10));
+        m.insert(chunks(&[2, 2]), Copy(10));
+        m.insert(chunks(&[3, 3]), Copy(10));
+        let (i, _) = m.best(&[1, 1, 0], 2);
+        m.take(i.unwrap()); // [1, 1] is now the most recent
+        m.insert(chunks(&[4, 4]), Copy(10)); // evicts [2, 2]
+        assert_eq!(m.best(&[2, 2, 0], 2).1, 0);
+        assert_eq!(m.best(&[1, 1, 0], 2).1, 2);
+        m.insert(chunks(&[5, 5]), Copy(31)); // larger than the budget: not kept
+        assert_eq!((m.len(), m.bytes()), (3, 30));
+        assert!(!MemoryCache::<Copy>::new(0).enabled());
     }
 }

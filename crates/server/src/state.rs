@@ -15,6 +15,10 @@ use crate::metrics::Metrics;
 /// mostly whole chunks the prompt cache can reuse, large enough to keep prefill efficient.
 pub const DEFAULT_PREFILL_CHUNK: usize = 64;
 
+/// Memory the prompt cache may keep by default, in MiB (`--cache-ram`): KV copies of prompts
+/// whose slot went to another prompt (SmolLM2-135M: about 23 KB per token, so ~46,000 tokens).
+pub const DEFAULT_CACHE_RAM_MIB: usize = 1024;
+
 /// Server settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -49,6 +53,9 @@ pub struct ServerConfig {
     pub chat_template: Option<String>,
     /// Prompt tokens per prefill call; the prompt cache reuses whole chunks of this size.
     pub prefill_chunk: usize,
+    /// Bytes the prompt cache may keep in memory for prompts whose slot went to another
+    /// (`--cache-ram`, 0: none).
+    pub cache_ram: usize,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +76,7 @@ impl Default for ServerConfig {
             handle_signals: false,
             chat_template: None,
             prefill_chunk: DEFAULT_PREFILL_CHUNK,
+            cache_ram: DEFAULT_CACHE_RAM_MIB << 20,
         }
     }
 }

@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// the prompt cache reuses whole matching chunks (so cached answers equal uncached ones)
     #[arg(long = "prefill-chunk", default_value_t = nucleus_server::state::DEFAULT_PREFILL_CHUNK)]
     pub prefill_chunk: usize,
+    /// MiB of memory for the prompt cache's copies of prompts whose slot went to another
+    /// prompt (put back bit for bit when the conversation continues); 0 turns it off
+    #[arg(long = "cache-ram", value_name = "MiB", default_value_t = nucleus_server::state::DEFAULT_CACHE_RAM_MIB)]
+    pub cache_ram: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -118,6 +122,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         model_aliases: aliases,
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         handle_signals: true,
+        cache_ram: args.cache_ram.saturating_mul(1 << 20),
         chat_template,
         prefill_chunk: args.prefill_chunk,
     };

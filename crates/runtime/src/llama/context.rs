@@ -9,12 +9,12 @@ use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_2::DecodeError;
+use llama_cpp_2::{DecodeError, LlamaStateSeqFlags, SeqState as LlamaSeqState};
 use nucleus_sampler::Token;
 
 use super::backend::{backend, clear_recent, take_recent};
 use crate::error::{Result, RuntimeError};
-use crate::model::{Context, ContextOptions, SeqId, DEFAULT_N_CTX};
+use crate::model::{Context, ContextOptions, SavedSequence, SeqId, DEFAULT_N_CTX};
 use crate::threads::default_threads;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -247,6 +247,32 @@ impl Context for LlamaCppContext {
             Some((call, row)) if call == self.calls => Ok(self.ctx.get_logits_ith(row)),
             _ => Err(RuntimeError::BadSequence { seq, problem: "has no logits from the last decode call" }),
         }
+    }
+
+    fn save(&self, seq: SeqId) -> Result<SavedSequence> {
+        self.check_seq(seq)?;
+        let state = self
+            .ctx
+            .state_seq_get(seq as i32, LlamaStateSeqFlags::empty())
+            .map_err(|e| RuntimeError::Decode(format!("could not copy sequence {seq}: {e}")))?;
+        Ok(SavedSequence { len: self.seqs[seq].len, bytes: state.byte_len(), state: Box::new(state) })
+    }
+
+    fn restore(&mut self, seq: SeqId, saved: &SavedSequence) -> Result<()> {
+        self.check_seq(seq)?;
+        self.clear(seq);
+        let Some(state) = saved.state.downcast_ref::<LlamaSeqState>() else {
+            return Err(RuntimeError::BadSequence { seq, problem: "was given a copy made by another backend" });
+        };
+        if saved.len > self.n_ctx_seq {
+            return Err(RuntimeError::ContextFull { n_ctx: self.n_ctx_seq });
+        }
+        if let Err(e) = self.ctx.state_seq_set(state, seq as i32) {
+            self.clear(seq);
+            return Err(RuntimeError::Decode(format!("could not restore sequence {seq}: {e}")));
+        }
+        self.seqs[seq] = SeqState { len: saved.len, logits: None };
+        Ok(())
     }
 }
 

@@ -104,3 +104,31 @@ assert not errors, errors
 assert answer(busy) == answer(cold), (answer(busy), answer(cold))
 assert metric("nucleus_prompt_cached_tokens_total") > 0
 done("beside concurrent load: identical")
+
+# More conversations than slots: a conversation whose slot went to another one comes back from
+# the prompt cache's memory (--cache-ram), bit for bit. Four unrelated system prompts on two
+# slots, asked in turn, so each one's slot is taken by another before it comes back.
+TOPICS = ["a bakery that sells bread, cakes and pastries", "a bicycle repair shop near the station",
+          "a museum of old maps and globes", "a garden centre with trees, seeds and tools"]
+
+
+def conversation(topic, question, **kw):
+    system = (f"You answer questions for {topic}. " + SYS.replace("library", "shop")) * 2
+    kw.setdefault("seed", 5)
+    return c.chat.completions.create(
+        model=MODEL, max_tokens=16, logprobs=True, top_logprobs=3, temperature=0.9,
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": question}], **kw)
+
+
+restores = metric("nucleus_prompt_cache_restores_total")
+for topic in TOPICS:
+    conversation(topic, "When do you open?")
+back = [conversation(topic, "When do you open?") for topic in TOPICS]
+assert metric("nucleus_prompt_cache_restores_total") > restores, "no prompt came back from memory"
+assert metric("nucleus_prompt_cache_memory_entries") >= 2
+for topic, warm in zip(TOPICS, back):
+    assert cached(warm) >= 256, warm.usage
+    cold = conversation(topic, "When do you open?", extra_body={"cache_prompt": False})
+    assert cached(cold) == 0
+    assert answer(warm) == answer(cold), (topic, answer(warm), answer(cold))
+done("more conversations than slots: back from memory, identical")
