@@ -79,6 +79,20 @@ export declare class Grammar {
  */
 export declare class Model {
   constructor(model: string)
+  /**
+   * The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
+   * the GGUF file's name without `.gguf` (as for `nucleus generate --token-trie`).
+   */
+  get modelId(): string
+  /**
+   * Constrains the following generations (until `clearTokenTrie`) to the leaves of `trie`:
+   * its path and mode, from the start of the path, token ids checked against this model's
+   * vocabulary and `modelId` against `model.modelId`. Forced tokens are taken without a
+   * sampling step; a generation ends when it has spelled a leaf nothing longer continues.
+   */
+  setTokenTrie(trie: TokenTrie): void
+  /** Removes the token trie set by `setTokenTrie`: generations are unconstrained again. */
+  clearTokenTrie(): void
   /** Vocabulary size. */
   get nVocab(): number
   /** Token ids of `text`. */
@@ -88,10 +102,11 @@ export declare class Model {
   /**
    * Starts generating from `prompt` (text continued as is, token ids, or chat messages
    * rendered with the model's template). `options` holds the `Sampler` parameters plus
-   * `maxTokens`, `stop` (strings), `threads` (default 1) and `nCtx`. Iterate the result
-   * with `for await`.
+   * `maxTokens`, `stop` (strings), `threads` (default 1), `nCtx` and `tokenTrie` (a
+   * `TokenTrie` constraining this generation only, in place of the one set with
+   * `setTokenTrie`). Iterate the result with `for await`.
    */
-  generate(prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number }): Generation
+  generate(prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number, tokenTrie?: TokenTrie }): Generation
 }
 
 /**
@@ -106,14 +121,16 @@ export declare class Sampler {
   get nVocab(): number
   /**
    * Samples a token from `logits` (read in place, never copied) and accepts it, like
-   * `llama_sampler_sample`.
+   * `llama_sampler_sample`. `logits` is a `Float32Array`, a `Float16Array`, or a
+   * `Uint16Array` of IEEE half-precision bits (`dtype` "float16", the default) or of
+   * bfloat16 bits (`dtype` "bfloat16").
    */
-  sample(logits: Float32Array): number
+  sample(logits: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'): number
   /**
    * Runs the chain and returns the selected token without accepting it (call `accept` once
-   * the token is committed).
+   * the token is committed). `logits` and `dtype` as for `sample`.
    */
-  apply(logits: Float32Array): number
+  apply(logits: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'): number
   /** Feeds a committed token (a prompt token, or one chosen elsewhere) into the history. */
   accept(token: number): void
   /** Clears the history and restarts every random stream from its seed. */
@@ -143,12 +160,18 @@ export declare class Sampler {
 }
 
 /**
- * The token-trie constraint: `new TokenTrie(descriptor, path, nVocab, mode?, modelId?)` with
- * `descriptor` = `{modelId, descriptors: [{path, leaves: [{name, tokens}]}]}` (object or JSON
- * text) and `mode` "sampled" (default) or "greedy".
+ * The token-trie constraint: `new TokenTrie(descriptor, mode?, { path?, nVocab?, modelId? })`
+ * with `descriptor` = `{modelId, descriptors: [{path, leaves: [{name, tokens}]}]}` (object or
+ * JSON text) and `mode` "greedy" (default: the most likely allowed token) or "sampled" (the
+ * sampler chain over the allowed tokens). `Model.setTokenTrie` / `generate(prompt,
+ * { tokenTrie })` constrain a model's generations with it.
  */
 export declare class TokenTrie {
-  constructor(descriptor: object | string, path: string, nVocab: number, mode?: 'sampled' | 'greedy', modelId?: string)
+  constructor(descriptor: object | string, mode?: 'greedy' | 'sampled', options?: TokenTrieOptions)
+  /** The descriptor path this trie walks. */
+  get path(): string
+  /** "greedy" or "sampled". */
+  get mode(): string
   /** Vocabulary size. */
   get nVocab(): number
   /** Tokens allowed next (empty once nothing can follow). */
@@ -189,11 +212,12 @@ export interface GeneratedToken {
 
 /**
  * Samples one token per row of `matrix` (`samplers.length` rows of `nVocab` logits, row after
- * row, read in place) with `samplers[i]` for row `i`, rows spread over all cores, and accepts
- * each. Every sampler must be distinct and have the same `nVocab`. If a row fails, the error
- * names it (the other rows' tokens are accepted).
+ * row, read in place; element types and `dtype` as for `Sampler.sample`) with `samplers[i]`
+ * for row `i`, float32 rows spread over all cores, and accepts each. Every sampler must be
+ * distinct and have the same `nVocab`. If a row fails, the error names it (the other rows'
+ * tokens are accepted).
  */
-export declare function sampleBatch(samplers: Array<Sampler>, matrix: Float32Array): Array<number>
+export declare function sampleBatch(samplers: Sampler[], matrix: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'): Array<number>
 
 /**
  * The parameters of `new Sampler(nVocab, params)`, for TypeScript: llama.cpp's
@@ -267,4 +291,17 @@ export interface TokenProbability {
   token: number
   /** Probability. */
   p: number
+}
+
+/** Options of `new TokenTrie(descriptor, mode, options)`. */
+export interface TokenTrieOptions {
+  /** The descriptor path whose leaves are allowed (default: the descriptor's only path). */
+  path?: string
+  /** Vocabulary size the token ids must be below (default: one past the largest id listed). */
+  nVocab?: number
+  /**
+   * The model id the descriptor's `modelId` must equal (default: not checked here;
+   * `Model.setTokenTrie` checks it against the model).
+   */
+  modelId?: string
 }

@@ -61,12 +61,16 @@ pub(crate) fn to_value(field: &str, v: &Unknown<'_>) -> Result<Value> {
     })
 }
 
-/// A parameter object (camelCase or snake_case keys) as a snake_case name → value map.
-pub(crate) fn params_map(obj: Option<&Object<'_>>) -> Result<Map<String, Value>> {
+/// A parameter object (camelCase or snake_case keys) as a snake_case name → value map, without
+/// the (snake_case) keys in `skip`, which the caller reads itself.
+pub(crate) fn params_map(obj: Option<&Object<'_>>, skip: &[&str]) -> Result<Map<String, Value>> {
     let mut m = Map::new();
     if let Some(obj) = obj {
         for k in Object::keys(obj)? {
             let key = snake_case(&k);
+            if skip.contains(&key.as_str()) {
+                continue;
+            }
             if let Some(x) = obj.get::<Unknown<'_>>(&k)? {
                 let v = to_value(&key, &x)?;
                 m.insert(key, v);

@@ -10,6 +10,7 @@ use nucleus_grammar::VocabIndex;
 use serde_json::Value;
 
 use crate::convert::to_value;
+use crate::generation::TrieSetting;
 use crate::matcher::{bitmask_words, vocab_index, GrammarMatcher, Trie};
 
 fn invalid(msg: String) -> Error {
@@ -173,31 +174,65 @@ impl Grammar {
     }
 }
 
-/// The token-trie constraint: `new TokenTrie(descriptor, path, nVocab, mode?, modelId?)` with
-/// `descriptor` = `{modelId, descriptors: [{path, leaves: [{name, tokens}]}]}` (object or JSON
-/// text) and `mode` "sampled" (default) or "greedy".
+/// Options of `new TokenTrie(descriptor, mode, options)`.
+#[napi(object)]
+pub struct TokenTrieOptions {
+    /// The descriptor path whose leaves are allowed (default: the descriptor's only path).
+    pub path: Option<String>,
+    /// Vocabulary size the token ids must be below (default: one past the largest id listed).
+    pub n_vocab: Option<u32>,
+    /// The model id the descriptor's `modelId` must equal (default: not checked here;
+    /// `Model.setTokenTrie` checks it against the model).
+    pub model_id: Option<String>,
+}
+
+/// The token-trie constraint: `new TokenTrie(descriptor, mode?, { path?, nVocab?, modelId? })`
+/// with `descriptor` = `{modelId, descriptors: [{path, leaves: [{name, tokens}]}]}` (object or
+/// JSON text) and `mode` "greedy" (default: the most likely allowed token) or "sampled" (the
+/// sampler chain over the allowed tokens). `Model.setTokenTrie` / `generate(prompt,
+/// { tokenTrie })` constrain a model's generations with it.
 #[napi]
 pub struct TokenTrie {
     t: Trie,
+}
+
+impl TokenTrie {
+    /// This trie's path and mode as a constraint for a loaded model (see [`Trie::for_model`]).
+    pub(crate) fn for_model(&self, model_id: &str, n_vocab: usize) -> Result<TrieSetting> {
+        self.t.for_model(model_id, n_vocab).map_err(invalid)
+    }
 }
 
 #[napi]
 impl TokenTrie {
     #[napi(
         constructor,
-        ts_args_type = "descriptor: object | string, path: string, nVocab: number, mode?: 'sampled' | 'greedy', modelId?: string"
+        ts_args_type = "descriptor: object | string, mode?: 'greedy' | 'sampled', options?: TokenTrieOptions"
     )]
-    pub fn new(
-        descriptor: Unknown<'_>,
-        path: String,
-        n_vocab: u32,
-        mode: Option<String>,
-        model_id: Option<String>,
-    ) -> Result<Self> {
+    pub fn new(descriptor: Unknown<'_>, mode: Option<String>, options: Option<TokenTrieOptions>) -> Result<Self> {
         let desc = json_arg("descriptor", &descriptor)?;
-        let t = Trie::new(&desc, &path, mode.as_deref().unwrap_or("sampled"), n_vocab as usize, model_id.as_deref())
-            .map_err(invalid)?;
+        let o = options.unwrap_or(TokenTrieOptions { path: None, n_vocab: None, model_id: None });
+        let t = Trie::new(
+            &desc,
+            o.path.as_deref(),
+            mode.as_deref().unwrap_or("greedy"),
+            o.n_vocab.map(|n| n as usize),
+            o.model_id.as_deref(),
+        )
+        .map_err(invalid)?;
         Ok(TokenTrie { t })
+    }
+
+    /// The descriptor path this trie walks.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.t.path().to_string()
+    }
+
+    /// "greedy" or "sampled".
+    #[napi(getter)]
+    pub fn mode(&self) -> String {
+        self.t.mode().to_string()
     }
 
     /// Vocabulary size.

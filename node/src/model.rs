@@ -6,17 +6,19 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{AsyncGenerator, Object, Unknown};
+use napi::bindgen_prelude::{AsyncGenerator, ClassInstance, Object, Unknown};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use nucleus_runtime::{
-    generate, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _, ModelRef, Pip,
-    Prompt, SequenceOptions,
+    generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
+    ModelRef, Pip, Prompt, SequenceOptions,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
 use crate::convert::{params_map, to_value};
+use crate::generation::{model_id, sequence, TrieSetting};
+use crate::grammar::TokenTrie;
 use crate::params;
 
 fn invalid(msg: String) -> Error {
@@ -41,6 +43,10 @@ pub struct GeneratedToken {
 #[napi]
 pub struct Model {
     model: Arc<LlamaCppModel>,
+    /// The `modelId` token-trie descriptors must carry.
+    id: String,
+    /// The token trie constraining the next generations ([`Model::set_token_trie`]).
+    trie: Option<TrieSetting>,
 }
 
 /// A prompt: text, token ids, or chat messages `[{role, content}]`.
@@ -71,7 +77,31 @@ impl Model {
     pub fn new(model: String) -> Result<Self> {
         let r = ModelRef::parse(&model).map_err(failure)?;
         let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {}).map_err(failure)?;
-        Ok(Model { model: Arc::new(LlamaCppModel::load(&path).map_err(failure)?) })
+        let loaded = LlamaCppModel::load(&path).map_err(failure)?;
+        Ok(Model { model: Arc::new(loaded), id: model_id(&model, &r), trie: None })
+    }
+
+    /// The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
+    /// the GGUF file's name without `.gguf` (as for `nucleus generate --token-trie`).
+    #[napi(getter)]
+    pub fn model_id(&self) -> String {
+        self.id.clone()
+    }
+
+    /// Constrains the following generations (until `clearTokenTrie`) to the leaves of `trie`:
+    /// its path and mode, from the start of the path, token ids checked against this model's
+    /// vocabulary and `modelId` against `model.modelId`. Forced tokens are taken without a
+    /// sampling step; a generation ends when it has spelled a leaf nothing longer continues.
+    #[napi]
+    pub fn set_token_trie(&mut self, trie: &TokenTrie) -> Result<()> {
+        self.trie = Some(trie.for_model(&self.id, self.model.n_vocab())?);
+        Ok(())
+    }
+
+    /// Removes the token trie set by `setTokenTrie`: generations are unconstrained again.
+    #[napi]
+    pub fn clear_token_trie(&mut self) {
+        self.trie = None;
     }
 
     /// Vocabulary size.
@@ -106,14 +136,29 @@ impl Model {
 
     /// Starts generating from `prompt` (text continued as is, token ids, or chat messages
     /// rendered with the model's template). `options` holds the `Sampler` parameters plus
-    /// `maxTokens`, `stop` (strings), `threads` (default 1) and `nCtx`. Iterate the result
-    /// with `for await`.
+    /// `maxTokens`, `stop` (strings), `threads` (default 1), `nCtx` and `tokenTrie` (a
+    /// `TokenTrie` constraining this generation only, in place of the one set with
+    /// `setTokenTrie`). Iterate the result with `for await`.
     #[napi(
-        ts_args_type = "prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number }"
+        ts_args_type = "prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number, tokenTrie?: TokenTrie }"
     )]
     pub fn generate(&self, prompt: Unknown<'_>, options: Option<Object<'_>>) -> Result<Generation> {
         let prompt = prompt_of(to_value("prompt", &prompt)?)?;
-        let mut map = params_map(options.as_ref())?;
+        let mut trie = self.trie.clone();
+        if let Some(o) = &options {
+            for key in ["tokenTrie", "token_trie"] {
+                let given =
+                    o.get::<Unknown<'_>>(key)?.filter(|v| !matches!(v.get_type(), Ok(napi::ValueType::Undefined)));
+                if let Some(v) = given {
+                    // SAFETY: `ClassInstance`'s conversion checks that the object wraps a
+                    // `TokenTrie` before reading it, and fails otherwise.
+                    let t = unsafe { v.cast::<ClassInstance<'_, TokenTrie>>() }
+                        .map_err(|_| invalid(format!("`{key}` must be a TokenTrie")))?;
+                    trie = Some(t.for_model(&self.id, self.model.n_vocab())?);
+                }
+            }
+        }
+        let mut map = params_map(options.as_ref(), &["token_trie"])?;
         let take_usize = |map: &mut serde_json::Map<String, Value>, k: &str| -> Result<Option<usize>> {
             match map.remove(k) {
                 None | Some(Value::Null) => Ok(None),
@@ -145,7 +190,8 @@ impl Model {
             let run = || -> std::result::Result<(), String> {
                 let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
-                generate(model.as_ref(), ctx.as_mut(), &tokens, &sampling, &opts, Some(&flag), &mut |ev| {
+                let seq = sequence(model.as_ref(), &sampling, opts, trie)?;
+                generate_sequence(ctx.as_mut(), &tokens, seq, Some(&flag), &mut |ev| {
                     let t = GeneratedToken { token: ev.token, text: ev.text.to_string() };
                     match tx.blocking_send(Ok(t)) {
                         Ok(()) => ControlFlow::Continue(()),

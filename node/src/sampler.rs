@@ -1,14 +1,15 @@
 //! `Sampler`: a [`TokenSampler`] built from llama.cpp's parameter names (camelCase or
-//! snake_case), fed a `Float32Array` in place.
+//! snake_case), fed logits in place (`Float32Array`, or half precision: see [`LogitsArray`]).
 
-use napi::bindgen_prelude::{ClassInstance, Float32Array, Object};
+use napi::bindgen_prelude::{ClassInstance, Object, Unknown};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use nucleus_sampler::probs::{surprisal_bits, top_n_post, Perplexity, RawDistribution, TokenProb};
-use nucleus_sampler::{BatchSampler, Chain, SampleError, Token, TokenSampler};
+use nucleus_sampler::{BatchSampler, Chain, Logits, SampleError, Token, TokenSampler};
 use serde_json::Value;
 
 use crate::convert::params_map;
+use crate::logits::LogitsArray;
 use crate::params;
 
 /// The parameters of `new Sampler(nVocab, params)`, for TypeScript: llama.cpp's
@@ -106,11 +107,11 @@ pub struct Sampler {
     sampler: TokenSampler,
     perplexity: Option<Perplexity>,
     /// The last step's logits (a reference to the caller's array, not a copy) and token.
-    last: Option<(Float32Array, Token)>,
+    last: Option<(LogitsArray, Token)>,
 }
 
 impl Sampler {
-    fn check_len(&self, logits: &[f32]) -> Result<()> {
+    fn check_len(&self, logits: &LogitsArray) -> Result<()> {
         if logits.len() != self.n_vocab {
             return Err(invalid(format!(
                 "logits have {} values but the sampler's nVocab is {}",
@@ -121,9 +122,9 @@ impl Sampler {
         Ok(())
     }
 
-    fn last(&self) -> Result<(&[f32], Token)> {
+    fn last(&self) -> Result<(Logits<'_>, Token)> {
         match &self.last {
-            Some((l, t)) if l.len() == self.n_vocab => Ok((l, *t)),
+            Some((l, t)) if l.len() == self.n_vocab => Ok((l.logits(), *t)),
             Some(_) => Err(invalid("the last step's logits array has changed size")),
             None => Err(invalid("no token has been sampled since the sampler was created or reset")),
         }
@@ -138,7 +139,7 @@ impl Sampler {
             return Err(invalid(format!("nVocab must be in [1, 2^31), got {n_vocab}")));
         }
         let n = n_vocab as usize;
-        let mut map = params_map(params.as_ref())?;
+        let mut map = params_map(params.as_ref(), &[])?;
         let track = match map.remove("track_perplexity") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => b,
@@ -167,25 +168,34 @@ impl Sampler {
     }
 
     /// Samples a token from `logits` (read in place, never copied) and accepts it, like
-    /// `llama_sampler_sample`.
-    #[napi]
-    pub fn sample(&mut self, logits: Float32Array) -> Result<i32> {
+    /// `llama_sampler_sample`. `logits` is a `Float32Array`, a `Float16Array`, or a
+    /// `Uint16Array` of IEEE half-precision bits (`dtype` "float16", the default) or of
+    /// bfloat16 bits (`dtype` "bfloat16").
+    #[napi(
+        ts_args_type = "logits: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'"
+    )]
+    pub fn sample(&mut self, logits: Unknown<'_>, dtype: Option<String>) -> Result<i32> {
+        let logits = LogitsArray::from_js(&logits, dtype.as_deref())?;
         self.check_len(&logits)?;
-        let tok = self.sampler.sample(&*logits).map_err(sample_error)?;
+        let row = logits.logits();
+        let tok = self.sampler.sample(row).map_err(sample_error)?;
         if let Some(ppl) = &mut self.perplexity {
-            let dist = RawDistribution::of((&*logits).into());
-            ppl.push_logprob(dist.logprob(logits[tok as usize]));
+            let dist = RawDistribution::of(row);
+            ppl.push_logprob(dist.logprob(row.get(tok as usize)));
         }
         self.last = Some((logits, tok));
         Ok(tok)
     }
 
     /// Runs the chain and returns the selected token without accepting it (call `accept` once
-    /// the token is committed).
-    #[napi]
-    pub fn apply(&mut self, logits: Float32Array) -> Result<i32> {
+    /// the token is committed). `logits` and `dtype` as for `sample`.
+    #[napi(
+        ts_args_type = "logits: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'"
+    )]
+    pub fn apply(&mut self, logits: Unknown<'_>, dtype: Option<String>) -> Result<i32> {
+        let logits = LogitsArray::from_js(&logits, dtype.as_deref())?;
         self.check_len(&logits)?;
-        let tok = self.sampler.apply(&*logits).map_err(sample_error)?;
+        let tok = self.sampler.apply(logits.logits()).map_err(sample_error)?;
         self.last = Some((logits, tok));
         Ok(tok)
     }
@@ -231,10 +241,10 @@ impl Sampler {
         self.last()?;
         // Take the last row out while the sampler rebuilds its candidates from it.
         let Some((row, tok)) = self.last.take() else { return Ok(Vec::new()) };
-        let cands = if self.sampler.candidates_complete() {
-            self.sampler.candidates()
-        } else {
-            self.sampler.materialize_candidates(&row)
+        let cands = match row.logits() {
+            Logits::F32(r) if !self.sampler.candidates_complete() => self.sampler.materialize_candidates(r),
+            // Only f32 rows take the fast paths that defer the candidates.
+            _ => self.sampler.candidates(),
         };
         let mut out: Vec<TokenProb> = Vec::with_capacity(n);
         top_n_post(cands, n, &mut out);
@@ -247,14 +257,14 @@ impl Sampler {
     #[napi]
     pub fn entropy(&self) -> Result<f64> {
         let (row, _) = self.last()?;
-        Ok(RawDistribution::of(row.into()).entropy)
+        Ok(RawDistribution::of(row).entropy)
     }
 
     /// Surprisal in bits (`-log2 p`) of the last token under the model's own distribution.
     #[napi]
     pub fn surprisal(&self) -> Result<f64> {
         let (row, tok) = self.last()?;
-        let p = RawDistribution::of(row.into()).prob(row[tok as usize]);
+        let p = RawDistribution::of(row).prob(row.get(tok as usize));
         Ok(surprisal_bits(p) as f64)
     }
 
@@ -277,11 +287,19 @@ impl Sampler {
 }
 
 /// Samples one token per row of `matrix` (`samplers.length` rows of `nVocab` logits, row after
-/// row, read in place) with `samplers[i]` for row `i`, rows spread over all cores, and accepts
-/// each. Every sampler must be distinct and have the same `nVocab`. If a row fails, the error
-/// names it (the other rows' tokens are accepted).
-#[napi]
-pub fn sample_batch(mut samplers: Vec<ClassInstance<'_, Sampler>>, matrix: Float32Array) -> Result<Vec<i32>> {
+/// row, read in place; element types and `dtype` as for `Sampler.sample`) with `samplers[i]`
+/// for row `i`, float32 rows spread over all cores, and accepts each. Every sampler must be
+/// distinct and have the same `nVocab`. If a row fails, the error names it (the other rows'
+/// tokens are accepted).
+#[napi(
+    ts_args_type = "samplers: Sampler[], matrix: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'"
+)]
+pub fn sample_batch(
+    mut samplers: Vec<ClassInstance<'_, Sampler>>,
+    matrix: Unknown<'_>,
+    dtype: Option<String>,
+) -> Result<Vec<i32>> {
+    let matrix = LogitsArray::from_js(&matrix, dtype.as_deref())?;
     let Some(first) = samplers.first() else { return Ok(Vec::new()) };
     let v = first.n_vocab;
     for i in 0..samplers.len() {
@@ -301,7 +319,17 @@ pub fn sample_batch(mut samplers: Vec<ClassInstance<'_, Sampler>>, matrix: Float
         samplers.iter_mut().map(|s| std::mem::replace(&mut s.sampler, TokenSampler::new(Chain::new()))).collect();
     let mut batch = BatchSampler::new(rows);
     let mut out: Vec<std::result::Result<Token, SampleError>> = vec![Ok(0); b];
-    let shape = batch.sample(&matrix, v, &mut out);
+    let all = matrix.logits();
+    let shape = match all {
+        Logits::F32(rows) => batch.sample(rows, v, &mut out),
+        // BatchSampler reads f32 rows; half-precision rows go one by one.
+        _ => {
+            for (i, (s, o)) in batch.rows_mut().iter_mut().zip(out.iter_mut()).enumerate() {
+                *o = s.sample(row_of(all, i, v));
+            }
+            Ok(())
+        }
+    };
     for (s, r) in samplers.iter_mut().zip(batch.rows_mut()) {
         std::mem::swap(&mut s.sampler, r);
     }
@@ -311,9 +339,9 @@ pub fn sample_batch(mut samplers: Vec<ClassInstance<'_, Sampler>>, matrix: Float
     for (i, (s, r)) in samplers.iter_mut().zip(out).enumerate() {
         match r {
             Ok(tok) => {
-                let row = &matrix[i * v..(i + 1) * v];
                 if let Some(ppl) = &mut s.perplexity {
-                    ppl.push_logprob(RawDistribution::of(row.into()).logprob(row[tok as usize]));
+                    let row = row_of(all, i, v);
+                    ppl.push_logprob(RawDistribution::of(row).logprob(row.get(tok as usize)));
                 }
                 // The last-step statistics need a row of their own; the batch keeps none.
                 s.last = None;
@@ -327,5 +355,14 @@ pub fn sample_batch(mut samplers: Vec<ClassInstance<'_, Sampler>>, matrix: Float
     match first_err {
         Some(e) => Err(e),
         None => Ok(tokens),
+    }
+}
+
+/// Row `i` of equal rows of `width` logits.
+fn row_of(all: Logits<'_>, i: usize, width: usize) -> Logits<'_> {
+    match all {
+        Logits::F32(l) => Logits::F32(&l[i * width..(i + 1) * width]),
+        Logits::F16(l) => Logits::F16(&l[i * width..(i + 1) * width]),
+        Logits::Bf16(l) => Logits::Bf16(&l[i * width..(i + 1) * width]),
     }
 }

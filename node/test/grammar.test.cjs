@@ -112,7 +112,7 @@ const descriptor = {
 }
 
 test('token trie', () => {
-  const t = new TokenTrie(descriptor, 'action', 200)
+  const t = new TokenTrie(descriptor, 'greedy', { nVocab: 200 })
   assert.deepEqual(t.allowed().sort((a, b) => a - b), [7, 100])
   assert.deepEqual(t.forced(), [])
   assert.equal(t.complete(), null)
@@ -130,8 +130,21 @@ test('token trie', () => {
   t.reset()
   t.fillNextTokenBitmask(bm)
   assert.deepEqual(Array.from(bm), [1 << 7, 0, 0, 1 << 4, 0, 0, 0])
-  assert.deepEqual(new TokenTrie(JSON.stringify(descriptor), 'action', 200, 'greedy').allowed().length, 2)
-  assert.throws(() => new TokenTrie(descriptor, 'action', 200, 'sampled', 'other'), /modelId/)
-  assert.throws(() => new TokenTrie(descriptor, 'action', 50), /outside the vocabulary/)
-  assert.throws(() => new TokenTrie(descriptor, 'action', 200, 'fast'), /mode/)
+  const sampled = new TokenTrie(JSON.stringify(descriptor), 'sampled', { path: 'action', nVocab: 200 })
+  assert.equal(sampled.allowed().length, 2)
+  assert.equal(sampled.mode, 'sampled')
+  assert.throws(() => new TokenTrie(descriptor, 'sampled', { modelId: 'other' }), /modelId/)
+  assert.throws(() => new TokenTrie(descriptor, 'greedy', { nVocab: 50 }), /outside the vocabulary/)
+  assert.throws(() => new TokenTrie(descriptor, 'greedy', { path: 'nope' }), /no descriptor/)
+  assert.throws(() => new TokenTrie(descriptor, 'fast'), /mode/)
+})
+
+test('TokenTrie(descriptor, mode): the only path, nVocab from the largest id, greedy by default', () => {
+  const t = new TokenTrie(descriptor)
+  assert.deepEqual([t.path, t.mode, t.nVocab], ['action', 'greedy', 105])
+  assert.deepEqual(t.allowed().sort((a, b) => a - b), [7, 100])
+  assert.equal(new TokenTrie(descriptor, 'sampled').mode, 'sampled')
+  const two = { ...descriptor, descriptors: [...descriptor.descriptors, { path: 'target', leaves: [{ name: 'ME', tokens: [9] }] }] }
+  assert.throws(() => new TokenTrie(two), /2 paths \(action, target\).*path/)
+  assert.deepEqual(new TokenTrie(two, 'greedy', { path: 'target' }).allowed(), [9])
 })

@@ -6,7 +6,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { execFileSync } = require('node:child_process')
 
-const { Model } = require('..')
+const { Model, TokenTrie } = require('..')
 
 const PROMPT = 'The capital of France is'
 let model
@@ -46,4 +46,54 @@ test('chat prompt, stop strings, early exit, tokenizer, errors', async () => {
   assert.equal(m.detokenize(ids), 'Hello world')
   assert.throws(() => m.generate(PROMPT, { topP: 2 }), /top_p/)
   assert.throws(() => m.generate(42), /prompt/)
+})
+
+const LEAVES = [' Paris', ' a city in Europe', ' the city of lights', ' London']
+
+/** A token-trie descriptor for SmolLM2 whose leaves are `words` (no leaf a prefix of another). */
+function trieDescriptor(m, words = LEAVES) {
+  const leaves = words.map((w) => ({ name: w.trim(), tokens: m.tokenize(w, false) }))
+  return { descriptor: { modelId: m.modelId, descriptors: [{ path: 'answer', leaves }] }, leaves }
+}
+
+const tokensOf = async (gen) => {
+  const out = []
+  for await (const t of gen) out.push(t.token)
+  return out
+}
+
+test('setTokenTrie: a generation is exactly one leaf; clearTokenTrie: unconstrained again', async () => {
+  const m = getModel()
+  assert.equal(m.modelId, 'smollm2')
+  const free = await tokensOf(m.generate(PROMPT, { maxTokens: 8, seed: 42 }))
+  const { descriptor, leaves } = trieDescriptor(m)
+  const isLeaf = (toks) => leaves.some((l) => JSON.stringify(l.tokens) === JSON.stringify(toks))
+  m.setTokenTrie(new TokenTrie(descriptor))
+  try {
+    const got = await tokensOf(m.generate(PROMPT, { maxTokens: 32, seed: 42 }))
+    assert.ok(isLeaf(got), `greedy: ${got} is not a leaf`)
+    const sampled = new TokenTrie(descriptor, 'sampled')
+    for (const seed of [1, 2, 3]) {
+      // per call, in place of the model's trie
+      const toks = await tokensOf(m.generate(PROMPT, { maxTokens: 32, seed, temp: 1.5, tokenTrie: sampled }))
+      assert.ok(isLeaf(toks), `sampled (seed ${seed}): ${toks} is not a leaf`)
+    }
+  } finally {
+    m.clearTokenTrie()
+  }
+  assert.deepEqual(await tokensOf(m.generate(PROMPT, { maxTokens: 8, seed: 42 })), free)
+  // The multi-token leaf is forced after its first token: its text comes out whole.
+  const only = new TokenTrie(trieDescriptor(m, [' the city of lights']).descriptor)
+  let text = ''
+  for await (const t of m.generate(PROMPT, { seed: 42, tokenTrie: only })) text += t.text
+  assert.equal(text, ' the city of lights')
+})
+
+test('token trie errors', () => {
+  const m = getModel()
+  const { descriptor } = trieDescriptor(m)
+  assert.throws(() => m.setTokenTrie(new TokenTrie({ ...descriptor, modelId: 'gemma3' })), /modelId/)
+  const big = { modelId: 'smollm2', descriptors: [{ path: 'p', leaves: [{ name: 'x', tokens: [60000] }] }] }
+  assert.throws(() => m.setTokenTrie(new TokenTrie(big)), /outside the vocabulary/)
+  assert.throws(() => m.generate(PROMPT, { tokenTrie: { descriptor } }), /tokenTrie.*TokenTrie/)
 })

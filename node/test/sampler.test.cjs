@@ -3,7 +3,7 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 
-const { Sampler } = require('..')
+const { Sampler, sampleBatch } = require('..')
 const { vectors, inputLogits, recorded, CHAIN_PARAMS } = require('./vectors.cjs')
 
 const snake = (o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase()), v]))
@@ -166,4 +166,102 @@ test('sampleBatch equals the single-row path', () => {
   assert.throws(() => sampleBatch([batch[0], batch[0]], matrix.subarray(0, 2 * v)), /twice/)
   assert.throws(() => sampleBatch(batch, matrix.subarray(0, 3 * v)), /rows/)
   assert.deepEqual(sampleBatch([], matrix), [])
+})
+
+/** IEEE binary16 bits of `x` (round to nearest, ties to even), as a Uint16Array would hold them. */
+function halfBits(x) {
+  const f = new Float32Array([x])
+  const u = new Uint32Array(f.buffer)[0]
+  const sign = (u >>> 16) & 0x8000
+  const exp = (u >>> 23) & 0xff
+  let mant = u & 0x7fffff
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0)
+  let e = exp - 127 + 15
+  if (e >= 0x1f) return sign | 0x7c00
+  if (e <= 0) {
+    if (e < -10) return sign
+    mant |= 0x800000
+    const shift = 14 - e
+    let h = mant >>> shift
+    const rest = mant & ((1 << shift) - 1)
+    const halfway = 1 << (shift - 1)
+    if (rest > halfway || (rest === halfway && (h & 1))) h++
+    return sign | h
+  }
+  let h = (e << 10) | (mant >>> 13)
+  const rest = mant & 0x1fff
+  if (rest > 0x1000 || (rest === 0x1000 && (h & 1))) h++
+  return sign | h
+}
+
+/** The value of binary16 bits `h`. */
+function halfValue(h) {
+  const s = h & 0x8000 ? -1 : 1
+  const e = (h >>> 10) & 0x1f
+  const m = h & 0x3ff
+  if (e === 0) return s * m * 2 ** -24
+  if (e === 0x1f) return m ? NaN : s * Infinity
+  return s * (1 + m / 1024) * 2 ** (e - 15)
+}
+
+/** A row as float16 bits and its exact float32 widening. */
+function toHalf(row) {
+  const bits = Uint16Array.from(row, halfBits)
+  return { bits, widened: Float32Array.from(bits, halfValue) }
+}
+
+/** bfloat16 bits of `x` (round to nearest even on the upper 16 bits) and the exact widening. */
+function toBf16(row) {
+  const u = new Uint32Array(Float32Array.from(row).buffer)
+  const bits = Uint16Array.from(u, (x) => (x + 0x7fff + ((x >>> 16) & 1)) >>> 16)
+  const widened = new Float32Array(new Uint32Array(Array.from(bits, (b) => (b << 16) >>> 0)).buffer)
+  return { bits, widened }
+}
+
+for (const id of Object.keys(CHAIN_PARAMS).sort()) {
+  test(`recorded chain ${id}: float16 and bfloat16 rows give the tokens of their float32 widening`, () => {
+    const ch = recorded(id)
+    const logits = inputLogits(ch.input)
+    for (const [conv, dtype] of [[toHalf, undefined], [toHalf, 'float16'], [toBf16, 'bfloat16']]) {
+      const { bits, widened } = conv(logits)
+      const a = new Sampler(logits.length, CHAIN_PARAMS[id])
+      const b = new Sampler(logits.length, CHAIN_PARAMS[id])
+      const want = Array.from({ length: ch.steps }, () => a.sample(widened))
+      assert.deepEqual(Array.from({ length: ch.steps }, () => b.sample(bits, dtype)), want, dtype)
+    }
+  })
+}
+
+test('float16: statistics, apply, sampleBatch, Float16Array, dtype errors', (t) => {
+  const logits = inputLogits('logits_4096_seed11')
+  const v = logits.length
+  const { bits, widened } = toHalf(logits)
+  const a = new Sampler(v, { seed: 3, trackPerplexity: true })
+  const b = new Sampler(v, { seed: 3, trackPerplexity: true })
+  for (let i = 0; i < 4; i++) assert.equal(b.sample(bits), a.sample(widened))
+  assert.deepEqual(b.lastProbs(5), a.lastProbs(5))
+  assert.equal(b.entropy(), a.entropy())
+  assert.equal(b.surprisal(), a.surprisal())
+  assert.equal(b.perplexity(), a.perplexity())
+  assert.equal(b.apply(bits), a.apply(widened))
+  const rows = 3
+  const matrix = new Uint16Array(rows * v)
+  for (let i = 0; i < rows; i++) matrix.set(bits, i * v)
+  const batch = Array.from({ length: rows }, (_, i) => new Sampler(v, { seed: 20 + i }))
+  const single = Array.from({ length: rows }, (_, i) => new Sampler(v, { seed: 20 + i }))
+  assert.deepEqual(sampleBatch(batch, matrix), single.map((s) => s.sample(widened)))
+  const s = new Sampler(v, { seed: 1 })
+  assert.throws(() => s.sample(bits, 'float64'), /dtype/)
+  assert.throws(() => s.sample(widened, 'bfloat16'), /dtype/)
+  assert.throws(() => s.sample(new Int16Array(v)), /Float32Array, Float16Array or Uint16Array/)
+  assert.throws(() => s.sample(bits.subarray(1)), /nVocab/)
+  assert.throws(() => s.sample([1, 2, 3]), /Float32Array/)
+  if (typeof globalThis.Float16Array !== 'function') {
+    t.diagnostic(`Float16Array: not in this runtime (node ${process.version}), its path is untested here`)
+    return
+  }
+  const f16 = new globalThis.Float16Array(bits.buffer)
+  const c = new Sampler(v, { seed: 9 })
+  const d = new Sampler(v, { seed: 9 })
+  assert.deepEqual(Array.from({ length: 8 }, () => c.sample(f16)), Array.from({ length: 8 }, () => d.sample(widened)))
 })

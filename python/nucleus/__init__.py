@@ -8,6 +8,9 @@
   backends, llguidance and XGrammar use). ``allocate_token_bitmask`` and
   ``apply_token_bitmask_inplace`` connect them to NumPy logits; ``vocab_from_tokenizer_json``
   reads a Hugging Face ``tokenizer.json``.
+* ``Model(name or path)``: local generation (``generate`` streams ``(token, text)``), optionally
+  constrained to the leaves of a ``TokenTrie`` (``set_token_trie`` / ``clear_token_trie``, or
+  ``generate(..., token_trie=...)``).
 """
 
 from ._nucleus import Generation, Grammar, Model, Sampler, TokenTrie, Vocab, sample_batch

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use serde_json::Value;
 
+use crate::generation::TrieSetting;
 use crate::matcher::{bitmask_words, vocab_index, GrammarMatcher, Trie};
 
 fn value_error(e: String) -> PyErr {
@@ -186,10 +187,14 @@ impl Grammar {
     }
 }
 
-/// The token-trie constraint: `TokenTrie(descriptor, path, n_vocab, mode="sampled",
-/// model_id=None)` where `descriptor` is `{"modelId", "descriptors": [{"path", "leaves":
-/// [{"name", "tokens"}]}]}` (dict or JSON text). Only tokens continuing some leaf of `path`
-/// are allowed; `forced()` gives the tokens that follow with no choice.
+/// The token-trie constraint: `TokenTrie(descriptor, mode="greedy", *, path=None,
+/// n_vocab=None, model_id=None)` where `descriptor` is `{"modelId", "descriptors": [{"path",
+/// "leaves": [{"name", "tokens"}]}]}` (dict or JSON text). Only tokens continuing some leaf of
+/// `path` (default: the descriptor's only path) are allowed; `forced()` gives the tokens that
+/// follow with no choice. `mode` says how a generation picks among the allowed tokens
+/// (`greedy`: the most likely; `sampled`: the sampler chain). `n_vocab` defaults to one past
+/// the largest token id listed. `Model.set_token_trie` / `generate(token_trie=...)` constrain a
+/// model's generations with it.
 #[pyclass(module = "nucleus._nucleus")]
 pub(crate) struct TokenTrie {
     state: Mutex<Trie>,
@@ -199,22 +204,39 @@ impl TokenTrie {
     fn lock(&self) -> MutexGuard<'_, Trie> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// This trie's path and mode as a constraint for a loaded model (see [`Trie::for_model`]).
+    pub(crate) fn for_model(&self, model_id: &str, n_vocab: usize) -> PyResult<TrieSetting> {
+        self.lock().for_model(model_id, n_vocab).map_err(value_error)
+    }
 }
 
 #[pymethods]
 impl TokenTrie {
     #[new]
-    #[pyo3(signature = (descriptor, path, n_vocab, mode = "sampled", model_id = None))]
+    #[pyo3(signature = (descriptor, mode = "greedy", *, path = None, n_vocab = None, model_id = None))]
     fn new(
         descriptor: &Bound<'_, PyAny>,
-        path: &str,
-        n_vocab: usize,
         mode: &str,
+        path: Option<&str>,
+        n_vocab: Option<usize>,
         model_id: Option<&str>,
     ) -> PyResult<Self> {
         let desc = schema_value(descriptor)?;
         let t = Trie::new(&desc, path, mode, n_vocab, model_id).map_err(value_error)?;
         Ok(TokenTrie { state: Mutex::new(t) })
+    }
+
+    /// The descriptor path this trie walks.
+    #[getter]
+    fn path(&self) -> String {
+        self.lock().path().to_string()
+    }
+
+    /// "greedy" or "sampled".
+    #[getter]
+    fn mode(&self) -> &'static str {
+        self.lock().mode()
     }
 
     /// Vocabulary size.

@@ -172,36 +172,94 @@ impl GrammarMatcher {
 }
 
 /// A token-trie constraint: one path of a continuation descriptor (`{"modelId", "descriptors":
-/// [{"path", "leaves": [{"name", "tokens"}]}]}`), with forced tokens.
+/// [{"path", "leaves": [{"name", "tokens"}]}]}`), with forced tokens. It keeps the descriptor,
+/// path and mode so a model can build its own constraint from them ([`Trie::for_model`]).
 #[derive(Clone)]
 pub(crate) struct Trie {
     n_vocab: usize,
     constraint: TrieConstraint,
+    descriptor: Arc<Value>,
+    path: String,
+    greedy: bool,
+}
+
+/// One past the largest token id `descriptor` lists (1 if it lists none): the vocabulary size a
+/// trie assumes when none is given. Malformed parts are skipped here and reported by
+/// nucleus-grammar's parser.
+fn implied_n_vocab(descriptor: &Value) -> usize {
+    let ids = descriptor["descriptors"].as_array().into_iter().flatten().flat_map(|d| {
+        d["leaves"].as_array().into_iter().flatten().flat_map(|l| l["tokens"].as_array().into_iter().flatten())
+    });
+    let max = ids.filter_map(Value::as_u64).filter(|&t| t <= i32::MAX as u64).max();
+    max.map_or(1, |m| m as usize + 1)
 }
 
 impl Trie {
-    /// Parses `descriptor` for a vocabulary of `n_vocab` tokens and positions a constraint at
-    /// the start of `path` (`mode`: "sampled" or "greedy"). The descriptor's `modelId` must be
+    /// Parses `descriptor` and positions a constraint at the start of `path` (default: the
+    /// descriptor's only path). `mode`: "greedy" (the most likely allowed token) or "sampled"
+    /// (the sampler chain over the allowed tokens). Token ids must be below `n_vocab` (default:
+    /// one past the largest id the descriptor lists). The descriptor's `modelId` must be
     /// `model_id` when one is given.
     pub(crate) fn new(
         descriptor: &Value,
-        path: &str,
+        path: Option<&str>,
         mode: &str,
-        n_vocab: usize,
+        n_vocab: Option<usize>,
         model_id: Option<&str>,
     ) -> Result<Self, String> {
-        let mode = match mode {
-            "sampled" => Mode::Sampled,
-            "greedy" => Mode::Greedy,
-            other => return Err(format!("mode must be \"sampled\" or \"greedy\", not {other:?}")),
+        let (mode, greedy) = match mode {
+            "sampled" => (Mode::Sampled, false),
+            "greedy" => (Mode::Greedy, true),
+            other => return Err(format!("mode must be \"greedy\" or \"sampled\", not {other:?}")),
         };
         let id = match model_id {
             Some(m) => m.to_string(),
             None => descriptor.get("modelId").and_then(Value::as_str).unwrap_or_default().to_string(),
         };
+        let n_vocab = n_vocab.unwrap_or_else(|| implied_n_vocab(descriptor));
         let set = ContinuationSet::from_descriptor(descriptor, &id, n_vocab).map_err(|e| e.to_string())?;
-        let constraint = set.constraint(path, mode).map_err(|e| e.to_string())?;
-        Ok(Trie { n_vocab, constraint })
+        let path = match path {
+            Some(p) => p.to_string(),
+            None => {
+                let mut paths = set.paths();
+                paths.sort_unstable();
+                match paths.as_slice() {
+                    [only] => only.to_string(),
+                    many => {
+                        return Err(format!(
+                            "the descriptor has {} paths ({}): say which one with `path`",
+                            many.len(),
+                            many.join(", ")
+                        ))
+                    }
+                }
+            }
+        };
+        let constraint = set.constraint(&path, mode).map_err(|e| e.to_string())?;
+        Ok(Trie { n_vocab, constraint, descriptor: Arc::new(descriptor.clone()), path, greedy })
+    }
+
+    /// The same path and mode as a constraint for a loaded model (`model_id`, `n_vocab`
+    /// tokens), built and cached by nucleus-runtime as `nucleus generate --token-trie` and the
+    /// server build theirs, at the start of the path; and whether it is greedy.
+    pub(crate) fn for_model(&self, model_id: &str, n_vocab: usize) -> Result<(TrieConstraint, bool), String> {
+        let t = nucleus_runtime::token_trie(&self.descriptor, model_id, n_vocab, &self.path, self.greedy)
+            .map_err(|e| format!("token trie: {e}"))?;
+        Ok((t, self.greedy))
+    }
+
+    /// The descriptor path this trie walks.
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// "greedy" or "sampled".
+    pub(crate) fn mode(&self) -> &'static str {
+        if self.greedy {
+            "greedy"
+        } else {
+            "sampled"
+        }
     }
 
     /// Vocabulary size.

@@ -9,14 +9,16 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
 use nucleus_runtime::{
-    generate, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _, ModelRef, Pip,
-    Prompt, SequenceOptions,
+    generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
+    ModelRef, Pip, Prompt, SequenceOptions,
 };
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::convert::dict_to_map;
+use crate::generation::{model_id, sequence, TrieSetting};
+use crate::grammar::TokenTrie;
 use crate::params;
 
 /// A model: `Model("smollm2")` (a catalog name, pulled on first use like `nucleus pull`) or
@@ -24,6 +26,10 @@ use crate::params;
 #[pyclass(module = "nucleus._nucleus", frozen)]
 pub(crate) struct Model {
     model: Arc<LlamaCppModel>,
+    /// The `modelId` token-trie descriptors must carry.
+    id: String,
+    /// The token trie constraining the next generations ([`Model::set_token_trie`]).
+    trie: Mutex<Option<TrieSetting>>,
 }
 
 fn runtime_error(e: impl std::fmt::Display) -> PyErr {
@@ -60,9 +66,32 @@ impl Model {
         let loaded = py.detach(|| {
             let r = ModelRef::parse(model)?;
             let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {})?;
-            LlamaCppModel::load(&path)
+            Ok::<_, nucleus_runtime::RuntimeError>((LlamaCppModel::load(&path)?, model_id(model, &r)))
         });
-        Ok(Model { model: Arc::new(loaded.map_err(runtime_error)?) })
+        let (loaded, id) = loaded.map_err(runtime_error)?;
+        Ok(Model { model: Arc::new(loaded), id, trie: Mutex::new(None) })
+    }
+
+    /// The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
+    /// the GGUF file's name without `.gguf` (as for `nucleus generate --token-trie`).
+    #[getter]
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+
+    /// Constrains the following generations (until `clear_token_trie`) to the leaves of
+    /// `trie`: its path and mode, from the start of the path, token ids checked against this
+    /// model's vocabulary and `modelId` against `model_id`. Forced tokens are taken without a
+    /// sampling step; a generation ends when it has spelled a leaf nothing longer continues.
+    fn set_token_trie(&self, trie: &TokenTrie) -> PyResult<()> {
+        let t = trie.for_model(&self.id, self.model.n_vocab())?;
+        *self.trie.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        Ok(())
+    }
+
+    /// Removes the token trie set by `set_token_trie`: generations are unconstrained again.
+    fn clear_token_trie(&self) {
+        *self.trie.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Vocabulary size.
@@ -96,8 +125,11 @@ impl Model {
     /// Generates from `prompt` (text continued as is, token ids, or chat messages rendered
     /// with the model's template) and yields `(token, text)` as tokens are made; `text` holds
     /// complete characters only and never stop-string text. Sampling keywords are
-    /// `Sampler`'s; also `max_tokens`, `stop` (strings), `threads` (default 1) and `n_ctx`.
-    #[pyo3(signature = (prompt, *, max_tokens = None, stop = Vec::new(), threads = 1, n_ctx = None, **params))]
+    /// `Sampler`'s; also `max_tokens`, `stop` (strings), `threads` (default 1), `n_ctx`, and
+    /// `token_trie` (a `TokenTrie` constraining this generation only, in place of the one set
+    /// with `set_token_trie`).
+    #[pyo3(signature = (prompt, *, max_tokens = None, stop = Vec::new(), threads = 1, n_ctx = None, token_trie = None, **params))]
+    #[allow(clippy::too_many_arguments)]
     fn generate(
         &self,
         prompt: &Bound<'_, PyAny>,
@@ -105,6 +137,7 @@ impl Model {
         stop: Vec<String>,
         threads: usize,
         n_ctx: Option<usize>,
+        token_trie: Option<PyRef<'_, TokenTrie>>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Generation> {
         let prompt = prompt_of(prompt)?;
@@ -114,6 +147,10 @@ impl Model {
         };
         let sampling = params::parse(&map, self.model.n_vocab(), true).map_err(|e| PyValueError::new_err(e.message))?;
         let opts = SequenceOptions { max_tokens, stop, ..Default::default() };
+        let trie = match token_trie {
+            Some(t) => Some(t.for_model(&self.id, self.model.n_vocab())?),
+            None => self.trie.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        };
         let ctx_opts = ContextOptions { n_ctx, threads: Some(threads.max(1)), ..Default::default() };
         let model = self.model.clone();
         let cancel = Arc::new(AtomicBool::new(false));
@@ -125,14 +162,14 @@ impl Model {
             let run = || -> Result<String, String> {
                 let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
-                let stats =
-                    generate(model.as_ref(), ctx.as_mut(), &tokens, &sampling, &opts, Some(&stop_flag), &mut |ev| {
-                        match tx.send(Ok((ev.token, ev.text.to_string()))) {
-                            Ok(()) => ControlFlow::Continue(()),
-                            Err(_) => ControlFlow::Break(()), // the iterator was dropped
-                        }
-                    })
-                    .map_err(|e| e.to_string())?;
+                let seq = sequence(model.as_ref(), &sampling, opts, trie)?;
+                let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut |ev| {
+                    match tx.send(Ok((ev.token, ev.text.to_string()))) {
+                        Ok(()) => ControlFlow::Continue(()),
+                        Err(_) => ControlFlow::Break(()), // the iterator was dropped
+                    }
+                })
+                .map_err(|e| e.to_string())?;
                 Ok(stats.stop.as_str().to_string())
             };
             match run() {

@@ -230,7 +230,7 @@ DESCRIPTOR = {
 
 
 def test_token_trie():
-    t = nucleus.TokenTrie(DESCRIPTOR, "action", 200)
+    t = nucleus.TokenTrie(DESCRIPTOR, n_vocab=200)
     assert sorted(t.allowed()) == [7, 100]
     assert t.forced() == [] and t.complete() is None and not t.is_finished()
     t.advance(100)
@@ -249,13 +249,28 @@ def test_token_trie():
     t.fill_next_token_bitmask(bm)
     bits = np.unpackbits(bm[0].view(np.uint8), bitorder="little")[:200]
     assert np.flatnonzero(bits).tolist() == [7, 100]
-    greedy = nucleus.TokenTrie(json.dumps(DESCRIPTOR), "action", 200, mode="greedy")
-    assert sorted(greedy.allowed()) == [7, 100]
+    sampled = nucleus.TokenTrie(json.dumps(DESCRIPTOR), "sampled", path="action", n_vocab=200)
+    assert sorted(sampled.allowed()) == [7, 100] and sampled.mode == "sampled"
     with pytest.raises(ValueError, match="modelId"):
-        nucleus.TokenTrie(DESCRIPTOR, "action", 200, model_id="other")
+        nucleus.TokenTrie(DESCRIPTOR, model_id="other")
     with pytest.raises(ValueError, match="outside the vocabulary"):
-        nucleus.TokenTrie(DESCRIPTOR, "action", 50)
+        nucleus.TokenTrie(DESCRIPTOR, n_vocab=50)
     with pytest.raises(ValueError, match="no descriptor"):
-        nucleus.TokenTrie(DESCRIPTOR, "nope", 200)
+        nucleus.TokenTrie(DESCRIPTOR, path="nope")
     with pytest.raises(ValueError, match="mode"):
-        nucleus.TokenTrie(DESCRIPTOR, "action", 200, mode="fast")
+        nucleus.TokenTrie(DESCRIPTOR, "fast")
+
+
+def test_token_trie_signature():
+    """`TokenTrie(descriptor, mode)`: the only path, n_vocab from the largest id, greedy by default."""
+    t = nucleus.TokenTrie(DESCRIPTOR)
+    assert (t.path, t.mode, t.n_vocab) == ("action", "greedy", 105)
+    assert sorted(t.allowed()) == [7, 100]
+    assert nucleus.TokenTrie(DESCRIPTOR, "sampled").mode == "sampled"
+    two = {**DESCRIPTOR, "descriptors": DESCRIPTOR["descriptors"] + [{"path": "target", "leaves": [
+        {"name": "ME", "tokens": [9]}]}]}
+    with pytest.raises(ValueError, match=r"2 paths \(action, target\).*path"):
+        nucleus.TokenTrie(two)
+    assert nucleus.TokenTrie(two, path="target").allowed() == [9]
+    with pytest.raises(TypeError):
+        nucleus.TokenTrie(DESCRIPTOR, "greedy", "action")  # path and n_vocab are keywords

@@ -101,3 +101,47 @@ for i, _ in enumerate(m.generate("Once upon a time", max_tokens=500, seed=1)):
     for _ in range(3):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+LEAVES = [" Paris", " a city in Europe", " the city of lights", " London"]
+
+
+def trie_descriptor(model, words=LEAVES):
+    """A token-trie descriptor for SmolLM2 whose leaves are `words` (no leaf a prefix of another)."""
+    leaves = [{"name": w.strip(), "tokens": model.tokenize(w, add_special=False)} for w in words]
+    return {"modelId": model.model_id, "descriptors": [{"path": "answer", "leaves": leaves}]}, leaves
+
+
+def test_token_trie_constrains_generate(model):
+    """A token trie set on the model: the generation is exactly one leaf, in greedy and sampled
+    mode; cleared, the model generates what it generated before."""
+    assert model.model_id == "smollm2"
+    free = [t for t, _ in model.generate(PROMPT, max_tokens=8, seed=42)]
+    desc, leaves = trie_descriptor(model)
+    allowed = [leaf["tokens"] for leaf in leaves]
+    model.set_token_trie(nucleus.TokenTrie(desc))
+    try:
+        g = model.generate(PROMPT, max_tokens=32, seed=42)
+        got = [t for t, _ in g]
+        assert got in allowed and g.stop_reason == "eog"
+        sampled = nucleus.TokenTrie(desc, "sampled")
+        for seed in (1, 2, 3):  # per call, in place of the model's trie
+            assert [t for t, _ in model.generate(PROMPT, max_tokens=32, seed=seed, temp=1.5, token_trie=sampled)] \
+                in allowed
+    finally:
+        model.clear_token_trie()
+    assert [t for t, _ in model.generate(PROMPT, max_tokens=8, seed=42)] == free
+    # The multi-token leaf is forced after its first token: its text comes out whole.
+    only = nucleus.TokenTrie(trie_descriptor(model, [" the city of lights"])[0])
+    assert "".join(text for _, text in model.generate(PROMPT, seed=42, token_trie=only)) == " the city of lights"
+
+
+def test_token_trie_errors(model):
+    desc, _ = trie_descriptor(model)
+    with pytest.raises(ValueError, match="modelId"):
+        model.set_token_trie(nucleus.TokenTrie({**desc, "modelId": "gemma3"}))
+    big = {"modelId": "smollm2", "descriptors": [{"path": "p", "leaves": [{"name": "x", "tokens": [60000]}]}]}
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model.set_token_trie(nucleus.TokenTrie(big))
+    with pytest.raises(TypeError):
+        model.generate(PROMPT, token_trie="not a trie")

@@ -77,6 +77,16 @@ def test_recorded_chains_reset_and_clone(vectors, cid):
     assert [s.sample(logits) for _ in range(ch["steps"])] == want
 
 
+@pytest.mark.parametrize("cid", sorted(CHAIN_PARAMS))
+def test_recorded_chains_float16_equals_widened(vectors, cid):
+    """A float16 row is read through the sampler's f16 path: the same tokens as its f32 widening."""
+    ch = recorded(vectors, cid)
+    half = input_logits(vectors, ch["input"]).astype(np.float16)
+    widened = half.astype(np.float32)
+    a, b = (nucleus.Sampler(len(half), **CHAIN_PARAMS[cid]) for _ in range(2))
+    assert [a.sample(half) for _ in range(ch["steps"])] == [b.sample(widened) for _ in range(ch["steps"])]
+
+
 def test_dist_streams(vectors):
     streams = vectors["derived_reference"]["dist_streams"]
     assert len(streams) == 10
