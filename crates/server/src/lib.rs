@@ -35,6 +35,7 @@ pub mod errors;
 pub mod fields;
 pub mod metrics;
 pub mod openai_types;
+pub mod playground;
 pub mod prepare;
 pub(crate) mod prompt_cache;
 pub mod render;

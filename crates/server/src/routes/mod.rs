@@ -29,6 +29,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/health", get(health::health))
         .route("/v1/health", get(health::health))
         .route("/metrics", get(health::metrics))
+        .merge(crate::playground::routes())
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(middleware::from_fn_with_state(state.clone(), auth))
@@ -48,7 +49,7 @@ async fn wrong_method(method: Method, uri: Uri) -> ApiError {
 async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(key) = &state.config.api_key {
         let path = req.uri().path();
-        let open = path == "/health" || path == "/v1/health";
+        let open = path == "/health" || path == "/v1/health" || crate::playground::PATHS.contains(&path);
         if !open {
             let given = req
                 .headers()
@@ -79,6 +80,7 @@ async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
         "/v1/models" | "/models" => "/v1/models",
         "/health" | "/v1/health" => "/health",
         "/metrics" => "/metrics",
+        "/" | "/playground" | "/playground.js" | "/playground.css" => "/playground",
         _ => "other",
     };
     let resp = next.run(req).await;
