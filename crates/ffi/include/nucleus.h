@@ -5,7 +5,11 @@
  * Conventions: every function checks its pointer arguments for NULL and its sizes; a failing
  * call returns a negative NUCLEUS_ERR_* code (or NULL from a constructor) and
  * nucleus_last_error() says why. No function aborts or unwinds into the caller. An object may
- * move between threads but must be used by one thread at a time.
+ * move between threads but must be used by one thread at a time (nucleus_llm_cancel excepted).
+ *
+ * Cargo features of crates/ffi: the nucleus_llama_* functions need `llama` (they call the
+ * application's llama.cpp); the nucleus_llm_* streaming handle needs `llm` (libnucleus then
+ * carries llama.cpp itself: link with -lstdc++ -lgomp -lm).
  */
 
 #ifndef NUCLEUS_H
@@ -22,6 +26,7 @@ typedef struct nucleus_sampler nucleus_sampler;
 typedef struct nucleus_vocab nucleus_vocab;
 typedef struct nucleus_grammar nucleus_grammar;
 typedef struct nucleus_token_trie nucleus_token_trie;
+typedef struct nucleus_llm nucleus_llm;
 
 /* llama.cpp's types (declared in its llama.h), for the nucleus_llama_* functions. */
 struct llama_vocab;
@@ -65,6 +70,29 @@ typedef struct llama_sampler llama_sampler;
  freed.
  */
 #define NUCLEUS_ERR_INTERNAL -6
+
+/*
+ A `nucleus_llm` handle is busy: a `nucleus_llm_generate` call is running on it (another
+ thread, or the callback calling back into the handle).
+ */
+#define NUCLEUS_ERR_BUSY -7
+
+/*
+ The model failed: it could not be found, downloaded or loaded, its context could not be
+ created, or a forward pass failed.
+ */
+#define NUCLEUS_ERR_MODEL -8
+
+/*
+ The callback of `nucleus_llm_generate`: `token` is the generated id (-1 on a final call that
+ carries no token), `text` the NUL-terminated UTF-8 text this token releases (complete
+ characters only: it may be empty while a character is incomplete, or carry text held back
+ before; valid only during the call), `done` is 1 on the final call and 0 before, `user_data`
+ is the pointer given to `nucleus_llm_generate`. The callback may call `nucleus_llm_cancel`,
+ the tokenize/detokenize and token-trie functions on the same handle; `prefill`, `generate`,
+ `reset` and `close` on it fail with `NUCLEUS_ERR_BUSY` meanwhile.
+ */
+typedef void (*nucleus_on_token)(int32_t token, const char *text, int32_t done, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -232,6 +260,193 @@ llama_sampler *nucleus_llama_sampler_init_token_trie(const llama_vocab *vocab,
                                                      const char *descriptor_json,
                                                      size_t len,
                                                      int32_t mode);
+
+/*
+ Opens a model: `model` is a catalog name (`"smollm2"`, `"gemma3"`: resolved and, on first
+ use, downloaded into the models directory as `nucleus generate -m NAME` does) or the path
+ of a GGUF file. `options_json` is a JSON object (or an empty string for the defaults) with
+ `n_ctx` (context size; default 4096, or the model's training context if smaller),
+ `n_batch` (prompt tokens per forward pass, default 512), `threads` (CPU threads, default
+ the cores minus one), `chat_template` (Jinja source used by `nucleus_llm_tokenize_chat`
+ instead of the model's own) and `verbose` (llama.cpp's log on stderr, default false); an
+ unknown field is an error. NULL on error (`NUCLEUS_ERR_MODEL` kind of failures included:
+ file missing, download or load failed). Free with `nucleus_llm_close`.
+
+ A handle may be used from any thread, one call at a time, except `nucleus_llm_cancel`, which
+ may be called from any thread at any time while the handle is open.
+
+ # Safety
+ `model` and `options_json` must be NULL or NUL-terminated strings.
+ */
+nucleus_llm *nucleus_llm_open(const char *model, const char *options_json);
+
+/*
+ The model's vocabulary size, or a negative code.
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`.
+ */
+int32_t nucleus_llm_n_vocab(const nucleus_llm *h);
+
+/*
+ The context size in tokens, or a negative code (`NUCLEUS_ERR_BUSY` during a generation).
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`.
+ */
+int32_t nucleus_llm_n_ctx(const nucleus_llm *h);
+
+/*
+ Tokenizes `text_len` bytes of UTF-8 `text` (no terminator needed) with the model's
+ tokenizer: `add_special` adds the model's automatic tokens (BOS for models that want it),
+ `parse_special` turns special-token text (`<|im_start|>`) into the special token. Returns
+ the number of tokens and writes them to `tokens` when that number is at most
+ `n_tokens_max`; when it is larger nothing is written and the caller calls again with a
+ buffer of the returned size (`tokens` may be NULL when `n_tokens_max` is 0). A negative
+ code on error.
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`; `text` NULL or `text_len` readable bytes; `tokens`
+ NULL or `n_tokens_max` writable ids.
+ */
+int32_t nucleus_llm_tokenize(const nucleus_llm *h,
+                             const char *text,
+                             size_t text_len,
+                             int32_t *tokens,
+                             size_t n_tokens_max,
+                             bool add_special,
+                             bool parse_special);
+
+/*
+ Renders a conversation, `messages_json` = `[{"role": "system"|"user"|"assistant", "content":
+ "..."}]`, with the chat template (the `chat_template` option, else the model's own, else a
+ built-in one) ending with the opening of the assistant's turn, and tokenizes it as
+ `nucleus generate --chat` does. Returns the token count and writes the tokens as
+ `nucleus_llm_tokenize` does (nothing when they do not fit in `n_tokens_max`).
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`; `messages_json` NULL or NUL-terminated; `tokens`
+ NULL or `n_tokens_max` writable ids.
+ */
+int32_t nucleus_llm_tokenize_chat(const nucleus_llm *h,
+                                  const char *messages_json,
+                                  int32_t *tokens,
+                                  size_t n_tokens_max);
+
+/*
+ The text of `n_tokens` tokens, as generation emits it (control tokens rendered as their text
+ only with `render_special`): returns its length in bytes (without the terminator) and, when
+ that length is below `text_size`, writes the bytes and a NUL to `text` (nothing otherwise:
+ call again with `text_size` = the returned length + 1, like `snprintf`). The bytes are the
+ tokens' pieces concatenated; a sequence may end inside a UTF-8 character. `text` may be NULL
+ when `text_size` is 0. A negative code on error (a token outside the vocabulary included).
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`; `tokens` NULL or `n_tokens` ids (NULL allowed when
+ `n_tokens` is 0); `text` NULL or `text_size` writable bytes.
+ */
+int32_t nucleus_llm_detokenize(const nucleus_llm *h,
+                               const int32_t *tokens,
+                               size_t n_tokens,
+                               char *text,
+                               size_t text_size,
+                               bool render_special);
+
+/*
+ Appends `n_tokens` tokens (a prompt, or the next turn of a conversation) to the handle's
+ context after everything fed and generated so far, and computes the logits the next
+ `nucleus_llm_generate` starts from. Returns 0, or a negative code: `NUCLEUS_ERR_SIZE` when
+ `n_tokens` is 0 or the context (`n_ctx`) would leave no room to generate (the context is
+ unchanged), `NUCLEUS_ERR_INVALID` for a token outside the vocabulary, `NUCLEUS_ERR_BUSY`
+ during a generation, `NUCLEUS_ERR_MODEL` when the forward pass fails (the context is then
+ emptied).
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`; `tokens` NULL or `n_tokens` ids.
+ */
+int32_t nucleus_llm_prefill(const nucleus_llm *h, const int32_t *tokens, size_t n_tokens);
+
+/*
+ Empties the handle's context (a new conversation starts with the next prefill). The token
+ trie stays set. Returns 0 or a negative code (`NUCLEUS_ERR_BUSY` during a generation).
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`.
+ */
+int32_t nucleus_llm_reset(const nucleus_llm *h);
+
+/*
+ Generates after the context's tokens (prefilled, and generated by earlier calls: each call
+ continues the conversation) until end of generation, `max_tokens` tokens (negative: no
+ limit but the context), a full context, a completed token-trie leaf, or
+ `nucleus_llm_cancel`. `params_json` holds the sampling parameters, as for
+ `nucleus_sampler_new` (`"{}"`: llama.cpp's defaults; `{"temp": 0}` is greedy;
+ `dry_sequence_breakers` strings are tokenized by the model). `on_token` is called on this
+ thread for every token, then with `done` = 1 once: on the last token's call, or, when the
+ generation stops without a token of its own (cancelled, `max_tokens` 0), with token -1 and
+ empty text. Returns the number of tokens generated (an end-of-generation token counts; it
+ has no text), or a negative code, in which case no `done` call is made. The last token is
+ decoded into the context by the next prefill or generate.
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`; `params_json` NULL or NUL-terminated; `on_token`
+ NULL or a function safe to call with `user_data`.
+ */
+int32_t nucleus_llm_generate(const nucleus_llm *h,
+                             int32_t max_tokens,
+                             const char *params_json,
+                             nucleus_on_token on_token,
+                             void *user_data);
+
+/*
+ Asks the running `nucleus_llm_generate` on this handle to stop: it makes its final `done`
+ call and returns after the token being processed, without another forward pass. Safe from
+ any thread and from inside the callback; a cancel made while no generation runs is
+ forgotten when the next one starts. Returns 0 or a negative code.
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm` (not closed concurrently).
+ */
+int32_t nucleus_llm_cancel(const nucleus_llm *h);
+
+/*
+ Constrains every following `nucleus_llm_generate` call (until cleared or replaced) to the
+ leaves of a token-trie descriptor (`len` bytes of UTF-8 JSON, the format of
+ `nucleus_token_trie_new`; the leaves of all its paths form one trie, and `modelId` is not
+ compared with the model): each generation starts at the root, takes forced tokens without a
+ sampling step, picks (mode 0) the most likely allowed token or samples (mode 1) among the
+ allowed ones, and ends when a leaf nothing continues is complete. Token ids must be inside
+ the model's vocabulary. Compiled tries are kept in a process-wide cache of 128 descriptors
+ shared by all handles and threads. A generation already running keeps its constraint.
+ Returns 0, or a negative code (the previous constraint then stays).
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`; `descriptor_json` NULL or `len` readable bytes.
+ */
+int32_t nucleus_llm_set_token_trie(const nucleus_llm *h,
+                                   const char *descriptor_json,
+                                   size_t len,
+                                   int32_t mode);
+
+/*
+ Removes the token-trie constraint: the following generations are unconstrained. Returns 0
+ (also when none was set) or a negative code.
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`.
+ */
+int32_t nucleus_llm_clear_token_trie(const nucleus_llm *h);
+
+/*
+ Closes a handle: frees the context and the model. NULL is a no-op. Refused (the handle stays
+ open, `nucleus_last_error()` says why) while a generation runs on it, e.g. from inside the
+ callback: cancel it and close after `nucleus_llm_generate` returns.
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm` that no other thread is using; not used after a
+ successful close.
+ */
+void nucleus_llm_close(nucleus_llm *h);
 
 /*
  Creates a sampler for a vocabulary of `n_vocab` tokens with llama.cpp's common sampler chain.

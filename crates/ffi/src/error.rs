@@ -22,6 +22,12 @@ pub const NUCLEUS_ERR_REJECTED: i32 = -5;
 /// An internal error (a caught panic); the object may be in an unspecified state and should be
 /// freed.
 pub const NUCLEUS_ERR_INTERNAL: i32 = -6;
+/// A `nucleus_llm` handle is busy: a `nucleus_llm_generate` call is running on it (another
+/// thread, or the callback calling back into the handle).
+pub const NUCLEUS_ERR_BUSY: i32 = -7;
+/// The model failed: it could not be found, downloaded or loaded, its context could not be
+/// created, or a forward pass failed.
+pub const NUCLEUS_ERR_MODEL: i32 = -8;
 
 /// An error on its way to C: a status code and the text `nucleus_last_error` will return.
 #[derive(Debug)]

@@ -17,16 +17,19 @@ pub mod grammar;
 mod handle;
 #[cfg(feature = "llama")]
 pub mod llama;
+#[cfg(feature = "llm")]
+pub mod llm;
 mod params;
 pub mod sampler;
 pub mod token_trie;
+mod trie_cache;
 pub mod vocab;
 
 use std::ffi::c_char;
 
 pub use error::{
-    NUCLEUS_ERR_INTERNAL, NUCLEUS_ERR_INVALID, NUCLEUS_ERR_NULL, NUCLEUS_ERR_REJECTED, NUCLEUS_ERR_SAMPLE,
-    NUCLEUS_ERR_SIZE, NUCLEUS_OK,
+    NUCLEUS_ERR_BUSY, NUCLEUS_ERR_INTERNAL, NUCLEUS_ERR_INVALID, NUCLEUS_ERR_MODEL, NUCLEUS_ERR_NULL,
+    NUCLEUS_ERR_REJECTED, NUCLEUS_ERR_SAMPLE, NUCLEUS_ERR_SIZE, NUCLEUS_OK,
 };
 
 /// The reason the last failed call on this thread failed, as UTF-8 text; an empty string when

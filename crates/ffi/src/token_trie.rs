@@ -36,24 +36,26 @@ impl Kind for TrieState {
 #[allow(non_camel_case_types)]
 pub type nucleus_token_trie = Handle<TrieState>;
 
-/// Validates the descriptor as nucleus-grammar does (its own `modelId`, token ids >= 0, no
-/// empty leaf set), then merges the leaves of all paths into one trie.
-pub(crate) fn build(json: &str, mode: i32) -> Result<TrieState> {
-    let mode = match mode {
-        0 => Mode::Greedy,
-        1 => Mode::Sampled,
-        m => {
-            return Err(Error::invalid(format!(
-                "`mode` must be 0 (argmax over the allowed set) or 1 (sampled), got {m}"
-            )))
-        }
-    };
+/// The vocabulary bound of descriptors not tied to a model: any non-negative `int32_t` id.
+const ANY_ID: usize = i32::MAX as usize + 1;
+
+/// The `mode` argument: 0 greedy (argmax over the allowed set), 1 sampled.
+pub(crate) fn mode_of(mode: i32) -> Result<Mode> {
+    match mode {
+        0 => Ok(Mode::Greedy),
+        1 => Ok(Mode::Sampled),
+        m => Err(Error::invalid(format!("`mode` must be 0 (argmax over the allowed set) or 1 (sampled), got {m}"))),
+    }
+}
+
+/// Validates the descriptor as nucleus-grammar does (its own `modelId`, token ids in
+/// `[0, n_vocab)`, no empty leaf set), then merges the leaves of all paths into one trie.
+fn compile(json: &str, n_vocab: usize) -> Result<ContinuationSet> {
     let desc: Value =
         serde_json::from_str(json).map_err(|e| Error::invalid(format!("descriptor is not valid JSON: {e}")))?;
     let model_id = desc.get("modelId").and_then(Value::as_str).unwrap_or("");
-    let any_id = i32::MAX as usize + 1;
     let invalid = |e: ::nucleus_grammar::DescriptorError| Error::invalid(format!("descriptor: {e}"));
-    ContinuationSet::from_descriptor(&desc, model_id, any_id).map_err(invalid)?;
+    ContinuationSet::from_descriptor(&desc, model_id, n_vocab).map_err(invalid)?;
     let leaves: Vec<Value> = desc["descriptors"]
         .as_array()
         .into_iter()
@@ -61,11 +63,24 @@ pub(crate) fn build(json: &str, mode: i32) -> Result<TrieState> {
         .flat_map(|d| d["leaves"].as_array().cloned().unwrap_or_default())
         .collect();
     let merged = json!({"modelId": model_id, "descriptors": [{"path": UNION_PATH, "leaves": leaves}]});
-    let set = ContinuationSet::from_descriptor(&merged, model_id, any_id).map_err(invalid)?;
-    let constraint = set.constraint(UNION_PATH, mode).map_err(invalid)?;
-    Ok(TrieState { constraint, mode, leaf: None })
+    ContinuationSet::from_descriptor(&merged, model_id, n_vocab).map_err(invalid)
 }
 
+/// A constraint at the root of the trie of every leaf of the descriptor (`len` bytes of JSON),
+/// token ids checked to be below `n_vocab`; compiled sets come from the process-wide cache.
+/// The standalone object and the generation handle both walk this one trie.
+pub(crate) fn root(json: &str, n_vocab: usize, mode: Mode) -> Result<TrieConstraint> {
+    let set = crate::trie_cache::get_or_compile(json, n_vocab, || compile(json, n_vocab))?;
+    set.constraint(UNION_PATH, mode).map_err(|e| Error::invalid(format!("descriptor: {e}")))
+}
+
+/// The standalone object's state at the root of the descriptor's trie.
+pub(crate) fn build(json: &str, mode: i32) -> Result<TrieState> {
+    let mode = mode_of(mode)?;
+    Ok(TrieState { constraint: root(json, ANY_ID, mode)?, mode, leaf: None })
+}
+
+#[cfg_attr(not(feature = "llama"), allow(dead_code))] // used by the llama.cpp drop-ins
 impl TrieState {
     /// The constraint itself (a `Sampler`: masks while active, selects in greedy mode).
     pub(crate) fn into_constraint(self) -> TrieConstraint {

@@ -1,8 +1,10 @@
 /* Calls every function with NULL pointers, wrong sizes and bad values: each must return an
  * error (negative code or NULL) with a message in nucleus_last_error(), and nothing may crash.
- * Run under valgrind by the test when it is installed. Prints "ok N" on success. */
+ * Run under valgrind by the test when it is installed. Prints "ok N" on success (and "llm
+ * handle checks done" when given a model path, which adds checks on a live nucleus_llm). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nucleus.h"
@@ -232,10 +234,120 @@ static void trie_checks(void) {
     nucleus_token_trie_free(t);
 }
 
-int main(void) {
+static void on_token_nop(int32_t token, const char *text, int32_t done, void *user_data) {
+    (void)token;
+    (void)text;
+    (void)done;
+    (*(int *)user_data)++;
+}
+
+/* The streaming handle: NULL handles and arguments always; with a model path, wrong sizes and
+ * bad values on a live handle. */
+static void llm_checks(const char *model) {
+    int32_t ids[4] = {1, 2, 3, 4};
+    char text[8];
+    int calls = 0;
+    expect_null(nucleus_llm_open(NULL, "{}"), "llm_open(NULL model)");
+    expect_null(nucleus_llm_open("model.gguf", NULL), "llm_open(NULL options)");
+    expect_null(nucleus_llm_open("/nonexistent/model.gguf", "{}"), "llm_open(missing file)");
+    expect_null(nucleus_llm_open("no-such-model-name", "{}"), "llm_open(unknown name)");
+    expect_null(nucleus_llm_open("/nonexistent/model.gguf", "{\"threads\": 0}"), "llm_open(threads 0)");
+    expect_null(nucleus_llm_open("/nonexistent/model.gguf", "{\"ctx\": 1}"), "llm_open(unknown option)");
+    expect_null(nucleus_llm_open("/nonexistent/model.gguf", "{"), "llm_open(bad JSON)");
+    expect_code(nucleus_llm_n_vocab(NULL), NUCLEUS_ERR_NULL, "llm_n_vocab(NULL)");
+    expect_code(nucleus_llm_n_ctx(NULL), NUCLEUS_ERR_NULL, "llm_n_ctx(NULL)");
+    expect_code(nucleus_llm_tokenize(NULL, "a", 1, ids, 4, true, true), NUCLEUS_ERR_NULL, "llm_tokenize(NULL)");
+    expect_code(nucleus_llm_tokenize_chat(NULL, "[]", ids, 4), NUCLEUS_ERR_NULL, "llm_tokenize_chat(NULL)");
+    expect_code(nucleus_llm_detokenize(NULL, ids, 1, text, 8, false), NUCLEUS_ERR_NULL, "llm_detokenize(NULL)");
+    expect_code(nucleus_llm_prefill(NULL, ids, 1), NUCLEUS_ERR_NULL, "llm_prefill(NULL)");
+    expect_code(nucleus_llm_reset(NULL), NUCLEUS_ERR_NULL, "llm_reset(NULL)");
+    expect_code(nucleus_llm_generate(NULL, 1, "{}", on_token_nop, &calls), NUCLEUS_ERR_NULL, "llm_generate(NULL)");
+    expect_code(nucleus_llm_cancel(NULL), NUCLEUS_ERR_NULL, "llm_cancel(NULL)");
+    expect_code(nucleus_llm_set_token_trie(NULL, "{}", 2, 0), NUCLEUS_ERR_NULL, "llm_set_token_trie(NULL)");
+    expect_code(nucleus_llm_clear_token_trie(NULL), NUCLEUS_ERR_NULL, "llm_clear_token_trie(NULL)");
+    nucleus_llm_close(NULL);
+    /* A handle of another kind is refused, not misread. */
+    nucleus_sampler *s = nucleus_sampler_new(4, "{}");
+    expect_code(nucleus_llm_n_vocab((const nucleus_llm *)(const void *)s), NUCLEUS_ERR_INVALID, "llm_n_vocab(sampler)");
+    nucleus_llm_close((nucleus_llm *)(void *)s);
+    expect_code(-3, -3, "llm_close(sampler) reports");
+    nucleus_sampler_free(s);
+    if (model == NULL) return;
+
+    nucleus_llm *h = nucleus_llm_open(model, "{\"n_ctx\": 16, \"threads\": 1}");
+    if (!h) {
+        fprintf(stderr, "FAIL llm_open(%s): %s\n", model, nucleus_last_error());
+        failures++;
+        return;
+    }
+    int n_vocab = nucleus_llm_n_vocab(h);
+    expect_ok(n_vocab, "llm_n_vocab");
+    expect_ok(nucleus_llm_n_ctx(h), "llm_n_ctx");
+    expect_code(nucleus_llm_tokenize(h, NULL, 1, ids, 4, true, true), NUCLEUS_ERR_NULL, "llm_tokenize(NULL text)");
+    expect_code(nucleus_llm_tokenize(h, "\xff", 1, ids, 4, true, true), NUCLEUS_ERR_INVALID, "llm_tokenize(bad UTF-8)");
+    expect_code(nucleus_llm_tokenize(h, "hello", 5, NULL, 4, true, true), NUCLEUS_ERR_NULL, "llm_tokenize(NULL out)");
+    expect_ok(nucleus_llm_tokenize(h, "hello", 5, NULL, 0, true, true), "llm_tokenize(size query)");
+    expect_ok(nucleus_llm_tokenize(h, "", 0, NULL, 0, false, false), "llm_tokenize(empty)");
+    expect_code(nucleus_llm_tokenize_chat(h, NULL, ids, 4), NUCLEUS_ERR_NULL, "llm_tokenize_chat(NULL json)");
+    expect_code(nucleus_llm_tokenize_chat(h, "{}", ids, 4), NUCLEUS_ERR_INVALID, "llm_tokenize_chat(object)");
+    expect_code(nucleus_llm_tokenize_chat(h, "[{\"role\": 1}]", ids, 4), NUCLEUS_ERR_INVALID,
+                "llm_tokenize_chat(bad message)");
+    expect_ok(nucleus_llm_tokenize_chat(h, "[{\"role\": \"user\", \"content\": \"Hi\"}]", NULL, 0),
+              "llm_tokenize_chat(size query)");
+    expect_code(nucleus_llm_detokenize(h, NULL, 1, text, 8, false), NUCLEUS_ERR_NULL, "llm_detokenize(NULL tokens)");
+    expect_code(nucleus_llm_detokenize(h, ids, 1, NULL, 8, false), NUCLEUS_ERR_NULL, "llm_detokenize(NULL text)");
+    int32_t bad = n_vocab;
+    expect_code(nucleus_llm_detokenize(h, &bad, 1, text, 8, false), NUCLEUS_ERR_INVALID, "llm_detokenize(token outside)");
+    bad = -1;
+    expect_code(nucleus_llm_detokenize(h, &bad, 1, text, 8, false), NUCLEUS_ERR_INVALID, "llm_detokenize(token -1)");
+    expect_ok(nucleus_llm_detokenize(h, NULL, 0, text, 8, false), "llm_detokenize(no tokens)");
+    expect_code(nucleus_llm_prefill(h, NULL, 1), NUCLEUS_ERR_NULL, "llm_prefill(NULL tokens)");
+    expect_code(nucleus_llm_prefill(h, ids, 0), NUCLEUS_ERR_SIZE, "llm_prefill(0 tokens)");
+    bad = n_vocab;
+    expect_code(nucleus_llm_prefill(h, &bad, 1), NUCLEUS_ERR_INVALID, "llm_prefill(token outside)");
+    int n_ctx = nucleus_llm_n_ctx(h);
+    int32_t *many = calloc(n_ctx > 0 ? (size_t)n_ctx : 1, sizeof(int32_t));
+    expect_code(nucleus_llm_prefill(h, many, n_ctx > 0 ? (size_t)n_ctx : 1), NUCLEUS_ERR_SIZE,
+                "llm_prefill(n_ctx tokens)");
+    free(many);
+    expect_code(nucleus_llm_generate(h, 1, "{}", on_token_nop, &calls), NUCLEUS_ERR_INVALID, "llm_generate(empty context)");
+    expect_ok(nucleus_llm_prefill(h, ids, 2), "llm_prefill");
+    expect_code(nucleus_llm_generate(h, 1, NULL, on_token_nop, &calls), NUCLEUS_ERR_NULL, "llm_generate(NULL params)");
+    expect_code(nucleus_llm_generate(h, 1, "{}", NULL, &calls), NUCLEUS_ERR_NULL, "llm_generate(NULL callback)");
+    expect_code(nucleus_llm_generate(h, 1, "{\"tmp\": 0}", on_token_nop, &calls), NUCLEUS_ERR_INVALID,
+                "llm_generate(unknown param)");
+    expect_code(nucleus_llm_set_token_trie(h, NULL, 2, 0), NUCLEUS_ERR_NULL, "llm_set_token_trie(NULL json)");
+    const char *far = "{\"modelId\": \"m\", \"descriptors\": [{\"path\": \"a\", \"leaves\": "
+                      "[{\"name\": \"X\", \"tokens\": [999999999]}]}]}";
+    expect_code(nucleus_llm_set_token_trie(h, far, strlen(far), 0), NUCLEUS_ERR_INVALID,
+                "llm_set_token_trie(token outside the vocabulary)");
+    const char *ok = "{\"modelId\": \"m\", \"descriptors\": [{\"path\": \"a\", \"leaves\": "
+                     "[{\"name\": \"X\", \"tokens\": [5]}]}]}";
+    expect_code(nucleus_llm_set_token_trie(h, ok, strlen(ok), 2), NUCLEUS_ERR_INVALID, "llm_set_token_trie(mode 2)");
+    expect_code(nucleus_llm_set_token_trie(h, ok, strlen(ok) - 1, 0), NUCLEUS_ERR_INVALID, "llm_set_token_trie(truncated)");
+    expect_ok(nucleus_llm_set_token_trie(h, ok, strlen(ok), 0), "llm_set_token_trie");
+    calls = 0;
+    expect_ok(nucleus_llm_generate(h, 4, "{}", on_token_nop, &calls), "llm_generate(trie)");
+    checks++;
+    if (calls != 1) {
+        fprintf(stderr, "FAIL one-token trie: %d callback calls\n", calls);
+        failures++;
+    }
+    expect_ok(nucleus_llm_clear_token_trie(h), "llm_clear_token_trie");
+    expect_ok(nucleus_llm_clear_token_trie(h), "llm_clear_token_trie(twice)");
+    expect_ok(nucleus_llm_cancel(h), "llm_cancel(idle)");
+    expect_code(nucleus_sampler_n_vocab((const nucleus_sampler *)(const void *)h), NUCLEUS_ERR_INVALID,
+                "sampler_n_vocab(llm handle)");
+    nucleus_llm_close(h);
+    printf("llm handle checks done\n");
+}
+
+int main(int argc, char **argv) {
     sampler_checks();
     grammar_checks();
     trie_checks();
+    /* The llm handle: NULL checks always; with a model path (argv[1]), checks on a live one. */
+    llm_checks(argc > 1 ? argv[1] : NULL);
     if (failures) {
         fprintf(stderr, "%d of %d checks failed\n", failures, checks);
         return 1;

@@ -62,7 +62,8 @@ pub fn compile_source(name: &str, source: &Path, extra: &[&str], after: &[&str])
         // The test build has the `llama` feature: drop the llama.cpp-facing code the program
         // does not use (and with it its references to llama.cpp).
         .arg("-Wl,--gc-sections")
-        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil"])
+        // With the `llm` feature libnucleus carries llama.cpp (C++ with OpenMP).
+        .args(["-lstdc++", "-lgomp", "-lpthread", "-ldl", "-lm", "-lrt", "-lutil"])
         .arg("-o")
         .arg(&exe);
     let out = cmd.output().unwrap_or_else(|e| panic!("cannot run the C compiler {cmd:?}: {e}"));

