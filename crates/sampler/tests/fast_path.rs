@@ -83,11 +83,26 @@ impl Gen {
     }
 }
 
+/// A row shaped like a real model's (see `real_shaped`'s callers): most logits a few nats
+/// around -2, hundreds at or above 10 (llama.cpp's top sort bucket), a handful far ahead, on a
+/// 1/4096 grid so that equal logits occur as in a quantized model's output.
+fn real_shaped(n: usize, g: &mut Gen) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..n)
+        .map(|i| {
+            let z = 4.0 * g.normal() - 2.0 + if i % 4099 == 7 { 12.0 } else { 0.0 };
+            (z * 4096.0).round() / 4096.0
+        })
+        .collect();
+    let top = (g.unif() * n as f64) as usize % n;
+    v[top] += 6.0 + 12.0 * g.unif() as f32;
+    v
+}
+
 /// Whole-vocabulary rows, 1024 to 300000 logits, in shapes that stress the bounds: flat and
 /// long-tailed, confident, bf16-like heavy ties, few distinct values, all equal, mostly -inf,
-/// blocks far below the maximum, plus scattered -inf.
+/// blocks far below the maximum, shaped like a real model's row, plus scattered -inf.
 fn big_row_strategy() -> impl Strategy<Value = Vec<f32>> {
-    (1024usize..300_000, 0u8..8, any::<u64>(), 0u32..40).prop_map(|(n, shape, seed, ninf)| {
+    (1024usize..300_000, 0u8..9, any::<u64>(), 0u32..40).prop_map(|(n, shape, seed, ninf)| {
         let mut g = Gen(seed | 1);
         let mut v: Vec<f32> = match shape {
             0 => (0..n)
@@ -107,6 +122,7 @@ fn big_row_strategy() -> impl Strategy<Value = Vec<f32>> {
             4 => vec![(seed % 7) as f32 - 3.0; n],
             5 => (0..n).map(|i| if i % 13 == 0 { g.normal() } else { f32::NEG_INFINITY }).collect(),
             6 => (0..n).map(|i| g.normal() - if (i / 1024) % 3 == 1 { 150.0 } else { 0.0 }).collect(),
+            7 => real_shaped(n, &mut g),
             _ => (0..n).map(|_| 0.01 * g.normal()).collect(),
         };
         for _ in 0..ninf {
@@ -401,4 +417,30 @@ fn wide_top_p_matches_on_flat_rows() {
     }
     let after = nucleus_sampler::session::top_p_wide_tier_counts();
     assert!(after[0] - before[0] >= 8 * 24, "wide path decided {} draws", after[0] - before[0]);
+}
+
+/// Rows shaped like a real model's (thousands of logits in llama.cpp's top sort bucket, equal
+/// logits): top-p over the whole vocabulary (chain d) takes the narrow path with llama.cpp's
+/// exact sum when the bracket is too wide, and mirostat v2 keeps a prefix of thousands of tokens
+/// once `mu` has grown (confident steps); both bit for bit with the full path, over many steps.
+#[test]
+fn real_shaped_rows_match() {
+    let n = 262_144;
+    let (tp0, miro0) =
+        (nucleus_sampler::session::top_p_tier_counts(), nucleus_sampler::session::mirostat_tier_counts());
+    for seed in 1..4u64 {
+        let mut g = Gen(seed * 0x9E37_79B9 | 1);
+        let row = real_shaped(n, &mut g);
+        for top_p in [0.9f32, 0.95, 0.99] {
+            let p = SamplingParams { seed: seed as u32, top_k: 0, top_p, ..Default::default() };
+            compare(TokenSampler::new(p.build(n, None).unwrap()), &row, &[5, 6, 7], 4).unwrap();
+        }
+        let p =
+            SamplingParams { seed: seed as u32, mirostat: MirostatMode::V2, mirostat_eta: 1.0, ..Default::default() };
+        compare(TokenSampler::new(p.build(n, None).unwrap()), &row, &[], 20).unwrap();
+    }
+    let (tp1, miro1) =
+        (nucleus_sampler::session::top_p_tier_counts(), nucleus_sampler::session::mirostat_tier_counts());
+    assert!(tp1[0] - tp0[0] >= 9, "top-p nucleus built {} times", tp1[0] - tp0[0]);
+    assert!(miro1[0] - miro0[0] >= 40, "mirostat prefix built {} times", miro1[0] - miro0[0]);
 }

@@ -45,6 +45,12 @@ pub fn record(spec: &str, positions: usize) -> Result<Recorded, String> {
     for prompt in [&chat, &prose] {
         generate_rows(&model, ctx.as_mut(), prompt, positions, &mut rows).map_err(|e| format!("{spec}: {e}"))?;
     }
+    if let Ok(dir) = std::env::var("NUCLEUS_BENCH_DUMP_ROWS") {
+        // Diagnostics: the rows as raw little-endian f32, for profiling outside the bench.
+        let bytes: Vec<u8> = rows.iter().flatten().flat_map(|x| x.to_le_bytes()).collect();
+        let file = Path::new(&dir).join(format!("{}.f32", model.n_vocab()));
+        std::fs::write(&file, bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+    }
     Ok(Recorded { model: spec.to_string(), n_vocab: model.n_vocab(), rows })
 }
 

@@ -272,7 +272,7 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
         }
         let cnt = s.counts[j] as usize;
         let g = &mut s.groups[pos..pos + cnt];
-        sort_bucket(g, j == ib_global, &mut s.spare);
+        sort_bucket(g, j == ib_global, size - pos, &mut s.spare);
         pos += cnt;
     }
     if s.groups.len() < size {
@@ -283,15 +283,28 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     Miro::Prefix
 }
 
-/// Sorts one bucket (candidates in id order) as llama.cpp's bucket sort does: `std::sort`, or
-/// `std::partial_sort` over the whole range for the lowest non-empty bucket. Without equal
-/// values both give the one descending order, which a fast sort finds; with equal values
-/// the libstdc++ emulation runs.
-fn sort_bucket(g: &mut [TokenData], lowest: bool, spare: &mut Vec<TokenData>) {
+/// Puts the first `need` positions of one bucket (candidates in id order) as llama.cpp's bucket
+/// sort does: `std::sort`, or `std::partial_sort` over the whole range for the lowest non-empty
+/// bucket; positions from `need` on are left in no particular order. When the `need` largest
+/// values are distinct and the next value differs from the last of them, both algorithms give
+/// the one descending order there, which a selection and a fast sort of those positions find
+/// (a real model's top bucket, every logit at or above 10, can hold thousands of tokens, of
+/// which mirostat keeps a few); with equal values there the libstdc++ emulation runs over the
+/// whole bucket.
+fn sort_bucket(g: &mut [TokenData], lowest: bool, need: usize, spare: &mut Vec<TokenData>) {
+    let desc = |a: &TokenData, b: &TokenData| b.logit.total_cmp(&a.logit);
     spare.clear();
     spare.extend_from_slice(g);
-    g.sort_unstable_by(|a, b| b.logit.total_cmp(&a.logit));
-    if g.windows(2).all(|w| w[0].logit != w[1].logit) {
+    // Positions 0..=check are compared pairwise: the prefix and the first value after it.
+    let check = if need < g.len() {
+        g.select_nth_unstable_by(need, desc);
+        g[..need + 1].sort_unstable_by(desc);
+        need + 1
+    } else {
+        g.sort_unstable_by(desc);
+        g.len()
+    };
+    if g[..check].windows(2).all(|w| w[0].logit != w[1].logit) {
         return;
     }
     g.copy_from_slice(spare);

@@ -13,8 +13,8 @@
 //! consumed).
 
 use crate::candidates::{Candidates, TokenData};
-use crate::fast::bounds::{f32_down, f32_up};
-use crate::fast::expf::{exp_near, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
+use crate::fast::bounds::{f32_down, f32_up, seq_block};
+use crate::fast::expf::{exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
 use crate::fast::row::{collect_into, Row, RowScan, TierCounts, BLOCK};
 use crate::fast::simd::{simd_dispatch, Scalar, Simd};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
@@ -29,6 +29,8 @@ pub(crate) struct TopPScratch {
     vals: Vec<f32>,
     groups: Vec<TokenData>,
     counts: Vec<u32>,
+    xs: Vec<f32>,
+    es: Vec<f32>,
 }
 
 /// How often the nucleus was built here / left to the full path, process-wide.
@@ -138,16 +140,20 @@ fn nucleus(
     // those buckets are wholly inside.
     // The k-th largest block maximum is at most the k-th largest value: start at the 256th
     // largest block maximum when there are that many blocks (one gather, usually enough).
+    // A real model's row often holds hundreds of tokens in the top bucket (every logit at or
+    // above 10) while a few blocks hold none near the top: then start six buckets below the
+    // maximum's, and widen by 8, 16, 32 ... buckets when that is not enough.
     let mut edge_bucket = if nb >= FIRST {
         let mut mx: [f32; 2048] = [f32::NEG_INFINITY; 2048];
         let take = nb.min(2048);
         mx[..take].copy_from_slice(&d.cmax[..take]);
         let mx = &mut mx[..take];
         mx.select_nth_unstable_by(FIRST - 1, |a, b| b.total_cmp(a));
-        bucket_of(mx[FIRST - 1])
+        bucket_of(mx[FIRST - 1]).max(bucket_of(m).saturating_sub(6))
     } else {
         bucket_of(m)
     };
+    let mut widen = 8;
     let (ib, start_ib) = loop {
         let thr = if edge_bucket == 0 { f32::NEG_INFINITY } else { ((edge_bucket as f64 - 64.0) / 6.4 - 1e-4) as f32 };
         gather(row, thr, d, s);
@@ -173,7 +179,8 @@ fn nucleus(
         if s.ids.len() > 16 * FIRST || edge_bucket == 0 {
             return TopP::Full;
         }
-        edge_bucket = edge_bucket.saturating_sub(8);
+        edge_bucket = edge_bucket.saturating_sub(widen);
+        widen *= 2;
     };
     // Stable scatter of buckets >= ib, top down; std::sort above ib, partial sort at ib.
     let mut start = [0u32; NBUCKETS];
@@ -238,7 +245,25 @@ fn nucleus(
     if !(s_lo > 0.0) || !(s_hi < f32::INFINITY) {
         return TopP::Full;
     }
-    match cut(&s.groups, k, m, p, min_keep, s_lo, s_hi) {
+    if let Some(last) = cut(&s.groups, k, m, p, min_keep, s_lo, s_hi) {
+        out.fill_from(&s.groups[..last]);
+        out.set_sorted(true);
+        return TopP::Nucleus;
+    }
+    // 2''. Still ambiguous (a real model's row: tens of thousands of tokens within 16 nats of
+    // the maximum make the rounding bound wide), unless even the largest `p`s cannot reach the
+    // cut within the first `k` (a wide nucleus: the caller's wide path). llama.cpp's sum itself,
+    // exactly: the exact exponentials a block at a time, added in id order by the grid replay.
+    if cut(&s.groups, k, m, p, min_keep, s_lo, s_lo).is_none() {
+        return TopP::Full;
+    }
+    let exact = exact_sum(row, m, d, &mut s.xs, &mut s.es);
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(exact > 0.0) || !(exact < f32::INFINITY) {
+        return TopP::Full;
+    }
+    match cut(&s.groups, k, m, p, min_keep, exact, exact) {
         Some(last) => {
             out.fill_from(&s.groups[..last]);
             out.set_sorted(true);
@@ -246,6 +271,28 @@ fn nucleus(
         }
         None => TopP::Full,
     }
+}
+
+/// llama.cpp's softmax sum over `row` (maximum `m`): `expf(l_i - m)` added in id order in
+/// `f32`, exactly (blocks the scan found empty, every logit `-inf`, add only zeros).
+fn exact_sum(row: Row<'_>, m: f32, d: &RowScan, xs: &mut Vec<f32>, es: &mut Vec<f32>) -> f32 {
+    let mut buf = [0f32; BLOCK];
+    xs.resize(BLOCK, 0.0);
+    es.resize(BLOCK, 0.0);
+    let mut sum = 0.0f32;
+    for (b, &mx) in d.cmax.iter().enumerate() {
+        if mx == f32::NEG_INFINITY {
+            continue;
+        }
+        let x = row.block(b, &mut buf);
+        let len = x.len();
+        for (o, &v) in xs[..len].iter_mut().zip(x) {
+            *o = v - m;
+        }
+        expf_exact_slice(&xs[..len], &mut es[..len]);
+        sum = seq_block(&es[..len], sum, false, false, 0.0);
+    }
+    sum
 }
 
 /// The cut: llama.cpp's running f32 sum of `p = RN(e / s)` over the sorted candidates,
