@@ -33,6 +33,8 @@ MAX_TOKENS = int(os.environ.get("MAX_TOKENS", "48"))
 TOOL_REQUESTS = int(os.environ.get("TOOL_REQUESTS", "0"))
 TEMPERATURE = float(os.environ.get("TEMPERATURE", "0.8"))
 CACHE_PROMPT = os.environ.get("CACHE_PROMPT", "1") != "0"
+# Seconds a user reads an answer before sending the next turn (0: at once, the server's worst case).
+THINK = float(os.environ.get("THINK", "0"))
 
 SYSTEM = (
     "You are the front-desk assistant of the Riverside public library. You help visitors find "
@@ -103,6 +105,8 @@ def chat_user(u, out, errors):
         out.append({"user": u, "turn": t, "ttft": first, "latency": time.time() - t0, "tokens": tokens,
                     "text": text})
         history.append({"role": "assistant", "content": text})
+        if THINK > 0 and t + 1 < TURNS:
+            time.sleep(THINK)
 
 
 def chat_load():

@@ -7,7 +7,8 @@ same seeded answers) and the tool-calling load once. Prints a JSON summary and a
         --llama-server /path/to/llama-server --nucleus target/release/nucleus
 
 Options: --threads (1), --parallel (2), --ctx (8192), --users (4), --turns (4), --max-tokens (48),
---tool-requests (16), --only (llama|nucleus).
+--tool-requests (16), --think (0: seconds a user reads an answer before the next turn), --only
+(llama|nucleus).
 """
 
 import argparse
@@ -36,7 +37,7 @@ def wait_health(port, timeout=300):
 
 def load(port, model, args, tool_requests):
     env = dict(os.environ, BASE_URL=f"http://127.0.0.1:{port}/v1", MODEL=model, USERS=str(args.users),
-               TURNS=str(args.turns), MAX_TOKENS=str(args.max_tokens), TOOL_REQUESTS=str(tool_requests))
+               TURNS=str(args.turns), MAX_TOKENS=str(args.max_tokens), TOOL_REQUESTS=str(tool_requests), THINK=str(args.think))
     out = subprocess.run([sys.executable, os.path.join(HERE, "chat_load.py")], env=env, capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout)
@@ -69,6 +70,8 @@ def main():
     p.add_argument("--turns", type=int, default=4)
     p.add_argument("--max-tokens", type=int, default=48)
     p.add_argument("--tool-requests", type=int, default=16)
+    p.add_argument("--think", type=float, default=0.0,
+                   help="seconds each user reads an answer before the next turn (0: at once)")
     p.add_argument("--only", choices=["llama", "nucleus"])
     args = p.parse_args()
     results = {}

@@ -38,6 +38,8 @@ struct Active {
     started_generating: bool,
     /// Prompt tokens kept from the slot's cache (not evaluated again).
     cached: usize,
+    /// Whether the request allows its tokens to be cached.
+    cache_prompt: bool,
 }
 
 /// Why a sequence stopped early.
@@ -113,6 +115,9 @@ impl Scheduler {
             self.admit();
             self.prefill();
             self.step();
+            if self.idle() && self.deadline.is_none() {
+                self.idle_chunk();
+            }
         }
         self.shared.closed.store(true, Ordering::SeqCst);
         for job in std::mem::take(&mut self.queue) {
@@ -127,7 +132,7 @@ impl Scheduler {
 
     /// Takes messages: waits when there is nothing to do. False when the loop should end.
     fn intake(&mut self) -> bool {
-        if self.idle() {
+        if self.idle() && !self.has_idle_work() {
             if self.deadline.is_some() {
                 return false;
             }
@@ -269,6 +274,7 @@ impl Scheduler {
             received,
             started_generating: false,
             cached: reuse,
+            cache_prompt: cacheable,
         };
         self.slots[slot] = Some(active);
         if scoring {
@@ -285,6 +291,37 @@ impl Scheduler {
                 Ok(()) => self.advance_slot(slot),
                 Err(e) => self.fail_slot(slot, e.into()),
             }
+        }
+    }
+
+    /// Whether an idle slot has a whole chunk of its last request's tokens to evaluate.
+    fn has_idle_work(&self) -> bool {
+        self.deadline.is_none()
+            && self.caches.iter().any(|c| c.idle_chunk(self.chunk).is_some_and(|t| t.len() == self.chunk))
+    }
+
+    /// While nothing else runs: evaluates one whole chunk of an idle slot's tail (the rest of
+    /// its last prompt and the answer, which a conversation's next turn resends) at its fixed
+    /// position, as a prefill would, so it joins the prompt cache with the same bits.
+    fn idle_chunk(&mut self) {
+        let chunk = self.chunk;
+        for slot in 0..self.slots.len() {
+            let Some(tokens) = self.caches[slot].idle_chunk(chunk).filter(|t| t.len() == chunk).map(<[Token]>::to_vec)
+            else {
+                continue;
+            };
+            let held = self.caches[slot].len();
+            let t0 = Instant::now();
+            let ok = (self.ctx.seq_len(slot) == held || self.ctx.truncate(slot, held).is_ok())
+                && self.ctx.prefill(slot, &tokens).is_ok();
+            if ok {
+                self.caches[slot].tail_chunk_done(chunk);
+                self.shared.metrics.idle_prefill(chunk, t0.elapsed());
+            } else {
+                self.ctx.clear(slot);
+                self.caches[slot].clear();
+            }
+            return;
         }
     }
 
@@ -408,7 +445,11 @@ impl Scheduler {
     /// Gives the slot back. Its KV cache stays: the whole prompt chunks in it serve later
     /// prompts that start the same way.
     fn free(&mut self, slot: usize) {
-        if self.slots[slot].take().is_some() {
+        if let Some(a) = self.slots[slot].take() {
+            if a.cache_prompt && a.scoring.is_none() {
+                let sequence: Vec<Token> = a.prompt.iter().chain(a.seq.generated()).copied().collect();
+                self.caches[slot].finished(&sequence);
+            }
             let mut load = lock(&self.shared.load);
             load.busy = load.busy.saturating_sub(1);
             self.shared.metrics.set_busy(load.busy);

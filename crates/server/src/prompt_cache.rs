@@ -20,6 +20,10 @@ use nucleus_sampler::Token;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SlotCache {
     tokens: Vec<Token>,
+    /// Tokens known to follow the chunks (the rest of the last prompt and its answer), not yet
+    /// in the cache: while the server is idle they are evaluated as chunks, so a conversation's
+    /// next turn, which resends them, finds them cached.
+    tail: Vec<Token>,
 }
 
 impl SlotCache {
@@ -36,11 +40,33 @@ impl SlotCache {
     /// Forgets everything (the slot's KV was cleared or is unreliable).
     pub(crate) fn clear(&mut self) {
         self.tokens.clear();
+        self.tail.clear();
     }
 
     /// Keeps the first `n` tokens (the KV was truncated to them).
     pub(crate) fn truncate(&mut self, n: usize) {
         self.tokens.truncate(n);
+        self.tail.clear();
+    }
+
+    /// The slot's request ended: `sequence` (its prompt, then what it generated) is what the
+    /// slot's KV went on to hold after the chunks; what the chunks do not cover becomes the tail.
+    pub(crate) fn finished(&mut self, sequence: &[Token]) {
+        self.tail.clear();
+        if sequence.starts_with(&self.tokens) {
+            self.tail.extend_from_slice(&sequence[self.tokens.len()..]);
+        }
+    }
+
+    /// The next whole chunk of the tail, if there is one to evaluate while idle.
+    pub(crate) fn idle_chunk(&self, chunk: usize) -> Option<&[Token]> {
+        self.tail.get(..chunk.max(1))
+    }
+
+    /// The tail's first chunk was evaluated right after the held ones.
+    pub(crate) fn tail_chunk_done(&mut self, chunk: usize) {
+        let n = chunk.max(1).min(self.tail.len());
+        self.tokens.extend(self.tail.drain(..n));
     }
 
     /// A whole chunk was evaluated right after the held ones.
@@ -241,5 +267,22 @@ mod tests {
         m.insert(chunks(&[5, 5]), Copy(31)); // larger than the budget: not kept
         assert_eq!((m.len(), m.bytes()), (3, 30));
         assert!(!MemoryCache::<Copy>::new(0).enabled());
+    }
+
+    #[test]
+    fn the_tail_after_a_request_becomes_chunks_while_idle() {
+        let mut c = chunks(&[1, 2]);
+        c.finished(&[1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(c.idle_chunk(2), Some(&[3, 4][..]));
+        c.tail_chunk_done(2);
+        c.tail_chunk_done(2);
+        assert_eq!(c.len(), 6);
+        assert_eq!(c.idle_chunk(2), None, "a partial chunk is left alone");
+        assert_eq!(c.reusable(&[1, 2, 3, 4, 5, 6, 7, 8], 2), 6);
+        c.finished(&[9, 9, 9]); // does not start with the chunks: no tail
+        assert_eq!(c.idle_chunk(1), None);
+        c.finished(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        c.truncate(4);
+        assert_eq!(c.idle_chunk(1), None, "cutting the chunks drops the tail");
     }
 }

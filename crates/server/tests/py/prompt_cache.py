@@ -132,3 +132,28 @@ for topic, warm in zip(TOPICS, back):
     assert cached(cold) == 0
     assert answer(warm) == answer(cold), (topic, answer(warm), answer(cold))
 done("more conversations than slots: back from memory, identical")
+
+# While the server is idle, the end of a finished request's prompt and its answer are evaluated
+# into whole cached chunks, so the conversation's next turn, which resends them, starts after them.
+import time  # noqa: E402
+
+
+def create(messages, **kw):
+    return c.chat.completions.create(model=MODEL, max_tokens=24, logprobs=True, top_logprobs=3, seed=3,
+                                     temperature=0.9, messages=messages, **kw)
+
+
+idle_before = metric("nucleus_prompt_cache_idle_tokens_total")
+convo = [{"role": "system", "content": SYS}, {"role": "user", "content": "Which events are on Tuesdays?"}]
+t1 = c.chat.completions.create(model=MODEL, max_tokens=64, seed=9, temperature=0.9, messages=convo,
+                               extra_body={"ignore_eos": True})
+time.sleep(3)  # idle: the tail is evaluated a chunk at a time
+assert metric("nucleus_prompt_cache_idle_tokens_total") >= idle_before + 64
+convo += [{"role": "assistant", "content": t1.choices[0].message.content},
+          {"role": "user", "content": "And on Fridays?"}]
+warm = create(convo)
+cold = create(convo, extra_body={"cache_prompt": False})
+first_chunks = t1.usage.prompt_tokens // 64 * 64
+assert cached(warm) > first_chunks, (cached(warm), t1.usage)
+assert answer(warm) == answer(cold), (answer(warm), answer(cold))
+done("the answer evaluated while idle: cached at the next turn, identical")
