@@ -2,9 +2,9 @@
 //! plus an unfinished UTF-8 sequence; its transition on each byte is computed on first use and
 //! cached, so walking the vocabulary trie costs one table lookup per node once warm.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::fast_hash::FastMap;
 use crate::grammar::{Elem, Grammar};
 use crate::stacks::{StackArena, EMPTY};
 
@@ -70,7 +70,7 @@ pub(crate) struct State {
 pub struct Dfa {
     pub(crate) arena: StackArena,
     pub(crate) states: Vec<State>,
-    ids: HashMap<Key, u32>,
+    ids: FastMap<Key, u32>,
     initial: u32,
     scratch: Vec<u32>,
     /// Transitions of all states, 256 per state (`state * 256 + byte`), filled on first use.
@@ -86,6 +86,8 @@ pub struct Dfa {
     /// Whether partial sequences may share [`ANY_VALUE`] states (not with token items, whose
     /// stacks can join a pending sequence without having been checked against it).
     any_value_ok: bool,
+    /// Per character class, the ASCII bytes it matches (bit `b`), for [`Dfa::fill_ascii_row`].
+    ascii_sets: Arc<[u128]>,
 }
 
 impl Dfa {
@@ -97,7 +99,7 @@ impl Dfa {
         let mut dfa = Dfa {
             arena,
             states: Vec::new(),
-            ids: HashMap::new(),
+            ids: FastMap::default(),
             initial: 0,
             scratch: Vec::new(),
             trans: Vec::new(),
@@ -106,7 +108,15 @@ impl Dfa {
             runs: Vec::new(),
             closures: Vec::new(),
             any_value_ok: false,
+            ascii_sets: Arc::from([]),
         };
+        dfa.ascii_sets = dfa
+            .arena
+            .grammar
+            .classes
+            .iter()
+            .map(|c| (1u32..0x80).filter(|&b| c.matches(b)).fold(0u128, |m, b| m | (1u128 << b)))
+            .collect();
         dfa.any_value_ok = !dfa.arena.grammar.has_token_items();
         dfa.initial = dfa.intern(init, Partial::default());
         dfa
@@ -252,44 +262,44 @@ impl Dfa {
     }
 
     /// Fills all 128 ASCII transitions of `s` at once: bytes that advance the same stacks
-    /// lead to the same state, so each group of such bytes costs one stack advance.
+    /// lead to the same state, so each group of such bytes costs one stack advance. The groups
+    /// are found by splitting the bytes 1..=127 by each distinct class on top of a stack.
     fn fill_ascii_row(&mut self, s: u32) {
         let stacks = self.states[s as usize].key.stacks.clone();
-        let g = self.arena.grammar.clone();
-        let classes: Vec<Option<u32>> = stacks
-            .iter()
-            .map(|&st| match st {
-                EMPTY => None,
-                _ => match self.arena.top_elem(st) {
-                    Elem::Char(c) => Some(c),
-                    _ => None,
-                },
-            })
-            .collect();
-        let words = stacks.len().div_ceil(64);
-        let mut groups: Vec<(Vec<u64>, u32)> = Vec::new();
-        let mut sig = vec![0u64; words];
-        let row = (s as usize) << 8;
-        self.trans[row] = DEAD;
-        for b in 1u8..0x80 {
-            sig.iter_mut().for_each(|w| *w = 0);
-            for (i, c) in classes.iter().enumerate() {
-                if let Some(c) = c {
-                    if g.classes[*c as usize].matches(b as u32) {
-                        sig[i / 64] |= 1u64 << (i % 64);
-                    }
+        let mut groups: Vec<u128> = Vec::with_capacity(8);
+        groups.push(!1u128); // bytes 1..=127 (NUL is always dead)
+        let mut any = 0u128;
+        let mut seen: Vec<u32> = Vec::with_capacity(8);
+        for &st in stacks.iter() {
+            if st == EMPTY {
+                continue;
+            }
+            let Elem::Char(c) = self.arena.top_elem(st) else { continue };
+            if seen.contains(&c) {
+                continue;
+            }
+            seen.push(c);
+            let m = self.ascii_sets[c as usize];
+            any |= m;
+            let n = groups.len();
+            for i in 0..n {
+                let (a, b) = (groups[i] & m, groups[i] & !m);
+                if a != 0 && b != 0 {
+                    groups[i] = a;
+                    groups.push(b);
                 }
             }
-            let next = if sig.iter().all(|&w| w == 0) {
-                DEAD
-            } else if let Some((_, t)) = groups.iter().find(|(k, _)| *k == sig) {
-                *t
-            } else {
-                let t = self.advance(&stacks, b as u32);
-                groups.push((sig.clone(), t));
-                t
-            };
-            self.trans[row | b as usize] = next;
+        }
+        let row = (s as usize) << 8;
+        self.trans[row] = DEAD;
+        for g in groups {
+            let next = if g & any == 0 { DEAD } else { self.advance(&stacks, g.trailing_zeros()) };
+            let mut bits = g;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                self.trans[row | b] = next;
+                bits &= bits - 1;
+            }
         }
     }
 

@@ -18,6 +18,7 @@ pub mod constrained;
 pub mod continuations;
 pub mod dfa;
 pub mod error;
+mod fast_hash;
 pub mod grammar;
 pub mod json_schema;
 pub mod lazy;

@@ -1,9 +1,9 @@
 //! Parse stacks as interned persistent lists: a stack id names (top position, rest). Pushing
 //! and popping are O(1) and equal stacks share one id, so stack sets are sorted `u32` lists.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::fast_hash::FastMap;
 use crate::grammar::{Elem, Grammar};
 
 /// The id of the empty stack: the input so far is a complete sentence.
@@ -15,14 +15,19 @@ pub struct StackArena {
     /// The grammar the positions index into.
     pub grammar: Arc<Grammar>,
     nodes: Vec<(u32, u32)>,
-    ids: HashMap<(u32, u32), u32>,
-    normalized: HashMap<u32, Box<[u32]>>,
+    ids: FastMap<(u32, u32), u32>,
+    normalized: FastMap<u32, Box<[u32]>>,
 }
 
 impl StackArena {
     /// An arena holding only the empty stack.
     pub fn new(grammar: Arc<Grammar>) -> Self {
-        StackArena { grammar, nodes: vec![(u32::MAX, u32::MAX)], ids: HashMap::new(), normalized: HashMap::new() }
+        StackArena {
+            grammar,
+            nodes: vec![(u32::MAX, u32::MAX)],
+            ids: FastMap::default(),
+            normalized: FastMap::default(),
+        }
     }
 
     /// Number of distinct stacks seen.

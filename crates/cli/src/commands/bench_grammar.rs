@@ -131,11 +131,16 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
     let slowest_n: usize = std::env::var("NUCLEUS_BENCH_SLOWEST").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut slowest: Vec<(Duration, String)> = Vec::new();
     let mut slowest_first: Vec<(Duration, String)> = Vec::new();
+    let mut slowest_compile: Vec<(Duration, String)> = Vec::new();
+    // Diagnostics: NUCLEUS_BENCH_ONLY_NUCLEUS=1 skips the peers (for profiling nucleus alone).
+    let only_nucleus = std::env::var_os("NUCLEUS_BENCH_ONLY_NUCLEUS").is_some();
     for (name, doc) in docs {
         // nucleus: compile (schema -> GBNF -> sampler), then the walk, first generation.
         let t = Instant::now();
+        let mut convert_time = Duration::ZERO;
         let compiled =
             schema_to_gbnf(&doc["schema"], &SchemaOptions::default()).map_err(|e| e.to_string()).and_then(|g| {
+                convert_time = t.elapsed();
                 GrammarSampler::with_index(vocab.clone(), &g.gbnf, "root")
                     .map(|s| (g.gbnf, s))
                     .map_err(|e| e.to_string())
@@ -159,6 +164,15 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
                 let pass1 = nucleus_masks(&mut sampler, &tokens, b.positions, tokens.is_empty())
                     .map_err(|e| format!("{name}: {e}"))?;
                 ours.first.0.push(compile_time + pass1.times[0]);
+                if slowest_n > 0 {
+                    let what = format!(
+                        "{name}: schema -> GBNF {:.2} ms, GBNF -> sampler {:.2} ms, first mask {:.2} ms",
+                        convert_time.as_secs_f64() * 1e3,
+                        (compile_time - convert_time).as_secs_f64() * 1e3,
+                        pass1.times[0].as_secs_f64() * 1e3
+                    );
+                    slowest_compile.push((compile_time + pass1.times[0], what));
+                }
                 ours.masks.0.extend_from_slice(&pass1.times);
                 if slowest_n > 0 {
                     let mut text = Vec::new();
@@ -192,7 +206,10 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
                 }
                 // llama.cpp along the same tokens, nucleus's GBNF; every mask must equal nucleus's.
                 let t = Instant::now();
-                match LlamaGrammar::new(model, &gbnf, "root") {
+                match LlamaGrammar::new(model, &gbnf, "root").and_then(|r| match only_nucleus {
+                    true => Err("skipped (NUCLEUS_BENCH_ONLY_NUCLEUS)".into()),
+                    false => Ok(r),
+                }) {
                     Ok(mut reference) => {
                         let compile_time = t.elapsed();
                         llama.compiled += 1;
@@ -216,6 +233,9 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
         }
         let case_tokens: &[Token] = &tokens;
         // llguidance: every schema (also those nucleus refuses: compile + first mask only).
+        if only_nucleus {
+            continue;
+        }
         let t = Instant::now();
         match LlgGrammar::new(&llg_vocab, &doc["schema"]) {
             Ok(mut g) => {
@@ -245,6 +265,10 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
         slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (d, what) in slowest.iter().take(slowest_n) {
             eprintln!("slow walk {:>8.1} us  {what}", d.as_secs_f64() * 1e6);
+        }
+        slowest_compile.sort_by_key(|s| std::cmp::Reverse(s.0));
+        for (d, what) in slowest_compile.iter().take(slowest_n) {
+            eprintln!("slow compile + first mask {:>8.2} ms  {what}", d.as_secs_f64() * 1e3);
         }
         slowest_first.sort_by_key(|s| std::cmp::Reverse(s.0));
         for (d, what) in slowest_first.iter().take(slowest_n) {

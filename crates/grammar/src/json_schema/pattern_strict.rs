@@ -163,6 +163,14 @@ fn needs_escape(c: u32) -> bool {
     c < 0x20 || c == 0x22 || c == 0x5C || c == 0x7F
 }
 
+/// The first character after `c` that [`needs_escape`], if any.
+fn next_escape(c: u32) -> Option<u32> {
+    if c < 0x1F {
+        return Some(c + 1);
+    }
+    [0x22, 0x5C, 0x7F].into_iter().find(|&e| e > c)
+}
+
 fn class_char(c: u32) -> String {
     if c <= 0xFFFF {
         format!("\\u{c:04X}")
@@ -186,10 +194,12 @@ pub fn class_to_gbnf(ranges: &[(u32, u32)]) -> String {
                 a += 1;
                 continue;
             }
-            let mut b = a;
-            while b < hi && !needs_escape(b + 1) {
-                b += 1;
-            }
+            // The raw run ends before the next character needing an escape (found directly: a
+            // negated class spans a million code points).
+            let b = match next_escape(a) {
+                Some(e) => hi.min(e - 1),
+                None => hi,
+            };
             raw.push_str(&class_char(a));
             if b > a {
                 raw.push('-');
@@ -315,5 +325,49 @@ fn non_empty(h: &Hir) -> Option<Hir> {
             (!alts.is_empty()).then(|| Hir::alternation(alts))
         }
         HirKind::Literal(_) | HirKind::Class(_) => Some(h.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The raw runs of `class_to_gbnf` found character by character (the former loop).
+    fn runs_one_by_one(lo: u32, hi: u32) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        let mut a = lo;
+        while a <= hi {
+            if needs_escape(a) {
+                a += 1;
+                continue;
+            }
+            let mut b = a;
+            while b < hi && !needs_escape(b + 1) {
+                b += 1;
+            }
+            out.push((a, b));
+            a = b + 1;
+        }
+        out
+    }
+
+    #[test]
+    fn raw_runs_end_before_each_escape() {
+        let edges = [0u32, 1, 0x1E, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7E, 0x7F, 0x80, 0xFFFF, 0x10FFFF];
+        for &lo in &edges {
+            for &hi in edges.iter().filter(|&&h| h >= lo) {
+                let expected = runs_one_by_one(lo, hi);
+                let mut raw = String::new();
+                for (a, b) in &expected {
+                    raw.push_str(&class_char(*a));
+                    if b > a {
+                        raw.push('-');
+                        raw.push_str(&class_char(*b));
+                    }
+                }
+                let got = class_to_gbnf(&[(lo, hi)]);
+                assert!(raw.is_empty() || got.contains(&format!("[{raw}]")), "{lo:#x}..={hi:#x}: {got}");
+            }
+        }
     }
 }
