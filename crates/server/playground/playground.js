@@ -354,7 +354,11 @@ async function generate(sameSeed) {
   if (runs[runs.length - 1] !== run) return; // refused: nothing new to show
   const secs = (performance.now() - started) / 1000;
   els.runInfo.textContent = `seed ${run.seed} · ${run.tokens.length} tokens in ${secs.toFixed(1)} s · finish: ${finish || '–'}`;
-  if (compareWith) showDivergence(run, compareWith);
+  if (compareWith) {
+    showDivergence(run, compareWith);
+    // Open the step where the texts part: its candidates say why.
+    if (run.diverged) selectToken(run.diverged.index, false);
+  }
   els.output.dataset.done = 'true';
 }
 
