@@ -592,7 +592,8 @@ fn bad_logit(row: &[f32], i: usize) -> SampleError {
 }
 
 /// How often each tier of the dist fast path decided a draw in this process:
-/// `[coarse, near, exact, sequential]` (see `fast::dist`). For benchmarks and tests.
+/// `[coarse, near, exact, sequential]` (see `fast::dist`). For benchmarks and tests; this and
+/// the other `*_tier_counts` count only with the `tier-counts` feature (zeros without it).
 #[doc(hidden)]
 pub fn dist_tier_counts() -> [u64; 4] {
     crate::fast::dist::tier_counts()

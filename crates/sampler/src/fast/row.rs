@@ -22,8 +22,10 @@ pub(crate) struct RowScan {
 /// Tokens per block: the granularity of the bounds and of the exact walk.
 pub(crate) const BLOCK: usize = 1024;
 
-/// Process-wide counters of how often each tier of a fast path decided (statistics only:
-/// relaxed atomics).
+/// Process-wide counters of how often each tier of a fast path decided (statistics for
+/// benchmarks and tests: relaxed atomics). They count only with the `tier-counts` feature;
+/// without it (the default) `bump` compiles to nothing, so the hot path never touches a shared
+/// cache line, and every count reads zero.
 pub(crate) struct TierCounts<const N: usize>([std::sync::atomic::AtomicU64; N]);
 
 impl<const N: usize> TierCounts<N> {
@@ -32,13 +34,16 @@ impl<const N: usize> TierCounts<N> {
         TierCounts([const { std::sync::atomic::AtomicU64::new(0) }; N])
     }
 
-    /// Counts one decision by tier `i`.
-    #[inline]
+    /// Counts one decision by tier `i` (with the `tier-counts` feature; a no-op without it).
+    #[inline(always)]
     pub(crate) fn bump(&self, i: usize) {
+        #[cfg(feature = "tier-counts")]
         self.0[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(not(feature = "tier-counts"))]
+        let _ = i;
     }
 
-    /// The counts so far.
+    /// The counts so far (zeros without the `tier-counts` feature).
     pub(crate) fn get(&self) -> [u64; N] {
         std::array::from_fn(|i| self.0[i].load(std::sync::atomic::Ordering::Relaxed))
     }
