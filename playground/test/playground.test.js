@@ -21,6 +21,7 @@ let server;
 let base;
 let browser;
 let page;
+const pageErrors = [];
 
 /** Starts `nucleus serve` on a free port and resolves with its base URL once it listens. */
 function startServer() {
@@ -47,7 +48,8 @@ before(async () => {
   fs.mkdirSync(shots, { recursive: true });
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
   page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-  page.on('pageerror', (e) => { throw e; });
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
   await page.goto(base + '/');
 });
 
@@ -158,4 +160,7 @@ test('generate, inspect a step, regenerate with another top-k, errors', async ()
   assert.ok(allowed >= 3 && allowed < 49152, `allowed ${allowed}`);
   const text = await page.$$eval('#output .tok', (s) => s.map((x) => x.textContent).join(''));
   assert.match(text, /^(red|green|blue), /);
+
+  // The 400s above are expected failed loads; nothing else went wrong in the page.
+  assert.deepStrictEqual(pageErrors.filter((e) => !/status of 400/.test(e)), []);
 });

@@ -2,7 +2,8 @@
 //! with both distributions (sorted, summing to at most 1, the token's own probabilities
 //! agreeing), the chain's candidate counts following top-k, the same tokens as without the
 //! trace, streamed steps equal to whole ones, a grammar's allowed-token count, a 400 naming the
-//! field for a bad value, and the page's assets served at `/`.
+//! field for a bad value, token-trie steps (sampled among the allowed, forced without sampling),
+//! and the page's assets served at `/`.
 
 mod common;
 
@@ -10,7 +11,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use common::{config, TestServer};
+use common::{config, model_path, TestServer};
+use nucleus_runtime::{LlamaCppModel, Model};
 use serde_json::{json, Value};
 
 /// (status, headers, body) of a plain HTTP/1.1 request.
@@ -127,6 +129,31 @@ fn steps_describe_each_token() {
         assert!(allowed >= 1 && allowed < 49152, "{s}");
     }
     assert!(steps[0]["allowed"].as_u64().unwrap() < 100, "{}", steps[0]);
+
+    // A token trie: the first token is sampled among the leaves' first tokens; a forced
+    // continuation is taken without a sampling step.
+    let m = LlamaCppModel::load(model_path()).expect("load");
+    let tok = m.tokenizer();
+    let leaves = [" Paris", " London Bridge is falling down"];
+    let desc = json!({"modelId": "smollm2", "descriptors": [{"path": "city", "leaves": leaves.iter().map(|l| {
+        json!({"name": l.trim(), "tokens": tok.encode(l, false, false).unwrap()})
+    }).collect::<Vec<_>>()}]});
+    let mut trie = traced.clone();
+    trie["token_trie"] = json!({"descriptor": desc, "path": "city", "mode": "sampled"});
+    let out = post(addr, &trie);
+    let steps = out["choices"][0]["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["allowed"], 2, "{}", steps[0]);
+    assert_eq!(steps[0]["sampled"], true);
+    let post_ids: Vec<&Value> = steps[0]["post_top"].as_array().unwrap().iter().map(|c| &c["id"]).collect();
+    assert!(post_ids.len() <= 2, "only the two allowed tokens survive: {}", steps[0]);
+    let mut forced = trie.clone();
+    forced["token_trie"]["descriptor"]["descriptors"][0]["leaves"].as_array_mut().unwrap().remove(0);
+    let out = post(addr, &forced);
+    assert_eq!(out["choices"][0]["message"]["content"], leaves[1]);
+    for s in out["choices"][0]["steps"].as_array().unwrap() {
+        assert_eq!((&s["sampled"], &s["allowed"], &s["post_p"]), (&json!(false), &json!(1), &json!(1.0)), "{s}");
+        assert!(s["chain"].as_array().unwrap().is_empty());
+    }
 
     // Bad values are 400s naming the field.
     for bad in [json!(65), json!(-1), json!("5"), json!(1.5)] {
