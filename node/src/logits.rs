@@ -30,15 +30,9 @@ impl LogitsArray {
     pub(crate) fn from_js(value: &Unknown<'_>, dtype: Option<&str>) -> Result<Self> {
         let env = value.value().env;
         let raw = value.raw();
-        let mut is_typed = false;
-        // SAFETY: `env` and `raw` are the live environment and value of this call.
-        let status = unsafe { sys::napi_is_typedarray(env, raw, &mut is_typed) };
-        if status != sys::Status::napi_ok || !is_typed {
-            return Err(invalid(format!("logits must be a {ACCEPTED}")));
-        }
         let mut kind = -1;
-        // SAFETY: `raw` is a typed array (checked above); Node-API accepts NULL for the outputs
-        // not asked for.
+        // SAFETY: `env` and `raw` are the live environment and value of this call; Node-API
+        // accepts NULL for the outputs not asked for and fails on anything but a typed array.
         let status = unsafe {
             sys::napi_get_typedarray_info(
                 env,
@@ -51,7 +45,7 @@ impl LogitsArray {
             )
         };
         if status != sys::Status::napi_ok {
-            return Err(invalid("cannot read the logits array".into()));
+            return Err(invalid(format!("logits must be a {ACCEPTED}")));
         }
         if let Some(d) = dtype.filter(|d| !matches!(*d, "float32" | "float16" | "bfloat16")) {
             return Err(invalid(format!("dtype must be \"float32\", \"float16\" or \"bfloat16\", not {d:?}")));

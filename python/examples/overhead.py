@@ -1,5 +1,5 @@
 """The Python side of the per-call overhead figure (docs/PERFORMANCE.md): nucleus.Sampler.sample
-at V = 151936 on the same logits and chains as overhead.rs. Run after `pip install ./python`:
+at V = 151936 on the same logits and chains as overhead.rs (and the same row in float16). Run after `pip install ./python`:
 `python3 python/examples/overhead.py`."""
 
 import sys
@@ -21,11 +21,13 @@ def logits(seed, n):
     return (((x >> 8) % 20000).astype(np.float32) / np.float32(1000.0) - np.float32(10.0)).astype(np.float32)
 
 
-row = logits(11, V)
-for name, params in [
-    ("default chain (top-k 40 ...)", dict(seed=42)),
-    ("dist only", dict(seed=42, samplers=[])),
-    ("greedy (temp 0)", dict(seed=42, temp=0.0)),
+f32 = logits(11, V)
+f16 = f32.astype(np.float16)  # round to nearest even, as overhead.rs and overhead.cjs do
+for name, params, row in [
+    ("default chain (top-k 40 ...)", dict(seed=42), f32),
+    ("dist only", dict(seed=42, samplers=[]), f32),
+    ("greedy (temp 0)", dict(seed=42, temp=0.0), f32),
+    ("default chain, float16 row", dict(seed=42), f16),
 ]:
     s = nucleus.Sampler(V, **params)
     for _ in range(200):

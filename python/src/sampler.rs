@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::buffer::LogitsBuffer;
+use crate::buffer::{Dtype, LogitsBuffer};
 use crate::convert::dict_to_map;
 use crate::params;
 
@@ -19,6 +19,8 @@ struct Last {
     /// Row of `obj` (for `sample_batch`; 0 otherwise).
     row: usize,
     token: Token,
+    /// How `obj` was read (`dtype=`).
+    dtype: Option<Dtype>,
 }
 
 /// What a `Sampler` mutates; behind a mutex so calls can run with the GIL released.
@@ -88,13 +90,13 @@ impl Sampler {
     /// The last step's logits row, exported again from the object it came from.
     fn with_last_row<R>(&self, py: Python<'_>, f: impl FnOnce(&mut State, Logits<'_>, Token) -> R) -> PyResult<R> {
         let mut st = self.lock();
-        let (obj, row, token) = match &st.last {
-            Some(l) => (l.obj.clone_ref(py), l.row, l.token),
+        let (obj, row, token, dtype) = match &st.last {
+            Some(l) => (l.obj.clone_ref(py), l.row, l.token, l.dtype),
             None => {
                 return Err(PyValueError::new_err("no token has been sampled since the sampler was created or reset"))
             }
         };
-        let buf = LogitsBuffer::get(obj.bind(py))?;
+        let buf = LogitsBuffer::get(obj.bind(py), dtype)?;
         if buf.len() < (row + 1) * self.n_vocab {
             return Err(PyValueError::new_err("the last step's logits array has changed size"));
         }
@@ -130,11 +132,14 @@ impl Sampler {
 
     /// Samples a token from `logits` (1-D float32 or float16 buffer of `n_vocab` values,
     /// C-contiguous; read in place, never copied) and accepts it, like
-    /// `llama_sampler_sample`. The GIL is released while sampling.
-    fn sample(&self, py: Python<'_>, logits: &Bound<'_, PyAny>) -> PyResult<Token> {
-        let buf = LogitsBuffer::get(logits)?;
+    /// `llama_sampler_sample`. With `dtype="bfloat16"` (or `"float16"`) a uint16/int16 buffer
+    /// is read as those bits. The GIL is released while sampling.
+    #[pyo3(signature = (logits, dtype = None))]
+    fn sample(&self, py: Python<'_>, logits: &Bound<'_, PyAny>, dtype: Option<&str>) -> PyResult<Token> {
+        let dtype = dtype.map(Dtype::parse).transpose()?;
+        let buf = LogitsBuffer::get(logits, dtype)?;
         self.check_len(&buf, 1)?;
-        let keep = Last { obj: logits.clone().unbind(), row: 0, token: 0 };
+        let keep = Last { obj: logits.clone().unbind(), row: 0, token: 0, dtype };
         let (res, old) = py.detach(|| {
             let mut st = self.lock();
             let res = st.step(buf.logits());
@@ -149,11 +154,13 @@ impl Sampler {
     }
 
     /// Runs the chain on `logits` and returns the selected token without accepting it (call
-    /// `accept` once the token is committed).
-    fn apply(&self, py: Python<'_>, logits: &Bound<'_, PyAny>) -> PyResult<Token> {
-        let buf = LogitsBuffer::get(logits)?;
+    /// `accept` once the token is committed). `logits` and `dtype` as for `sample`.
+    #[pyo3(signature = (logits, dtype = None))]
+    fn apply(&self, py: Python<'_>, logits: &Bound<'_, PyAny>, dtype: Option<&str>) -> PyResult<Token> {
+        let dtype = dtype.map(Dtype::parse).transpose()?;
+        let buf = LogitsBuffer::get(logits, dtype)?;
         self.check_len(&buf, 1)?;
-        let keep = Last { obj: logits.clone().unbind(), row: 0, token: 0 };
+        let keep = Last { obj: logits.clone().unbind(), row: 0, token: 0, dtype };
         let (res, old) = py.detach(|| {
             let mut st = self.lock();
             let res = st.sampler.apply(buf.logits());
@@ -193,7 +200,8 @@ impl Sampler {
     /// An independent copy with the same history and random-stream position.
     fn clone(&self, py: Python<'_>) -> Self {
         let st = self.lock();
-        let last = st.last.as_ref().map(|l| Last { obj: l.obj.clone_ref(py), row: l.row, token: l.token });
+        let last =
+            st.last.as_ref().map(|l| Last { obj: l.obj.clone_ref(py), row: l.row, token: l.token, dtype: l.dtype });
         let state = State { sampler: st.sampler.clone(), perplexity: st.perplexity.clone(), last };
         Sampler { n_vocab: self.n_vocab, state: Mutex::new(state) }
     }
@@ -257,15 +265,19 @@ impl Sampler {
 }
 
 /// Samples one token per row of `matrix` (`[len(samplers), n_vocab]`, float32 or float16,
-/// C-contiguous, read in place) with `samplers[i]` for row `i`, across threads with the GIL
-/// released, and accepts each. Returns the tokens. Every sampler must be distinct and have the
-/// same `n_vocab`. If a row fails, `ValueError` names it (the other rows' tokens are accepted).
+/// C-contiguous, read in place; `dtype` as for `Sampler.sample`) with `samplers[i]` for row
+/// `i`, across threads with the GIL released, and accepts each. Returns the tokens. Every
+/// sampler must be distinct and have the same `n_vocab`. If a row fails, `ValueError` names it
+/// (the other rows' tokens are accepted).
 #[pyfunction]
+#[pyo3(signature = (samplers, matrix, dtype = None))]
 pub(crate) fn sample_batch(
     py: Python<'_>,
     samplers: &Bound<'_, PyList>,
     matrix: &Bound<'_, PyAny>,
+    dtype: Option<&str>,
 ) -> PyResult<Vec<Token>> {
+    let dtype = dtype.map(Dtype::parse).transpose()?;
     let items: Vec<Bound<'_, Sampler>> =
         samplers.iter().map(|s| s.cast_into::<Sampler>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
     let refs: Vec<PyRef<'_, Sampler>> = items.iter().map(|s| s.borrow()).collect();
@@ -284,7 +296,7 @@ pub(crate) fn sample_batch(
             return Err(PyValueError::new_err(format!("samplers[{i}] appears twice in the batch")));
         }
     }
-    let buf = LogitsBuffer::get(matrix)?;
+    let buf = LogitsBuffer::get(matrix, dtype)?;
     first.check_len(&buf, refs.len())?;
     let b = refs.len();
     let mut guards: Vec<MutexGuard<'_, State>> = refs.iter().map(|r| r.lock()).collect();
@@ -319,7 +331,7 @@ pub(crate) fn sample_batch(
                     let row = buf.row(i, v);
                     ppl.push_logprob(RawDistribution::of(row).logprob(row.get(tok as usize)));
                 }
-                g.last = Some(Last { obj: matrix.clone().unbind(), row: i, token: tok });
+                g.last = Some(Last { obj: matrix.clone().unbind(), row: i, token: tok, dtype });
                 tokens.push(tok);
             }
             Err(e) => {

@@ -77,14 +77,51 @@ def test_recorded_chains_reset_and_clone(vectors, cid):
     assert [s.sample(logits) for _ in range(ch["steps"])] == want
 
 
+def to_bf16(row):
+    """bfloat16 bits of a float32 row (round to nearest even) and their exact float32 widening."""
+    u = row.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return bits, (bits.astype(np.uint32) << 16).view(np.float32)
+
+
 @pytest.mark.parametrize("cid", sorted(CHAIN_PARAMS))
-def test_recorded_chains_float16_equals_widened(vectors, cid):
-    """A float16 row is read through the sampler's f16 path: the same tokens as its f32 widening."""
+def test_recorded_chains_half_precision_equals_widened(vectors, cid):
+    """float16 rows (and bfloat16 bits, dtype="bfloat16") are read through the sampler's own
+    half-precision paths: the same tokens as their f32 widening."""
     ch = recorded(vectors, cid)
-    half = input_logits(vectors, ch["input"]).astype(np.float16)
-    widened = half.astype(np.float32)
-    a, b = (nucleus.Sampler(len(half), **CHAIN_PARAMS[cid]) for _ in range(2))
-    assert [a.sample(half) for _ in range(ch["steps"])] == [b.sample(widened) for _ in range(ch["steps"])]
+    row = input_logits(vectors, ch["input"])
+    half = row.astype(np.float16)
+    bf_bits, bf_widened = to_bf16(row)
+    for logits, dtype, widened in [
+        (half, None, half.astype(np.float32)),
+        (half.view(np.uint16), "float16", half.astype(np.float32)),
+        (bf_bits, "bfloat16", bf_widened),
+        (bf_bits.view(np.int16), "bfloat16", bf_widened),  # torch: t.view(torch.int16).numpy()
+    ]:
+        a, b = (nucleus.Sampler(len(row), **CHAIN_PARAMS[cid]) for _ in range(2))
+        want = [a.sample(widened) for _ in range(ch["steps"])]
+        assert [b.sample(logits, dtype) for _ in range(ch["steps"])] == want, dtype
+
+
+def test_dtype(vectors):
+    row = input_logits(vectors, "logits_4096_seed11")
+    bits, widened = to_bf16(row)
+    a, b = (nucleus.Sampler(len(row), seed=3, track_perplexity=True) for _ in range(2))
+    for _ in range(4):
+        assert b.sample(bits, dtype="bfloat16") == a.sample(widened)
+    assert b.last_probs(5) == a.last_probs(5)
+    assert (b.entropy(), b.surprisal(), b.perplexity()) == (a.entropy(), a.surprisal(), a.perplexity())
+    assert b.apply(bits, "bfloat16") == a.apply(widened)
+    single = [nucleus.Sampler(len(row), seed=20 + i) for i in range(3)]
+    batch = [nucleus.Sampler(len(row), seed=20 + i) for i in range(3)]
+    assert nucleus.sample_batch(batch, np.stack([bits] * 3), dtype="bfloat16") == [s.sample(widened) for s in single]
+    s = nucleus.Sampler(len(row), seed=1)
+    with pytest.raises(ValueError, match="dtype must be"):
+        s.sample(bits, "float64")
+    with pytest.raises(ValueError, match="does not match"):
+        s.sample(widened, "bfloat16")
+    with pytest.raises(ValueError, match="bfloat16"):
+        s.sample(bits)  # 16-bit words need a dtype
 
 
 def test_dist_streams(vectors):
