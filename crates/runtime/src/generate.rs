@@ -11,6 +11,15 @@ use crate::error::{Result, RuntimeError};
 use crate::model::{Context, Model};
 use crate::sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
 
+/// Prompt tokens per forward pass when a prompt is evaluated, chunks starting at multiples of it.
+///
+/// llama.cpp's attention gives slightly different bits for a token depending on where the
+/// batch it was evaluated in starts, so every path that evaluates prompts uses the same chunks:
+/// [`generate`] (and so `nucleus generate` and the Python, Node and C bindings) and the
+/// server's default `--prefill-chunk`. A seeded request then gives the same answer on all of
+/// them, whatever the prompt's length, and the server's prompt cache can keep whole chunks.
+pub const PREFILL_CHUNK: usize = 64;
+
 /// What a finished generation reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenerationStats {
@@ -60,7 +69,8 @@ fn per_sec(n: usize, t: Duration) -> f64 {
     }
 }
 
-/// Generates from `prompt` in sequence 0 of `ctx` (cleared first). `on_token` sees every token
+/// Generates from `prompt` in sequence 0 of `ctx` (cleared first; the prompt goes in in
+/// [`PREFILL_CHUNK`]-token chunks). `on_token` sees every token
 /// as it is made and may stop the generation; so may `cancel` (checked between forward passes).
 pub fn generate(
     model: &dyn Model,
@@ -97,7 +107,7 @@ pub fn generate_sequence(
 
     let t0 = Instant::now();
     let mut stop = None;
-    for chunk in prompt.chunks(ctx.n_batch().max(1)) {
+    for chunk in prompt.chunks(PREFILL_CHUNK.min(ctx.n_batch()).max(1)) {
         if cancelled() {
             stop = Some(StopReason::Cancelled);
             break;

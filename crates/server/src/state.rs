@@ -13,7 +13,9 @@ use crate::metrics::Metrics;
 
 /// Default prompt tokens per prefill call: small enough that a shared system prompt is
 /// mostly whole chunks the prompt cache can reuse, large enough to keep prefill efficient.
-pub const DEFAULT_PREFILL_CHUNK: usize = 64;
+/// It is the runtime's [`nucleus_runtime::PREFILL_CHUNK`], so the server answers a seeded request
+/// as `nucleus generate` does.
+pub const DEFAULT_PREFILL_CHUNK: usize = nucleus_runtime::PREFILL_CHUNK;
 
 /// Memory the prompt cache may keep by default, in MiB (`--cache-ram`): KV copies of prompts
 /// whose slot went to another prompt (SmolLM2-135M: about 23 KB per token, so ~46,000 tokens).
