@@ -7,8 +7,8 @@ same seeded answers) and the tool-calling load once. Prints a JSON summary and a
         --llama-server /path/to/llama-server --nucleus target/release/nucleus
 
 Options: --threads (1), --parallel (2), --ctx (8192), --users (4), --turns (4), --max-tokens (48),
---tool-requests (16), --think (0: seconds a user reads an answer before the next turn), --only
-(llama|nucleus).
+--tool-requests (16), --think (0: seconds a user reads an answer before the next turn), --repeat
+(1: rounds, the servers taking turns), --only (llama|nucleus).
 """
 
 import argparse
@@ -72,26 +72,35 @@ def main():
     p.add_argument("--tool-requests", type=int, default=16)
     p.add_argument("--think", type=float, default=0.0,
                    help="seconds each user reads an answer before the next turn (0: at once)")
+    p.add_argument("--repeat", type=int, default=1, help="rounds, the servers taking turns in each")
     p.add_argument("--only", choices=["llama", "nucleus"])
     args = p.parse_args()
     results = {}
+    servers = []
     if args.only != "nucleus" and args.llama_server:
         cmd = [args.llama_server, "-m", args.model, "--port", "8181", "-t", str(args.threads), "-tb",
                str(args.threads), "-np", str(args.parallel), "-c", str(args.ctx), "--jinja", "--alias", "smollm2"]
-        results["llama-server"] = run_server("llama-server", cmd, 8181, "smollm2", args)
+        servers.append(("llama-server", cmd, 8181))
     if args.only != "llama":
         cmd = [args.nucleus, "serve", "-m", args.model, "--port", "8182", "-t", str(args.threads), "--parallel",
                str(args.parallel), "-c", str(args.ctx), "--alias", "smollm2"]
-        results["nucleus"] = run_server("nucleus", cmd, 8182, "smollm2", args)
+        servers.append(("nucleus", cmd, 8182))
+    # With --repeat, the servers take turns (A B A B ...), so a change in the machine's load
+    # during the run falls on both sides.
+    for rep in range(args.repeat):
+        for name, cmd, port in servers:
+            key = name if args.repeat == 1 else f"{name} #{rep + 1}"
+            results[key] = run_server(name, cmd, port, "smollm2", args)
     print(json.dumps(results, indent=1))
-    print("\n| server | run | wall | req/s | out tok/s | TTFT p50 | TTFT p90 | p50 by turn | errors |")
-    print("|---|---|---:|---:|---:|---:|---:|---|---:|")
+    print("\n| server | run | wall | req/s | out tok/s | TTFT p50 | TTFT p90 | TTFT p50 turns >= 2 | p50 by turn | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---:|")
     for name, r in results.items():
         for run in ("first", "second"):
             c = r[run]["chat"]
             turns = " / ".join(f"{v:.2f}" for v in c["ttft_p50_by_turn"].values())
             print(f"| {name} | {run} | {c['wall_s']:.1f} s | {c['requests_per_s']:.2f} | {c['output_tokens_per_s']:.1f} "
-                  f"| {c['ttft_p50']:.2f} s | {c['ttft_p90']:.2f} s | {turns} | {c['errors']} |")
+                  f"| {c['ttft_p50']:.2f} s | {c['ttft_p90']:.2f} s | {c['ttft_p50_later']:.2f} s | {turns} "
+                  f"| {c['errors']} |")
     for name, r in results.items():
         t = r["second"].get("tools", {})
         print(f"{name}: same seeded answers in both runs {r['same_answers']}; tool load: {json.dumps(t)}")
