@@ -8,8 +8,9 @@
 use nucleus_runtime::{grammar_sampler, Model, OutputConstraint, Sequence};
 use serde_json::Value;
 
+use crate::body::shapes::{Grammar, SchemaValue};
+use crate::body::Common;
 use crate::errors::ApiError;
-use crate::fields::{type_name, Fields};
 
 /// A constraint on the generated text.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,24 +30,18 @@ pub enum Constraint {
 
 /// Reads `response_format`, `json_schema` and `grammar`. Malformed values are 400s; `text` (or
 /// nothing) is no constraint.
-pub fn parse(f: &Fields<'_>) -> Result<Option<Constraint>, ApiError> {
+pub fn parse(c: &Common) -> Result<Option<Constraint>, ApiError> {
     let mut found = None;
-    if let Some(rf) = f.get("response_format") {
-        let Value::Object(map) = rf else { return Err(ApiError::wrong_type("response_format", "an object")) };
-        let rf = Fields::nested(map, "response_format.");
-        match rf.str("type")? {
+    if let Some(rf) = &c.response_format {
+        match rf.kind.as_deref() {
             None => return Err(ApiError::missing("response_format.type")),
             Some("text") => {}
             Some("json_object") => found = Some(Constraint::JsonObject),
             Some("json_schema") => {
-                let Some(js) = rf.get("json_schema") else {
+                let Some(js) = &rf.json_schema else {
                     return Err(ApiError::missing("response_format.json_schema"));
                 };
-                let Value::Object(js) = js else {
-                    return Err(ApiError::wrong_type("response_format.json_schema", "an object"));
-                };
-                let js = Fields::nested(js, "response_format.json_schema.");
-                match js.str("name")? {
+                match js.name.as_deref() {
                     None => return Err(ApiError::missing("response_format.json_schema.name")),
                     Some(n)
                         if n.is_empty()
@@ -60,11 +55,7 @@ pub fn parse(f: &Fields<'_>) -> Result<Option<Constraint>, ApiError> {
                     }
                     Some(_) => {}
                 }
-                js.bool("strict")?;
-                let schema = js.get("schema").cloned().unwrap_or(Value::Object(Default::default()));
-                if !schema.is_object() && !schema.is_boolean() {
-                    return Err(ApiError::wrong_type("response_format.json_schema.schema", "an object"));
-                }
+                let schema = js.schema.as_ref().map_or(Value::Object(Default::default()), |s| s.0.clone());
                 found = Some(Constraint::JsonSchema { param: "response_format", schema });
             }
             Some(other) => {
@@ -75,15 +66,9 @@ pub fn parse(f: &Fields<'_>) -> Result<Option<Constraint>, ApiError> {
             }
         }
     }
-    if let Some(s) = f.get("json_schema") {
-        if !s.is_object() && !s.is_boolean() {
-            return Err(ApiError::wrong_type("json_schema", "an object"));
-        }
+    if let Some(SchemaValue(s)) = &c.json_schema {
         found = Some(Constraint::JsonSchema { param: "json_schema", schema: s.clone() });
-    } else if let Some(g) = f.get("grammar") {
-        let Value::String(g) = g else {
-            return Err(ApiError::wrong_type("grammar", &format!("a string (GBNF), not {}", type_name(g))));
-        };
+    } else if let Some(Grammar(g)) = &c.grammar {
         if !g.trim().is_empty() && found.is_none() {
             found = Some(Constraint::Grammar(g.clone()));
         }

@@ -4,7 +4,8 @@
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::openai_types::json_response;
 
@@ -175,8 +176,39 @@ impl ApiError {
 
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
-        json!({ "error": { "message": self.message, "type": self.kind, "param": self.param, "code": self.code } })
+        let body = ErrorResponse {
+            error: ErrorObject {
+                message: self.message.clone(),
+                kind: self.kind,
+                param: self.param.clone(),
+                code: self.code,
+            },
+        };
+        serde_json::to_value(body).unwrap_or_default()
     }
+}
+
+/// Every error response's body (OpenAI's shape).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ErrorResponse {
+    /// What went wrong.
+    pub error: ErrorObject,
+}
+
+/// `error` of an [`ErrorResponse`].
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ErrorObject {
+    /// What went wrong and how to fix it.
+    pub message: String,
+    /// `invalid_request_error`, `authentication_error`, `rate_limit_error`, `unavailable_error`
+    /// or `server_error`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The request field at fault (`messages[0].content`), if one is.
+    pub param: Option<String>,
+    /// Machine-readable: `invalid_type`, `invalid_value`, `missing_required_parameter`,
+    /// `model_not_found`, `queue_full`, ...
+    pub code: Option<&'static str>,
 }
 
 impl IntoResponse for ApiError {

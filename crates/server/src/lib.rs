@@ -28,6 +28,7 @@
 //!   and shared state; [`shutdown`]: signals.
 
 pub mod batching;
+pub mod body;
 pub mod collect;
 pub mod constraint;
 pub mod engine;
@@ -35,6 +36,7 @@ pub mod errors;
 pub mod fields;
 pub mod metrics;
 pub mod openai_types;
+pub mod openapi;
 pub mod playground;
 pub mod prepare;
 pub(crate) mod prompt_cache;
@@ -196,7 +198,7 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
     let ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
     let engine = EngineHandle::spawn(
         ctx,
-        &engine::EngineConfig { parallel, queue: c.queue, prefill_chunk: c.prefill_chunk },
+        &engine::EngineConfig { parallel, queue: c.queue, prefill_chunk: c.prefill_chunk, cache_ram: c.cache_ram },
         state.metrics.clone(),
     )
     .map_err(|e| format!("could not start the engine thread: {e}"))?;

@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -34,7 +35,7 @@ pub fn new_id(prefix: &str) -> String {
 }
 
 /// Token counts.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct Usage {
     /// Prompt tokens (each prompt once, whatever `n`).
     pub prompt_tokens: usize,
@@ -48,7 +49,7 @@ pub struct Usage {
 }
 
 /// `usage.prompt_tokens_details`.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct PromptTokensDetails {
     /// Prompt tokens taken from a slot's prompt cache.
     pub cached_tokens: usize,
@@ -75,7 +76,7 @@ impl Usage {
 }
 
 /// An alternative token in chat logprobs.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 pub struct TopLogprob {
     /// Its text (lossy UTF-8).
     pub token: String,
@@ -91,7 +92,7 @@ pub struct TopLogprob {
 }
 
 /// One generated token in chat logprobs.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 pub struct LogprobEntry {
     /// Its text (lossy UTF-8).
     pub token: String,
@@ -109,7 +110,7 @@ pub struct LogprobEntry {
 }
 
 /// `choices[].logprobs` of a chat completion or chunk.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, JsonSchema, PartialEq)]
 pub struct ChatLogprobs {
     /// One entry per token.
     pub content: Vec<LogprobEntry>,
@@ -118,7 +119,7 @@ pub struct ChatLogprobs {
 }
 
 /// A candidate in a [`StepEntry`]: a token and its probability in one distribution.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 pub struct StepCandidate {
     /// Token id.
     pub id: i32,
@@ -129,7 +130,7 @@ pub struct StepCandidate {
 }
 
 /// A sampler of the chain and the candidates it left, in a [`StepEntry`].
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 pub struct ChainCount {
     /// The sampler's name as llama.cpp prints it (`top-k`, `min-p`, `dist`, ...).
     pub sampler: String,
@@ -139,7 +140,7 @@ pub struct ChainCount {
 
 /// One generated token's sampling step (Nucleus extension, asked for with `trace_steps`):
 /// `choices[].steps` holds one per token, in order, in the same chunk as its text.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq)]
 pub struct StepEntry {
     /// Token id.
     pub id: i32,
@@ -177,7 +178,7 @@ pub struct StepEntry {
 }
 
 /// `choices[].message` of a chat completion.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct AssistantMessage {
     /// Always `assistant`.
     pub role: &'static str,
@@ -193,7 +194,7 @@ pub struct AssistantMessage {
 }
 
 /// A function call in `message.tool_calls`.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct ToolCall {
     /// `call_...`.
     pub id: String,
@@ -205,7 +206,7 @@ pub struct ToolCall {
 }
 
 /// The function part of a [`ToolCall`].
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct FunctionCall {
     /// The function's name.
     pub name: String,
@@ -215,7 +216,7 @@ pub struct FunctionCall {
 
 /// A piece of a call in a stream chunk's `delta.tool_calls`: the first carries id, type and
 /// name (with empty arguments), later ones only argument text.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct ToolCallDelta {
     /// Which call of the answer.
     pub index: usize,
@@ -230,7 +231,7 @@ pub struct ToolCallDelta {
 }
 
 /// The function part of a [`ToolCallDelta`].
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct FunctionDelta {
     /// The name, in the call's first piece.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -240,7 +241,7 @@ pub struct FunctionDelta {
 }
 
 /// One choice of a chat completion.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ChatChoice {
     /// Its index.
     pub index: usize,
@@ -256,7 +257,7 @@ pub struct ChatChoice {
 }
 
 /// `delta` of a chat chunk.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
 pub struct Delta {
     /// `assistant` in a choice's first chunk.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -270,7 +271,7 @@ pub struct Delta {
 }
 
 /// One choice of a chat chunk.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ChunkChoice {
     /// Its index.
     pub index: usize,
@@ -286,7 +287,7 @@ pub struct ChunkChoice {
 }
 
 /// Legacy (completions) log-probabilities: parallel arrays.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, JsonSchema, PartialEq)]
 pub struct LegacyLogprobs {
     /// Token texts.
     pub tokens: Vec<String>,
@@ -314,7 +315,7 @@ impl LegacyLogprobs {
 }
 
 /// One choice of a text completion (or of a chunk).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct TextChoice {
     /// Its index (prompt index × n + choice).
     pub index: usize,
@@ -331,7 +332,8 @@ pub struct TextChoice {
 
 /// The body every completion response and stream chunk shares; only the choices and the
 /// rule for `usage` differ (see [`ChatCompletion`], [`ChatChunk`], [`TextCompletion`]).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[schemars(rename = "CompletionOf{C}")]
 pub struct Completion<C, U: UsageField> {
     /// `chatcmpl-...` or `cmpl-...`, the same in every chunk of a stream.
     pub id: String,
@@ -381,7 +383,7 @@ pub type ChatChunk = Completion<ChunkChoice, Option<Option<Usage>>>;
 pub type TextCompletion = Completion<TextChoice, Option<Option<Usage>>>;
 
 /// An entry of `GET /v1/models`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ModelCard {
     /// The id to send as `model`.
     pub id: String,
@@ -398,7 +400,7 @@ pub struct ModelCard {
 }
 
 /// `GET /v1/models`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct ModelList {
     /// Always `list`.
     pub object: &'static str,

@@ -1,15 +1,20 @@
 //! A chat or completions request body, read into a [`GenerationRequest`]: OpenAI's fields plus
-//! llama.cpp's and vLLM's sampling extras, each checked (out-of-range values are 400s naming
-//! the field, never clamped). Unknown fields are ignored, as vLLM and llama.cpp do; fields that
-//! ask for something this server cannot do are refused rather than ignored.
+//! llama.cpp's and vLLM's sampling extras, first as the typed body of [`crate::body`] (the
+//! types `GET /openapi.json` is generated from), then each value checked (out-of-range values
+//! are 400s naming the field, never clamped). Unknown fields are ignored, as vLLM and llama.cpp
+//! do; fields that ask for something this server cannot do are refused rather than ignored.
 
 use nucleus_runtime::{ChatMessage, ChatToolCall, Model, Prompt};
 use nucleus_sampler::{SamplingParams, Token};
 use serde_json::{Map, Value};
 
+use crate::body::messages::{Content, MessageToolCalls, Messages, ObjectOrMissing};
+use crate::body::scalars::Integer;
+use crate::body::shapes::{Modalities, PromptIn, Stop, TokenId, TokenIds, TokenTrie};
+use crate::body::{self, ChatBody, ChatFields, Common, CompletionBody, CompletionFields};
 use crate::constraint::{self, Constraint};
 use crate::errors::ApiError;
-use crate::fields::{check_int, Fields};
+use crate::fields::{check_int, int_in};
 use crate::sampling_fields;
 use crate::tools::{self, ToolRequest};
 
@@ -96,39 +101,50 @@ const REFUSED: &[(&str, &str)] = &[
     ("lora", "LoRA adapters are not supported"),
 ];
 
-/// Reads a request body (already parsed as JSON) for `endpoint`. `defaults` are the server's
-/// sampling defaults; `model` resolves token ids and text in `logit_bias`.
+/// Reads a request body (already parsed as JSON) for `endpoint`: first into the typed body
+/// ([`body::decode`]: shapes), then its values into a [`GenerationRequest`]. `defaults` are the
+/// server's sampling defaults; `model` resolves token ids and text in `logit_bias`.
 pub fn parse(
     endpoint: Endpoint,
     body: &Map<String, Value>,
     defaults: &SamplingParams,
     model: &dyn Model,
 ) -> Result<GenerationRequest, ApiError> {
-    let f = Fields::new(body);
-    refuse_unsupported(&f, endpoint)?;
-    let constraint = constraint::parse(&f)?;
-    let tools = match endpoint {
-        Endpoint::Chat => tools::parse(&f)?,
-        Endpoint::Completions => None,
+    refuse_present(body, endpoint)?;
+    let (own, c) = match endpoint {
+        Endpoint::Chat => {
+            let (f, c) = body::decode::<ChatBody>(body)?.split();
+            (Own::Chat(f), c)
+        }
+        Endpoint::Completions => {
+            let (f, c) = body::decode::<CompletionBody>(body)?.split();
+            (Own::Completions(f), c)
+        }
+    };
+    refuse_values(&c)?;
+    let constraint = constraint::parse(&c)?;
+    let tools = match &own {
+        Own::Chat(f) => tools::parse(f, body)?,
+        Own::Completions(_) => None,
     };
     if constraint.is_some() && tools.as_ref().is_some_and(ToolRequest::active) {
-        let param = if f.has("response_format") { "response_format" } else { "grammar" };
+        let param = if c.response_format.is_some() { "response_format" } else { "grammar" };
         return Err(ApiError::unsupported(
             param,
             format!("'{param}' cannot be combined with tools; the tool-call grammar already constrains the answer"),
         ));
     }
 
-    let prompts = match endpoint {
-        Endpoint::Chat => vec![Prompt::Chat(parse_messages(&f)?)],
-        Endpoint::Completions => parse_prompts(&f, model.n_vocab())?,
+    let prompts = match &own {
+        Own::Chat(f) => vec![Prompt::Chat(parse_messages(f.messages.as_ref())?)],
+        Own::Completions(f) => parse_prompts(f.prompt.as_ref(), model.n_vocab())?,
     };
 
-    let n = match f.first_of(&["n", "n_cmpl"]) {
-        Some(name) => f.int_in(name, 1, MAX_N)?.unwrap_or(1) as usize,
+    let n = match first_of(&[("n", &c.n), ("n_cmpl", &c.n_cmpl)]) {
+        Some((name, v)) => int_in(name, Some(v), 1, MAX_N)?.unwrap_or(1) as usize,
         None => 1,
     };
-    if let Some(best_of) = f.int_in("best_of", 1, MAX_N)? {
+    if let Some(best_of) = int_in("best_of", c.best_of.as_ref(), 1, MAX_N)? {
         if best_of as usize != n && best_of != 1 {
             return Err(ApiError::unsupported(
                 "best_of",
@@ -137,67 +153,63 @@ pub fn parse(
         }
     }
 
-    let stream = f.bool("stream")?.unwrap_or(false);
+    let stream = c.stream.unwrap_or(false);
     let mut include_usage = false;
-    if let Some(so) = f.get("stream_options") {
-        let Value::Object(so) = so else { return Err(ApiError::wrong_type("stream_options", "an object")) };
+    if let Some(so) = &c.stream_options {
         if !stream {
             return Err(ApiError::invalid_value(
                 "stream_options",
                 "stream_options is only allowed when stream is true",
             ));
         }
-        include_usage = Fields::nested(so, "stream_options.").bool("include_usage")?.unwrap_or(false);
+        include_usage = so.include_usage.unwrap_or(false);
     }
-    f.str("user")?;
 
-    let (max_tokens, max_tokens_param) = match f.first_of(&["max_completion_tokens", "max_tokens", "n_predict"]) {
-        Some(name) => {
+    let (mct, mt) = match &own {
+        Own::Chat(f) => (&f.max_completion_tokens, &f.max_tokens),
+        Own::Completions(f) => (&f.max_completion_tokens, &f.max_tokens),
+    };
+    let max_fields = [("max_completion_tokens", mct), ("max_tokens", mt), ("n_predict", &c.n_predict)];
+    let (max_tokens, max_tokens_param) = match first_of(&max_fields) {
+        Some((name, v)) => {
             let min = if endpoint == Endpoint::Chat { 1 } else { 0 };
             let lo = if name == "n_predict" { -1 } else { min };
-            let v = f.int_in(name, lo, i32::MAX as i64)?;
+            let v = int_in(name, Some(v), lo, i32::MAX as i64)?;
             (v.filter(|&v| v >= 0).map(|v| v as usize), name)
         }
         None if endpoint == Endpoint::Completions => (Some(16), "max_tokens"),
         None => (None, "max_tokens"),
     };
 
-    let (logprobs, echo) = match endpoint {
-        Endpoint::Chat => {
-            let on = match f.get("logprobs") {
-                None => false,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => return Err(ApiError::wrong_type("logprobs", "a boolean")),
-            };
-            let top = f.int_in("top_logprobs", 0, MAX_LOGPROBS)?;
+    let (logprobs, echo) = match &own {
+        Own::Chat(f) => {
+            let on = f.logprobs.unwrap_or(false);
+            let top = int_in("top_logprobs", f.top_logprobs.as_ref(), 0, MAX_LOGPROBS)?;
             if top.is_some() && !on {
                 return Err(ApiError::invalid_value(
                     "top_logprobs",
                     "top_logprobs is only allowed when logprobs is true",
                 ));
             }
-            let n_probs = f.int_in("n_probs", 0, MAX_LOGPROBS)?.filter(|&k| k > 0);
+            let n_probs = int_in("n_probs", c.n_probs.as_ref(), 0, MAX_LOGPROBS)?.filter(|&k| k > 0);
             let lp = match (on, n_probs) {
                 (true, _) => Some(top.or(n_probs).unwrap_or(0) as usize),
                 (false, Some(k)) => Some(k as usize),
                 (false, None) => None,
             };
-            if f.has("echo") {
-                f.bool("echo")?;
-            }
             (lp, false)
         }
-        Endpoint::Completions => {
-            let lp = match f.int_in("logprobs", 0, MAX_LOGPROBS)? {
+        Own::Completions(f) => {
+            let lp = match int_in("logprobs", f.logprobs.as_ref(), 0, MAX_LOGPROBS)? {
                 Some(k) => Some(k as usize),
-                None => f.int_in("n_probs", 0, MAX_LOGPROBS)?.filter(|&k| k > 0).map(|k| k as usize),
+                None => int_in("n_probs", c.n_probs.as_ref(), 0, MAX_LOGPROBS)?.filter(|&k| k > 0).map(|k| k as usize),
             };
-            (lp, f.bool("echo")?.unwrap_or(false))
+            (lp, f.echo.unwrap_or(false))
         }
     };
-    let post_sampling_probs = f.bool("post_sampling_probs")?.unwrap_or(false);
-    let cache_prompt = f.bool("cache_prompt")?.unwrap_or(true);
-    let token_trie = parse_token_trie(&f)?;
+    let post_sampling_probs = c.post_sampling_probs.unwrap_or(false);
+    let cache_prompt = c.cache_prompt.unwrap_or(true);
+    let token_trie = parse_token_trie(c.token_trie.as_ref())?;
     if token_trie.is_some() && (constraint.is_some() || tools.as_ref().is_some_and(ToolRequest::active)) {
         return Err(ApiError::unsupported(
             "token_trie",
@@ -205,10 +217,10 @@ pub fn parse(
         ));
     }
 
-    let stop = parse_stop(&f)?;
-    let params = sampling_fields::parse(&f, defaults, model)?;
-    let stop_tokens = parse_stop_token_ids(&f, model.n_vocab())?;
-    let min_tokens = f.int_in("min_tokens", 0, i32::MAX as i64)?.unwrap_or(0) as usize;
+    let stop = parse_stop(c.stop.clone())?;
+    let params = sampling_fields::parse(&c, defaults, model)?;
+    let stop_tokens = parse_stop_token_ids(c.stop_token_ids.as_ref(), model.n_vocab())?;
+    let min_tokens = int_in("min_tokens", c.min_tokens.as_ref(), 0, i32::MAX as i64)?.unwrap_or(0) as usize;
     if let Some(m) = max_tokens {
         if min_tokens > m {
             return Err(ApiError::invalid_value(
@@ -241,43 +253,63 @@ pub fn parse(
     })
 }
 
-fn refuse_unsupported(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError> {
+/// The route's own fields of a body.
+enum Own {
+    Chat(ChatFields),
+    Completions(CompletionFields),
+}
+
+/// The first field among aliases that is present, with its name.
+fn first_of<'a>(fields: &[(&'static str, &'a Option<Integer>)]) -> Option<(&'static str, &'a Integer)> {
+    fields.iter().find_map(|(name, v)| v.as_ref().map(|v| (*name, v)))
+}
+
+/// Refuses fields (present and not null) that ask for what this server cannot do, before the
+/// body is read: they are not part of the request types.
+fn refuse_present(body: &Map<String, Value>, endpoint: Endpoint) -> Result<(), ApiError> {
+    let has = |name: &str| body.get(name).is_some_and(|v| !v.is_null());
     for (name, why) in REFUSED {
-        if f.has(name) {
+        if has(name) {
             return Err(ApiError::unsupported(name, format!("'{name}': {why} by this server.")));
         }
     }
     if endpoint == Endpoint::Completions {
         for name in ["tools", "tool_choice"] {
-            if f.has(name) {
+            if has(name) {
                 return Err(ApiError::invalid_value(name, format!("'{name}' is only for POST /v1/chat/completions")));
             }
         }
+        if has("messages") {
+            return Err(ApiError::invalid_value(
+                "messages",
+                "use POST /v1/chat/completions for messages; /v1/completions takes a prompt",
+            ));
+        }
     }
-    if let Some(m) = f.get("modalities") {
+    Ok(())
+}
+
+/// Refuses values of fields this server takes only with one value.
+fn refuse_values(c: &Common) -> Result<(), ApiError> {
+    if let Some(Modalities(m)) = &c.modalities {
         let ok = matches!(m, Value::Array(a) if a.iter().all(|x| x == "text"));
         if !ok {
             return Err(ApiError::unsupported("modalities", "'modalities': only [\"text\"] is supported."));
         }
     }
-    for name in ["include_stop_str_in_output", "use_beam_search"] {
-        if f.bool(name)? == Some(true) {
+    for (name, v) in
+        [("include_stop_str_in_output", c.include_stop_str_in_output), ("use_beam_search", c.use_beam_search)]
+    {
+        if v == Some(true) {
             return Err(ApiError::unsupported(name, format!("'{name}' is not supported by this server.")));
         }
-    }
-    if endpoint == Endpoint::Completions && f.has("messages") {
-        return Err(ApiError::invalid_value(
-            "messages",
-            "use POST /v1/chat/completions for messages; /v1/completions takes a prompt",
-        ));
     }
     Ok(())
 }
 
 /// `messages` into chat messages: text content only (a string, or text parts concatenated).
-fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
-    let Some(v) = f.get("messages") else { return Err(ApiError::missing("messages")) };
-    let Value::Array(items) = v else { return Err(ApiError::wrong_type("messages", "an array of message objects")) };
+fn parse_messages(messages: Option<&Messages>) -> Result<Vec<ChatMessage>, ApiError> {
+    let Some(Messages(items)) = messages else { return Err(ApiError::missing("messages")) };
     if items.is_empty() {
         return Err(ApiError::invalid(
             "messages",
@@ -286,12 +318,9 @@ fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
         ));
     }
     let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
+    for (i, m) in items.iter().enumerate() {
         let name = format!("messages[{i}]");
-        let Value::Object(m) = item else { return Err(ApiError::wrong_type(&name, "an object")) };
-        let prefix = format!("{name}.");
-        let mf = Fields::nested(m, &prefix);
-        let role = match mf.str("role")? {
+        let role = match m.role.as_deref() {
             None => return Err(ApiError::missing(&format!("{name}.role"))),
             Some(r @ ("system" | "user" | "assistant" | "tool" | "function")) => r,
             Some("developer") => "system",
@@ -302,21 +331,16 @@ fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
                 ))
             }
         };
-        let content = match mf.get("content") {
-            None | Some(Value::Null) if role == "assistant" => String::new(),
+        let content = match &m.content {
+            None if role == "assistant" => String::new(),
             None => return Err(ApiError::missing(&format!("{name}.content"))),
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => {
+            Some(Content::Text(s)) => s.clone(),
+            Some(Content::Parts(parts)) => {
                 let mut text = String::new();
                 for (j, part) in parts.iter().enumerate() {
                     let pname = format!("{name}.content[{j}]");
-                    let Value::Object(p) = part else {
-                        return Err(ApiError::wrong_type(&pname, "a content part object"));
-                    };
-                    let pprefix = format!("{pname}.");
-                    let pf = Fields::nested(p, &pprefix);
-                    match pf.str("type")? {
-                        Some("text") => match pf.str("text")? {
+                    match part.kind.as_deref() {
+                        Some("text") => match &part.text {
                             Some(t) => text.push_str(t),
                             None => return Err(ApiError::missing(&format!("{pname}.text"))),
                         },
@@ -333,18 +357,15 @@ fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
                 }
                 text
             }
-            Some(_) => {
-                return Err(ApiError::wrong_type(&format!("{name}.content"), "a string or an array of text parts"))
-            }
         };
         let mut msg = ChatMessage::new(role, content);
-        msg.name = mf.str("name")?.map(str::to_string);
+        msg.name = m.name.clone();
         if role == "assistant" {
-            msg.tool_calls = parse_tool_calls(&mf, &name)?;
+            msg.tool_calls = parse_tool_calls(m.tool_calls.as_ref(), &name)?;
         }
         if role == "tool" {
-            match mf.str("tool_call_id")? {
-                Some(id) => msg.tool_call_id = Some(id.to_string()),
+            match &m.tool_call_id {
+                Some(id) => msg.tool_call_id = Some(id.clone()),
                 None => return Err(ApiError::missing(&format!("{name}.tool_call_id"))),
             }
         }
@@ -354,17 +375,14 @@ fn parse_messages(f: &Fields<'_>) -> Result<Vec<ChatMessage>, ApiError> {
 }
 
 /// `token_trie: {descriptor, path, mode}` (mode `greedy` by default).
-fn parse_token_trie(f: &Fields<'_>) -> Result<Option<TokenTrieRequest>, ApiError> {
-    let Some(v) = f.get("token_trie") else { return Ok(None) };
-    let Value::Object(o) = v else { return Err(ApiError::wrong_type("token_trie", "an object")) };
-    let tf = Fields::nested(o, "token_trie.");
-    let descriptor = match o.get("descriptor") {
-        Some(d @ Value::Object(_)) => d.clone(),
-        Some(_) => return Err(ApiError::wrong_type("token_trie.descriptor", "an object")),
+fn parse_token_trie(t: Option<&TokenTrie>) -> Result<Option<TokenTrieRequest>, ApiError> {
+    let Some(t) = t else { return Ok(None) };
+    let descriptor = match &t.descriptor {
+        Some(d) => Value::Object(d.0.clone()),
         None => return Err(ApiError::missing("token_trie.descriptor")),
     };
-    let path = tf.str("path")?.ok_or_else(|| ApiError::missing("token_trie.path"))?.to_string();
-    let greedy = match tf.str("mode")? {
+    let path = t.path.clone().ok_or_else(|| ApiError::missing("token_trie.path"))?;
+    let greedy = match t.mode.as_deref() {
         None | Some("greedy") => true,
         Some("sampled") => false,
         Some(other) => {
@@ -378,97 +396,60 @@ fn parse_token_trie(f: &Fields<'_>) -> Result<Option<TokenTrieRequest>, ApiError
 }
 
 /// An assistant message's `tool_calls`: `[{id, type: "function", function: {name, arguments}}]`.
-fn parse_tool_calls(mf: &Fields<'_>, name: &str) -> Result<Vec<ChatToolCall>, ApiError> {
-    let calls = match mf.get("tool_calls") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(a)) => a,
-        Some(_) => return Err(ApiError::wrong_type(&format!("{name}.tool_calls"), "an array of tool calls")),
-    };
+fn parse_tool_calls(calls: Option<&MessageToolCalls>, name: &str) -> Result<Vec<ChatToolCall>, ApiError> {
+    let Some(MessageToolCalls(calls)) = calls else { return Ok(Vec::new()) };
     let mut out = Vec::with_capacity(calls.len());
     for (k, c) in calls.iter().enumerate() {
         let cname = format!("{name}.tool_calls[{k}]");
-        let Value::Object(c) = c else { return Err(ApiError::wrong_type(&cname, "a tool call object")) };
-        let prefix = format!("{cname}.");
-        let cf = Fields::nested(c, &prefix);
-        let id = cf.str("id")?.ok_or_else(|| ApiError::missing(&format!("{cname}.id")))?.to_string();
-        let Some(Value::Object(func)) = c.get("function") else {
+        let id = c.id.clone().ok_or_else(|| ApiError::missing(&format!("{cname}.id")))?;
+        let Some(ObjectOrMissing(func)) = &c.function else {
             return Err(ApiError::missing(&format!("{cname}.function")));
         };
-        let fprefix = format!("{cname}.function.");
-        let ff = Fields::nested(func, &fprefix);
-        let fname = ff.str("name")?.ok_or_else(|| ApiError::missing(&format!("{cname}.function.name")))?.to_string();
-        let arguments = match func.get("arguments") {
-            None | Some(Value::Null) => "{}".to_string(),
-            Some(Value::String(s)) => s.clone(),
-            Some(v @ Value::Object(_)) => v.to_string(),
-            Some(_) => {
-                return Err(ApiError::wrong_type(&format!("{cname}.function.arguments"), "a string of JSON"));
-            }
-        };
+        let fname = func.name.clone().ok_or_else(|| ApiError::missing(&format!("{cname}.function.name")))?;
+        let arguments = func.arguments.clone().map_or_else(|| "{}".to_string(), |a| a.into_string());
         out.push(ChatToolCall { id, name: fname, arguments });
     }
     Ok(out)
 }
 
 /// `prompt`: a string, a list of strings, a list of token ids, or a list of token-id lists.
-fn parse_prompts(f: &Fields<'_>, n_vocab: usize) -> Result<Vec<Prompt>, ApiError> {
-    let Some(v) = f.get("prompt") else { return Err(ApiError::missing("prompt")) };
-    let tokens = |name: &str, items: &[Value]| -> Result<Vec<Token>, ApiError> {
-        items.iter().map(|x| check_int(name, x, 0, n_vocab as i64 - 1).map(|t| t as Token)).collect()
+fn parse_prompts(prompt: Option<&PromptIn>, n_vocab: usize) -> Result<Vec<Prompt>, ApiError> {
+    let Some(p) = prompt else { return Err(ApiError::missing("prompt")) };
+    let tokens = |items: &[TokenId]| -> Result<Vec<Token>, ApiError> {
+        items.iter().map(|x| check_int("prompt", &x.0.value(), 0, n_vocab as i64 - 1).map(|t| t as Token)).collect()
     };
-    let shape = "a string, an array of strings, an array of token ids or an array of token-id arrays";
-    match v {
-        Value::String(s) => Ok(vec![Prompt::Text(s.clone())]),
-        Value::Array(items) if items.is_empty() => {
+    match p {
+        PromptIn::Text(s) => Ok(vec![Prompt::Text(s.clone())]),
+        PromptIn::Texts(items) if items.is_empty() => {
             Err(ApiError::invalid("prompt", "empty_array", "Invalid 'prompt': empty array."))
         }
-        Value::Array(items) => match &items[0] {
-            Value::String(_) => items
-                .iter()
-                .map(|x| match x {
-                    Value::String(s) => Ok(Prompt::Text(s.clone())),
-                    _ => Err(ApiError::wrong_type("prompt", shape)),
-                })
-                .collect(),
-            Value::Number(_) => Ok(vec![Prompt::Tokens(tokens("prompt", items)?)]),
-            Value::Array(_) => items
-                .iter()
-                .map(|x| match x {
-                    Value::Array(t) if !t.is_empty() => Ok(Prompt::Tokens(tokens("prompt", t)?)),
-                    Value::Array(_) => {
-                        Err(ApiError::invalid("prompt", "empty_array", "Invalid 'prompt': empty token array."))
-                    }
-                    _ => Err(ApiError::wrong_type("prompt", shape)),
-                })
-                .collect(),
-            _ => Err(ApiError::wrong_type("prompt", shape)),
-        },
-        _ => Err(ApiError::wrong_type("prompt", shape)),
+        PromptIn::Texts(items) => Ok(items.iter().map(|s| Prompt::Text(s.0.clone())).collect()),
+        PromptIn::Tokens(items) => Ok(vec![Prompt::Tokens(tokens(items)?)]),
+        PromptIn::TokenLists(lists) => lists
+            .iter()
+            .map(|t| {
+                if t.0.is_empty() {
+                    return Err(ApiError::invalid("prompt", "empty_array", "Invalid 'prompt': empty token array."));
+                }
+                Ok(Prompt::Tokens(tokens(&t.0)?))
+            })
+            .collect(),
     }
 }
 
 /// `stop`: a string or up to four strings, none empty.
-fn parse_stop(f: &Fields<'_>) -> Result<Vec<String>, ApiError> {
-    let list = match f.get("stop") {
-        None => return Ok(Vec::new()),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => {
-            if a.len() > MAX_STOP {
-                return Err(ApiError::invalid(
-                    "stop",
-                    "array_above_max_length",
-                    format!("Invalid 'stop': array too long. Expected an array with maximum length {MAX_STOP}, but got an array with length {} instead.", a.len()),
-                ));
-            }
-            a.iter()
-                .map(|x| match x {
-                    Value::String(s) => Ok(s.clone()),
-                    _ => Err(ApiError::wrong_type("stop", "a string or an array of strings")),
-                })
-                .collect::<Result<_, _>>()?
+fn parse_stop(stop: Option<Stop>) -> Result<Vec<String>, ApiError> {
+    let Some(stop) = stop else { return Ok(Vec::new()) };
+    if let Stop::Many(a) = &stop {
+        if a.len() > MAX_STOP {
+            return Err(ApiError::invalid(
+                "stop",
+                "array_above_max_length",
+                format!("Invalid 'stop': array too long. Expected an array with maximum length {MAX_STOP}, but got an array with length {} instead.", a.len()),
+            ));
         }
-        Some(_) => return Err(ApiError::wrong_type("stop", "a string or an array of strings")),
-    };
+    }
+    let list = stop.into_vec();
     if list.iter().any(|s| s.is_empty()) {
         return Err(ApiError::invalid_value("stop", "stop strings must not be empty"));
     }
@@ -476,12 +457,12 @@ fn parse_stop(f: &Fields<'_>) -> Result<Vec<String>, ApiError> {
 }
 
 /// vLLM's `stop_token_ids`: token ids in the vocabulary.
-fn parse_stop_token_ids(f: &Fields<'_>, n_vocab: usize) -> Result<Vec<Token>, ApiError> {
-    match f.get("stop_token_ids") {
+fn parse_stop_token_ids(ids: Option<&TokenIds>, n_vocab: usize) -> Result<Vec<Token>, ApiError> {
+    match ids {
         None => Ok(Vec::new()),
-        Some(Value::Array(a)) => {
-            a.iter().map(|x| check_int("stop_token_ids", x, 0, n_vocab as i64 - 1).map(|t| t as Token)).collect()
-        }
-        Some(_) => Err(ApiError::wrong_type("stop_token_ids", "an array of token ids")),
+        Some(TokenIds(a)) => a
+            .iter()
+            .map(|x| check_int("stop_token_ids", &x.0.value(), 0, n_vocab as i64 - 1).map(|t| t as Token))
+            .collect(),
     }
 }

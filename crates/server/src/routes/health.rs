@@ -5,14 +5,22 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::openai_types::json_response;
 use crate::state::AppState;
 
+/// `GET /health` when the model is loaded.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct HealthStatus {
+    /// `ok`.
+    pub status: &'static str,
+}
+
 pub async fn health(State(state): State<Arc<AppState>>) -> Response {
     match state.ready() {
-        Ok(_) => json_response(StatusCode::OK, &json!({ "status": "ok" })),
+        Ok(_) => json_response(StatusCode::OK, &HealthStatus { status: "ok" }),
         Err(e) => e.into_response(),
     }
 }

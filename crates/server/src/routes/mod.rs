@@ -2,33 +2,56 @@
 //! answers for unknown routes and methods.
 
 mod generate;
-mod health;
+pub(crate) mod health;
 mod models;
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{header, Method, Uri};
+use axum::http::{header, HeaderValue, Method, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 
 use crate::errors::ApiError;
 use crate::state::AppState;
 
+/// Every route with its method and handler. The router serves exactly these, and
+/// `GET /openapi.json` describes each of them ([`crate::openapi`]).
+fn table() -> Vec<(&'static str, Method, MethodRouter<Arc<AppState>>)> {
+    vec![
+        ("/v1/chat/completions", Method::POST, post(generate::chat)),
+        ("/chat/completions", Method::POST, post(generate::chat)),
+        ("/v1/completions", Method::POST, post(generate::completions)),
+        ("/completions", Method::POST, post(generate::completions)),
+        ("/v1/models", Method::GET, get(models::list)),
+        ("/models", Method::GET, get(models::list)),
+        ("/health", Method::GET, get(health::health)),
+        ("/v1/health", Method::GET, get(health::health)),
+        ("/metrics", Method::GET, get(health::metrics)),
+        ("/openapi.json", Method::GET, get(openapi)),
+    ]
+}
+
+/// The routes served, as (path, method): the table's and the playground page's.
+pub fn served() -> Vec<(&'static str, Method)> {
+    let page = crate::playground::PATHS.iter().map(|p| (*p, Method::GET));
+    table().into_iter().map(|(path, method, _)| (path, method)).chain(page).collect()
+}
+
+/// `GET /openapi.json`.
+async fn openapi() -> Response {
+    let mut r = crate::openapi::document().into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
 /// The application.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/v1/chat/completions", post(generate::chat))
-        .route("/chat/completions", post(generate::chat))
-        .route("/v1/completions", post(generate::completions))
-        .route("/completions", post(generate::completions))
-        .route("/v1/models", get(models::list))
-        .route("/models", get(models::list))
-        .route("/health", get(health::health))
-        .route("/v1/health", get(health::health))
-        .route("/metrics", get(health::metrics))
+    table()
+        .into_iter()
+        .fold(Router::new(), |r, (path, _, handler)| r.route(path, handler))
         .merge(crate::playground::routes())
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
@@ -80,6 +103,7 @@ async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
         "/v1/models" | "/models" => "/v1/models",
         "/health" | "/v1/health" => "/health",
         "/metrics" => "/metrics",
+        "/openapi.json" => "/openapi.json",
         "/" | "/playground" | "/playground.js" | "/playground.css" => "/playground",
         _ => "other",
     };

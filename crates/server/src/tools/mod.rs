@@ -15,10 +15,11 @@ pub mod output;
 pub mod prompt;
 
 use nucleus_runtime::{tool_arguments_gbnf, ChatTemplate};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
+use crate::body::messages::{ObjectOrMissing, Parameters, Tool, ToolChoiceIn, Tools};
+use crate::body::ChatFields;
 use crate::errors::ApiError;
-use crate::fields::{type_name, Fields};
 
 /// One function tool of a request.
 #[derive(Clone, Debug)]
@@ -95,27 +96,30 @@ impl ToolFormat {
     }
 }
 
-/// Reads `tools`, `tool_choice` and `parallel_tool_calls`. `None` when the request has no
-/// tools (then `tool_choice` is refused, except `none`/`auto` sent as defaults by some clients).
-pub fn parse(f: &Fields<'_>) -> Result<Option<ToolRequest>, ApiError> {
-    let parallel = f.bool("parallel_tool_calls")?.unwrap_or(true);
-    let tools = match f.get("tools") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(a)) if a.is_empty() => {
+/// Reads `tools`, `tool_choice` and `parallel_tool_calls` (typed in `f`; `body` is the raw
+/// request, whose tool objects are handed to chat templates as sent). `None` when the request
+/// has no tools (then `tool_choice` is refused, except `none`/`auto` sent as defaults by some
+/// clients).
+pub fn parse(f: &ChatFields, body: &Map<String, Value>) -> Result<Option<ToolRequest>, ApiError> {
+    let parallel = f.parallel_tool_calls.unwrap_or(true);
+    let tools = match &f.tools {
+        None => None,
+        Some(Tools(a)) if a.is_empty() => {
             return Err(ApiError::invalid(
                 "tools",
                 "empty_array",
                 "Invalid 'tools': empty array. Expected an array with minimum length 1, or leave 'tools' out.",
             ))
         }
-        Some(Value::Array(a)) => {
-            Some(a.iter().enumerate().map(|(i, t)| parse_tool(i, t)).collect::<Result<Vec<_>, _>>()?)
+        Some(Tools(a)) => {
+            let raw = body.get("tools").and_then(Value::as_array);
+            let raw_tool = |i: usize| raw.and_then(|r| r.get(i)).cloned().unwrap_or(Value::Null);
+            Some(a.iter().enumerate().map(|(i, t)| parse_tool(i, t, raw_tool(i))).collect::<Result<Vec<_>, _>>()?)
         }
-        Some(other) => return Err(ApiError::wrong_type("tools", &format!("an array, not {}", type_name(other)))),
     };
-    let choice = match f.get("tool_choice") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(match s.as_str() {
+    let choice = match &f.tool_choice {
+        None => None,
+        Some(ToolChoiceIn::Mode(s)) => Some(match s.as_str() {
             "none" => ToolChoice::None,
             "auto" => ToolChoice::Auto,
             "required" => ToolChoice::Required,
@@ -126,26 +130,19 @@ pub fn parse(f: &Fields<'_>) -> Result<Option<ToolRequest>, ApiError> {
                 ))
             }
         }),
-        Some(Value::Object(o)) => {
-            let of = Fields::nested(o, "tool_choice.");
-            match of.str("type")? {
+        Some(ToolChoiceIn::Function(o)) => {
+            match o.kind.as_deref() {
                 Some("function") => {}
                 Some(t) => return Err(ApiError::invalid_value("tool_choice.type", format!("'{t}' is not 'function'"))),
                 None => return Err(ApiError::missing("tool_choice.type")),
             }
-            let Some(Value::Object(func)) = o.get("function") else {
+            let Some(ObjectOrMissing(func)) = &o.function else {
                 return Err(ApiError::missing("tool_choice.function"));
             };
-            match Fields::nested(func, "tool_choice.function.").str("name")? {
-                Some(n) => Some(ToolChoice::Named(n.to_string())),
+            match &func.name {
+                Some(n) => Some(ToolChoice::Named(n.clone())),
                 None => return Err(ApiError::missing("tool_choice.function.name")),
             }
-        }
-        Some(other) => {
-            return Err(ApiError::wrong_type(
-                "tool_choice",
-                &format!("a string or an object, not {}", type_name(other)),
-            ))
         }
     };
     let Some(tools) = tools else {
@@ -175,12 +172,10 @@ fn valid_name(n: &str) -> bool {
     !n.is_empty() && n.len() <= 64 && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-fn parse_tool(i: usize, t: &Value) -> Result<ToolSpec, ApiError> {
+/// One tool: `t` typed, `raw` as the request sent it.
+fn parse_tool(i: usize, t: &Tool, raw: Value) -> Result<ToolSpec, ApiError> {
     let name = format!("tools[{i}]");
-    let Value::Object(o) = t else { return Err(ApiError::wrong_type(&name, "a tool object")) };
-    let prefix = format!("{name}.");
-    let tf = Fields::nested(o, &prefix);
-    match tf.str("type")? {
+    match t.kind.as_deref() {
         Some("function") => {}
         Some(other) => {
             return Err(ApiError::invalid_value(
@@ -191,15 +186,8 @@ fn parse_tool(i: usize, t: &Value) -> Result<ToolSpec, ApiError> {
         None => return Err(ApiError::missing(&format!("{name}.type"))),
     }
     let fname = format!("{name}.function");
-    let Some(Value::Object(func)) = o.get("function") else {
-        return match o.get("function") {
-            None => Err(ApiError::missing(&fname)),
-            Some(_) => Err(ApiError::wrong_type(&fname, "an object")),
-        };
-    };
-    let fprefix = format!("{fname}.");
-    let ff = Fields::nested(func, &fprefix);
-    let fn_name = match ff.str("name")? {
+    let Some(func) = &t.function else { return Err(ApiError::missing(&fname)) };
+    let fn_name = match func.name.as_deref() {
         None => return Err(ApiError::missing(&format!("{fname}.name"))),
         Some(n) if !valid_name(n) => {
             return Err(ApiError::invalid_value(
@@ -209,19 +197,16 @@ fn parse_tool(i: usize, t: &Value) -> Result<ToolSpec, ApiError> {
         }
         Some(n) => n.to_string(),
     };
-    ff.str("description")?;
-    ff.bool("strict")?;
     let params_name = format!("{fname}.parameters");
-    let parameters = match func.get("parameters") {
-        None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-        Some(p @ Value::Object(_)) => p.clone(),
-        Some(p) => return Err(ApiError::wrong_type(&params_name, &format!("an object, not {}", type_name(p)))),
+    let parameters = match &func.parameters {
+        None => json!({"type": "object", "properties": {}}),
+        Some(Parameters(p)) => Value::Object(p.0.clone()),
     };
     let args_gbnf = tool_arguments_gbnf(&parameters)
         .map_err(|e| ApiError::invalid_value(&params_name, format!("Invalid schema for function '{fn_name}': {e}")))?;
-    let mut function = func.clone();
+    let mut function = raw.get("function").and_then(Value::as_object).cloned().unwrap_or_default();
     function.insert("parameters".into(), parameters);
-    Ok(ToolSpec { name: fn_name, tool: t.clone(), function: Value::Object(function), args_gbnf })
+    Ok(ToolSpec { name: fn_name, tool: raw, function: Value::Object(function), args_gbnf })
 }
 
 /// Refuses a duplicated function name (calls are told apart by name).

@@ -1,0 +1,270 @@
+//! `GET /openapi.json`: the HTTP API as an OpenAPI 3.1 document, generated at start-up from
+//! the types the server reads and writes — the request bodies of [`crate::body`] (the types
+//! requests are parsed into), the responses of [`crate::openai_types`], [`ErrorResponse`] —
+//! through `schemars` (JSON Schema 2020-12, the dialect of OpenAPI 3.1). Only the list of
+//! operations (which route takes which body and answers which statuses) is written here, and
+//! it covers every route of [`crate::routes::served`] (a test checks that).
+
+use std::sync::OnceLock;
+
+use axum::http::Method;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::JsonSchema;
+use serde_json::{json, Map, Value};
+
+use crate::body::{ChatBody, CompletionBody};
+use crate::errors::ErrorResponse;
+use crate::openai_types::{ChatChunk, ChatCompletion, ModelList, TextCompletion};
+use crate::routes::health::HealthStatus;
+
+/// The document, built once.
+pub fn document() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| serde_json::to_string(&build()).unwrap_or_else(|_| "{}".into()))
+}
+
+/// Schemas are referenced from `#/components/schemas`; requests are described as they are
+/// read, responses as they are written.
+fn generator(serialize: bool) -> SchemaGenerator {
+    let s = SchemaSettings::draft2020_12().with(|s| {
+        s.definitions_path = "/components/schemas".into();
+        s.meta_schema = None;
+    });
+    if serialize { s.for_serialize() } else { s.for_deserialize() }.into_generator()
+}
+
+/// The schemas every operation refers to, by role.
+struct Schemas {
+    chat_request: Value,
+    completion_request: Value,
+    chat_response: Value,
+    completion_response: Value,
+    models: Value,
+    health: Value,
+    error: Value,
+    components: Map<String, Value>,
+}
+
+fn schemas() -> Schemas {
+    let mut de = generator(false);
+    let mut ser = generator(true);
+    fn sub<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
+        g.subschema_for::<T>().to_value()
+    }
+    let mut s = Schemas {
+        chat_request: sub::<ChatBody>(&mut de),
+        completion_request: sub::<CompletionBody>(&mut de),
+        chat_response: sub::<ChatCompletion>(&mut ser),
+        completion_response: sub::<TextCompletion>(&mut ser),
+        models: sub::<ModelList>(&mut ser),
+        health: sub::<HealthStatus>(&mut ser),
+        error: sub::<ErrorResponse>(&mut ser),
+        components: Map::new(),
+    };
+    // Stream chunks are not a response body of their own (each is one `data:` line of the
+    // event stream) but clients need their shape.
+    sub::<ChatChunk>(&mut ser);
+    s.components = de.take_definitions(true);
+    for (name, schema) in ser.take_definitions(true) {
+        // Request and response types have distinct names (a unit test checks it).
+        s.components.entry(name).or_insert(schema);
+    }
+    s
+}
+
+/// A JSON response.
+fn json_content(schema: &Value) -> Value {
+    json!({ "application/json": { "schema": schema } })
+}
+
+/// An error response.
+fn error(s: &Schemas, why: &str) -> Value {
+    json!({ "description": why, "content": json_content(&s.error) })
+}
+
+/// The operation of `method path`, `None` for a route this document does not know.
+fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
+    let alias = |canonical: &str| {
+        if path == canonical {
+            String::new()
+        } else {
+            format!(" (an alias of `{canonical}`)")
+        }
+    };
+    let unauthorized = error(s, "The server has an API key and the request did not send it.");
+    let loading = error(s, "The model is still loading, or the server is shutting down (with `Retry-After`).");
+    let generation = |request: &Value, response: &Value, chunk: &str, canonical: &str, summary: &str| {
+        json!({
+            "summary": format!("{summary}{}", alias(canonical)),
+            "operationId": format!("{}{}", if canonical.contains("chat") { "createChatCompletion" } else { "createCompletion" }, op_suffix(path, canonical)),
+            "requestBody": { "required": true, "content": json_content(request) },
+            "responses": {
+                "200": {
+                    "description": format!("The completion; with `stream: true`, server-sent events: one `data: {{json}}` line per `{chunk}` chunk (schema `{chunk_schema}`), then `data: [DONE]`.",
+                        chunk_schema = if chunk == "chat.completion.chunk" { "CompletionOfChunkChoice" } else { "CompletionOfTextChoice" }),
+                    "content": {
+                        "application/json": { "schema": response },
+                        "text/event-stream": { "schema": { "type": "string" } }
+                    }
+                },
+                "400": error(s, "A field is missing, of the wrong type or out of range (`param` names it), the body is not a JSON object, or the prompt does not fit the context."),
+                "401": unauthorized,
+                "404": error(s, "The model asked for is not the one served (`model_not_found`)."),
+                "413": error(s, "The body is larger than `--max-body`."),
+                "429": error(s, "Every slot is busy and the queue is full (with `Retry-After`)."),
+                "500": error(s, "A fault of the server itself (never bad input)."),
+                "503": loading
+            }
+        })
+    };
+    let op = match (method.as_str(), path) {
+        ("POST", "/v1/chat/completions" | "/chat/completions") => generation(
+            &s.chat_request,
+            &s.chat_response,
+            "chat.completion.chunk",
+            "/v1/chat/completions",
+            "Chat completion",
+        ),
+        ("POST", "/v1/completions" | "/completions") => generation(
+            &s.completion_request,
+            &s.completion_response,
+            "text_completion",
+            "/v1/completions",
+            "Text completion",
+        ),
+        ("GET", "/v1/models" | "/models") => json!({
+            "summary": format!("The model served{}", alias("/v1/models")),
+            "operationId": format!("listModels{}", op_suffix(path, "/v1/models")),
+            "responses": {
+                "200": { "description": "The one model served.", "content": json_content(&s.models) },
+                "401": unauthorized,
+                "503": loading
+            }
+        }),
+        ("GET", "/health" | "/v1/health") => json!({
+            "summary": format!("Readiness{}", alias("/health")),
+            "operationId": format!("health{}", op_suffix(path, "/health")),
+            "security": [],
+            "responses": {
+                "200": { "description": "The model is loaded.", "content": json_content(&s.health) },
+                "503": error(s, "The model is still loading (or failed to load), or the server is shutting down.")
+            }
+        }),
+        ("GET", "/metrics") => json!({
+            "summary": "Prometheus metrics",
+            "operationId": "metrics",
+            "responses": {
+                "200": {
+                    "description": "Counters and gauges in the Prometheus text format 0.0.4.",
+                    "content": { "text/plain": { "schema": { "type": "string" } } }
+                },
+                "401": unauthorized
+            }
+        }),
+        ("GET", "/openapi.json") => json!({
+            "summary": "This document",
+            "operationId": "openapi",
+            "responses": {
+                "200": {
+                    "description": "The OpenAPI 3.1 description of this API.",
+                    "content": { "application/json": { "schema": { "type": "object" } } }
+                },
+                "401": unauthorized
+            }
+        }),
+        ("GET", "/" | "/playground" | "/playground.js" | "/playground.css") => {
+            let (what, media) = match path {
+                "/playground.js" => ("The playground page's script", "text/javascript"),
+                "/playground.css" => ("The playground page's style sheet", "text/css"),
+                _ => ("The playground page (open without the API key)", "text/html"),
+            };
+            json!({
+                "summary": what,
+                "operationId": format!("playground{}", match path { "/" => "", "/playground" => "Page", "/playground.js" => "Script", _ => "Style" }),
+                "security": [],
+                "responses": {
+                    "200": { "description": what, "content": { media: { "schema": { "type": "string" } } } }
+                }
+            })
+        }
+        _ => return None,
+    };
+    Some(op)
+}
+
+/// Distinguishes an alias's operation id from the canonical route's.
+fn op_suffix(path: &str, canonical: &str) -> &'static str {
+    if path == canonical {
+        ""
+    } else {
+        "Alias"
+    }
+}
+
+/// The whole document.
+pub fn build() -> Value {
+    let s = schemas();
+    let mut paths = Map::new();
+    for (path, method) in crate::routes::served() {
+        let Some(op) = operation(&s, &method, path) else { continue };
+        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
+        entry[method.as_str().to_ascii_lowercase()] = op;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Nucleus",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "An OpenAI-compatible server (chat and legacy completions, with llama-server's and vLLM's sampling extras) whose every token is sampled by Nucleus. Errors are OpenAI's error object. With --api-key, every route but /health needs `Authorization: Bearer <key>`.",
+            "license": { "name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0" }
+        },
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "security": [ {}, { "bearerAuth": [] } ],
+        "paths": paths,
+        "components": {
+            "schemas": s.components,
+            "securitySchemes": {
+                "bearerAuth": { "type": "http", "scheme": "bearer", "description": "The key given to --api-key / NUCLEUS_API_KEY." }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Request and response schemas are generated separately; a name used by both would hide
+    /// one of them.
+    #[test]
+    fn request_and_response_schema_names_are_distinct() {
+        let mut de = generator(false);
+        let mut ser = generator(true);
+        de.subschema_for::<ChatBody>();
+        de.subschema_for::<CompletionBody>();
+        for f in [
+            SchemaGenerator::subschema_for::<ChatCompletion>,
+            SchemaGenerator::subschema_for::<ChatChunk>,
+            SchemaGenerator::subschema_for::<TextCompletion>,
+            SchemaGenerator::subschema_for::<ModelList>,
+            SchemaGenerator::subschema_for::<HealthStatus>,
+            SchemaGenerator::subschema_for::<ErrorResponse>,
+        ] {
+            f(&mut ser);
+        }
+        let a = de.take_definitions(true);
+        let b = ser.take_definitions(true);
+        let shared: Vec<_> = a.keys().filter(|k| b.contains_key(*k)).collect();
+        assert!(shared.is_empty(), "schema names used by a request and a response type: {shared:?}");
+    }
+
+    /// Every route the router serves has an operation.
+    #[test]
+    fn every_served_route_is_described() {
+        let doc = build();
+        for (path, method) in crate::routes::served() {
+            let m = method.as_str().to_ascii_lowercase();
+            assert!(doc["paths"][path][&m].is_object(), "{method} {path} is not in the document");
+        }
+    }
+}

@@ -1,0 +1,51 @@
+"""Schemathesis hooks for the contract run (crates/server/tests/contract.rs, README "API contract").
+
+A generated `model` string is dropped (the server then uses the one model it serves; any other
+id is a 404, which would end most examples before the body is read).
+
+Generated requests stay short: a generation body gets `max_tokens` of at most 4 (whatever length
+field it had, or none), so every example finishes in milliseconds on a small model; the values
+schemathesis chose for everything else are kept, invalid ones included.
+"""
+
+import schemathesis
+
+LIMIT = 4
+LENGTH_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    if isinstance(body.get("model"), str):
+        del body["model"]
+    if not any(isinstance(body.get(k), int) and not isinstance(body.get(k), bool) for k in LENGTH_FIELDS):
+        # No usable length: ask for a short answer (a wrongly typed length stays, so the 400
+        # for it is still tested).
+        if all(body.get(k) is None for k in LENGTH_FIELDS):
+            body["max_tokens"] = LIMIT
+        return
+    for k in LENGTH_FIELDS:
+        v = body.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            if v > LIMIT or (k == "n_predict" and v < 0):  # n_predict -1: no limit
+                body[k] = LIMIT
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    """With NUCLEUS_CONTRACT_LOG set, appends each answer's status and error `param`/`code`."""
+    import json
+    import os
+
+    path = os.environ.get("NUCLEUS_CONTRACT_LOG")
+    if not path:
+        return
+    try:
+        err = response.json().get("error") or {}
+    except Exception:
+        err = {}
+    with open(path, "a") as f:
+        f.write(json.dumps([case.method, case.path, response.status_code, err.get("param"), err.get("code"), (err.get("message") or "")[:200]]) + "\n")
