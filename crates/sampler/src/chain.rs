@@ -66,14 +66,21 @@ impl Chain {
         &mut self.samplers
     }
 
-    /// Runs the members in order like [`Sampler::apply`], and after each one pushes onto
-    /// `counts` how many candidates it left (those with a logit above `-inf`): what a
-    /// step-by-step view shows of each sampler's effect. `counts` is cleared first.
+    /// Runs the members in order like [`Sampler::apply`], counting the live candidates (those
+    /// with a logit above `-inf`) into `counts`: first those entering the chain, then those each
+    /// member left — what a step-by-step view shows of each sampler's effect. `counts` is
+    /// cleared first. Members that cannot drop a candidate (no-ops, plain temperature) are not
+    /// recounted, which saves passes over a large vocabulary.
     pub fn apply_counting(&mut self, c: &mut Candidates, counts: &mut Vec<usize>) {
         counts.clear();
+        let mut live = live_candidates(c);
+        counts.push(live);
         for s in &mut self.samplers {
             s.apply(c);
-            counts.push(live_candidates(c));
+            if !matches!(s.role(), crate::step::Role::Noop | crate::step::Role::Temp) {
+                live = live_candidates(c);
+            }
+            counts.push(live);
         }
     }
 

@@ -477,9 +477,7 @@ impl TokenSampler {
         check_logits(logits)?;
         self.cands.fill(logits);
         steer(&mut self.cands);
-        let before = crate::chain::live_candidates(&self.cands);
         self.chain.apply_counting(&mut self.cands, counts);
-        counts.insert(0, before);
         self.selected()
     }
 
