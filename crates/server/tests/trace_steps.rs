@@ -126,7 +126,7 @@ fn steps_describe_each_token() {
     assert!(!steps.is_empty());
     for s in steps {
         let allowed = s["allowed"].as_u64().unwrap_or_else(|| panic!("allowed: {s}"));
-        assert!(allowed >= 1 && allowed < 49152, "{s}");
+        assert!((1..49152).contains(&allowed), "{s}");
     }
     assert!(steps[0]["allowed"].as_u64().unwrap() < 100, "{}", steps[0]);
 
