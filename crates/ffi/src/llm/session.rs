@@ -94,6 +94,12 @@ pub struct LlmState {
     cancel: AtomicBool,
 }
 
+// `nucleus_llm_cancel` reaches the state from another thread while a generation runs.
+const _: () = {
+    const fn shared_across_threads<T: Send + Sync>() {}
+    shared_across_threads::<LlmState>()
+};
+
 impl Kind for LlmState {
     const MAGIC: u64 = 0x4e55_434c_4c4c_4d48; // "NUCLLLMH"
     const NAME: &'static str = "nucleus_llm";
