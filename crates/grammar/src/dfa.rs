@@ -303,6 +303,31 @@ impl Dfa {
         }
     }
 
+    /// The ASCII bytes `s` does not reject (bit `b`), read off the classes on top of its
+    /// stacks without building the states they lead to: a byte a class matches always leads
+    /// somewhere (a matched stack normalizes to at least one stack), NUL never does, and
+    /// inside a pending character every ASCII byte is rejected.
+    pub(crate) fn ascii_live(&self, s: u32) -> u128 {
+        let key = &self.states[s as usize].key;
+        if key.partial.remain != 0 {
+            return 0;
+        }
+        let mut live = 0u128;
+        for &st in key.stacks.iter() {
+            if st != EMPTY {
+                if let Elem::Char(c) = self.arena.top_elem(st) {
+                    live |= self.ascii_sets[c as usize];
+                }
+            }
+        }
+        live & !1
+    }
+
+    /// Per character class, the ASCII bytes it matches (bit `b` of entry `class`).
+    pub(crate) fn ascii_sets(&self) -> Arc<[u128]> {
+        self.ascii_sets.clone()
+    }
+
     /// The bytes whose transition from `s` is `s` itself: a token made only of these bytes
     /// leaves the state unchanged (e.g. ordinary characters inside a JSON string).
     pub fn self_loops(&mut self, s: u32) -> [u64; 4] {
@@ -310,7 +335,10 @@ impl Dfa {
             return v;
         }
         let mut v = [0u64; 4];
-        for b in 0..=255u8 {
+        // Only ASCII bytes can loop: from a state with no pending character a byte from 0x80
+        // up is rejected or starts one (a different state), and from a state inside a
+        // character every byte is rejected or changes what is pending.
+        for b in 0..0x80u8 {
             if self.step(s, b) == s {
                 v[(b >> 6) as usize] |= 1u64 << (b & 63);
             }

@@ -130,7 +130,7 @@ impl Dfa {
         }
         // Start from the bytes that keep most of the state's options open: a byte leading to a
         // narrow state (a closing quote, an escape) would end the search with nothing.
-        let live = |d: &mut Dfa, r: u32| (1u8..0x80).filter(|&b| d.step(r, b) != DEAD).count();
+        let live = |d: &mut Dfa, r: u32| d.ascii_live(r).count_ones();
         let wide = live(self, s);
         let mut bytes = [0u64; 4];
         for b in 1u8..0x80 {
@@ -231,65 +231,57 @@ impl Dfa {
         if key.partial.remain != 0 {
             return None;
         }
-        let g = self.arena.grammar.clone();
-        let classes: Vec<&crate::grammar::CharClass> = key
-            .stacks
-            .iter()
-            .filter(|&&st| st != EMPTY)
-            .filter_map(|&st| match self.arena.top_elem(st) {
-                Elem::Char(c) => Some(&g.classes[c as usize]),
-                _ => None,
-            })
-            .collect();
-        if classes.is_empty() {
-            return None;
-        }
-        let words = classes.len().div_ceil(64);
-        // Signature of a code point: which character stacks it advances.
-        let signature = |c: u32, out: &mut Vec<u64>| {
-            out.clear();
-            out.resize(words, 0);
-            for (i, cls) in classes.iter().enumerate() {
-                if cls.matches(c) {
-                    out[i / 64] |= 1u64 << (i % 64);
-                }
-            }
-        };
-        let mut groups: Vec<(Vec<u64>, [u64; 4], u32, u8)> = Vec::new();
-        let mut sig = Vec::new();
-        for b in 1u8..0x80 {
-            signature(b as u32, &mut sig);
-            if sig.iter().all(|&w| w == 0) {
+        // Split the bytes 1..=127 by each distinct class on top of a character stack: bytes in
+        // one part advance exactly the same stacks (their signature), so lead to one state.
+        let mut class_ids: Vec<u32> = Vec::with_capacity(8);
+        for &st in key.stacks.iter() {
+            if st == EMPTY {
                 continue;
             }
-            match groups.iter_mut().find(|g| g.0 == sig) {
-                Some(g) => {
-                    g.1[(b >> 6) as usize] |= 1u64 << (b & 63);
-                    g.2 += 1;
-                }
-                None => {
-                    let mut set = [0u64; 4];
-                    set[(b >> 6) as usize] |= 1u64 << (b & 63);
-                    groups.push((sig.clone(), set, 1, b));
+            if let Elem::Char(c) = self.arena.top_elem(st) {
+                if !class_ids.contains(&c) {
+                    class_ids.push(c);
                 }
             }
         }
-        let (best_sig, mut bytes, count, first) = groups.into_iter().max_by_key(|g| g.2)?;
-        if count < MIN_BYTES {
+        if class_ids.is_empty() {
             return None;
         }
+        let sets = self.ascii_sets();
+        let mut parts: Vec<u128> = vec![!1u128];
+        let mut any = 0u128;
+        for &c in &class_ids {
+            let m = sets[c as usize];
+            any |= m;
+            for i in 0..parts.len() {
+                let (a, b) = (parts[i] & m, parts[i] & !m);
+                if a != 0 && b != 0 {
+                    parts[i] = a;
+                    parts.push(b);
+                }
+            }
+        }
+        // The largest part advancing some stack (ties: the one holding the highest byte).
+        let best =
+            parts.into_iter().filter(|&p| p & any != 0).max_by_key(|p| (p.count_ones(), 127 - p.leading_zeros()))?;
+        if best.count_ones() < MIN_BYTES {
+            return None;
+        }
+        let mut bytes = [best as u64, (best >> 64) as u64, 0, 0];
+        let first = best.trailing_zeros() as u8;
         // Every character from U+0080 up advances the same stacks as the run's bytes: each
         // class holds all of them or none, and the ones holding them are exactly the run's.
-        let uniform_high = classes.iter().all(|c| {
+        let g = self.arena.grammar.clone();
+        let uniform_high = class_ids.iter().all(|&c| {
+            let c = &g.classes[c as usize];
             c.ranges.iter().all(|&(_, hi)| hi <= 0x10FFFF)
                 && (c.covers(0x80, 0x10FFFF) || !c.intersects(0x80, 0x10FFFF))
         });
-        if uniform_high {
-            signature(0x80, &mut sig);
-            if sig == best_sig {
-                bytes[2] = u64::MAX;
-                bytes[3] = u64::MAX;
-            }
+        if uniform_high
+            && class_ids.iter().all(|&c| g.classes[c as usize].matches(0x80) == (sets[c as usize] & best != 0))
+        {
+            bytes[2] = u64::MAX;
+            bytes[3] = u64::MAX;
         }
         let t = self.step(s, first);
         if t == DEAD || !self.end_ok(t) {

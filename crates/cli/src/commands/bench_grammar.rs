@@ -134,6 +134,8 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
     let mut slowest_compile: Vec<(Duration, String)> = Vec::new();
     // Diagnostics: NUCLEUS_BENCH_ONLY_NUCLEUS=1 skips the peers (for profiling nucleus alone).
     let only_nucleus = std::env::var_os("NUCLEUS_BENCH_ONLY_NUCLEUS").is_some();
+    let dump_paths = std::env::var("NUCLEUS_DUMP_PATHS").ok();
+    let mut path_dump = dump_paths.as_ref().map(|_| String::new());
     for (name, doc) in docs {
         // nucleus: compile (schema -> GBNF -> sampler), then the walk, first generation.
         let t = Instant::now();
@@ -157,6 +159,11 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
             }
         };
         let mut masks = Vec::new();
+        if let (Some(out), Ok((gbnf, _))) = (&mut path_dump, &compiled) {
+            // Diagnostics: one JSON line per schema (name, GBNF, token path) for offline profiling.
+            out.push_str(&json!({ "name": name, "gbnf": gbnf, "tokens": tokens }).to_string());
+            out.push('\n');
+        }
         match compiled {
             Ok((gbnf, mut sampler)) => {
                 ours.compiled += 1;
@@ -260,6 +267,9 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
             }
             Err(e) => skipped.push(format!("{name}: llguidance: {}", first_line(&e))),
         }
+    }
+    if let (Some(path), Some(text)) = (&dump_paths, &path_dump) {
+        std::fs::write(path, text).map_err(|e| format!("writing {path}: {e}"))?;
     }
     if slowest_n > 0 {
         slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
