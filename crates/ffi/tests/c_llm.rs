@@ -14,8 +14,8 @@ use std::path::PathBuf;
 
 use nucleus_runtime::pull::{self, Pip};
 use nucleus_runtime::{
-    catalog, generate, generate_sequence, prompt_tokens, token_trie, ContextOptions, LlamaCppModel, Model, Prompt,
-    Sequence, SequenceOptions,
+    catalog, chat_prompt_tokens, generate, generate_sequence, prompt_tokens, token_trie, ChatMessage, ChatTemplate,
+    ContextOptions, LlamaCppModel, Model, Prompt, Sequence, SequenceOptions,
 };
 use nucleus_sampler::SamplingParams;
 use serde_json::json;
@@ -110,6 +110,10 @@ fn streaming_handle_generates_like_the_runtime_and_follows_the_trie() {
     assert!(leaf_tokens.contains(&sampled), "sampled trie output {sampled:?} is not a leaf");
 
     assert_eq!(ids(&out, "cleared:"), want_tokens, "after clear_token_trie the output is unconstrained");
+
+    let chat = [ChatMessage::user("Hello")];
+    let want_chat = chat_prompt_tokens(&model, &ChatTemplate::for_model(&model), &chat, None).unwrap();
+    assert_eq!(ids(&out, "chat:"), want_chat, "nucleus_llm_tokenize_chat vs the runtime's chat prompt");
 }
 
 #[test]

@@ -1,11 +1,12 @@
 /* The streaming generation handle on a real model (test (d)): greedy generation from a prompt,
  * a token trie set on the handle (one of its leaves comes out), generation after the trie is
  * cleared, cancel from inside the callback and from another thread, calls made while a
- * generation runs, and the tokenize/detokenize size protocol.
+ * generation runs, the tokenize/detokenize size protocol, and chat prompts (the model's template
+ * and one given in options_json, on a second handle).
  *
  * Usage: llm_stream MODEL PROMPT N_TOKENS DESCRIPTOR_JSON
- * Prints "greedy: ids", "greedy_text: hex", "trie: ids", "trie_text: hex", "cleared: ids"
- * (compared by the Rust test with the runtime's own generation), "ok ..." lines, and exits 0
+ * Prints "greedy: ids", "greedy_text: hex", "trie: ids", "trie_text: hex", "cleared: ids",
+ * "chat: ids" (compared by the Rust test with the runtime's own generation), "ok ..." lines, and exits 0
  * when every check here passed. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -242,6 +243,26 @@ int main(int argc, char **argv) {
     run_init(&r, h);
     CHECK(nucleus_llm_generate(h, 0, GREEDY, on_token, &r) == 0);
     CHECK(r.calls == 1 && r.done_calls == 1 && r.final_token == -1);
+
+    /* Chat prompts: the model's template (compared by the Rust test), and a template given as
+     * an option, on a second handle open at the same time. */
+    const char *chat = "[{\"role\": \"user\", \"content\": \"Hello\"}]";
+    int nc = nucleus_llm_tokenize_chat(h, chat, ids, 64);
+    CHECK(nc > 0 && nc <= 64);
+    printf("chat:");
+    for (int i = 0; i < nc && i < 64; i++) printf(" %d", ids[i]);
+    printf("\n");
+    nucleus_llm *h2 = nucleus_llm_open(argv[1], "{\"threads\": 1, \"n_ctx\": 64, "
+                                                "\"chat_template\": \"{% for m in messages %}[{{ m.content }}]{% endfor %}\"}");
+    CHECK(h2 != NULL);
+    if (h2) {
+        int32_t a[16], b[16];
+        int na = nucleus_llm_tokenize_chat(h2, chat, a, 16);
+        int nb = nucleus_llm_tokenize(h2, "[Hello]", 7, b, 16, true, true);
+        CHECK(na > 0 && na == nb && memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0);
+        nucleus_llm_close(h2);
+    }
+    printf("ok chat templates\n");
 
     nucleus_llm_close(h);
     if (failures) {
