@@ -50,7 +50,7 @@ pub struct Vocab {
 
 #[napi]
 impl Vocab {
-    #[napi(constructor)]
+    #[napi(catch_unwind, constructor)]
     pub fn new(pieces: Vec<Either<Uint8Array, String>>, eog_ids: Option<Vec<i64>>) -> Result<Self> {
         let pieces = pieces
             .into_iter()
@@ -64,13 +64,13 @@ impl Vocab {
     }
 
     /// Number of tokens.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn n_vocab(&self) -> u32 {
         self.index.n_vocab() as u32
     }
 
     /// Words of one packed bitmask row: `ceil(nVocab / 32)`.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn bitmask_words(&self) -> u32 {
         bitmask_words(self.index.n_vocab()) as u32
     }
@@ -87,7 +87,7 @@ pub struct Grammar {
 #[napi]
 impl Grammar {
     /// From GBNF text (start rule `start`, default `root`).
-    #[napi(factory)]
+    #[napi(catch_unwind, factory)]
     pub fn from_gbnf(vocab: &Vocab, text: String, start: Option<String>) -> Result<Self> {
         let m = GrammarMatcher::from_gbnf(vocab.index.clone(), &text, start.as_deref().unwrap_or("root"))
             .map_err(invalid)?;
@@ -95,7 +95,7 @@ impl Grammar {
     }
 
     /// From a JSON Schema (object or JSON text).
-    #[napi(factory, ts_args_type = "vocab: Vocab, schema: object | string, llamaCppCompat?: boolean")]
+    #[napi(catch_unwind, factory, ts_args_type = "vocab: Vocab, schema: object | string, llamaCppCompat?: boolean")]
     pub fn from_json_schema(vocab: &Vocab, schema: Unknown<'_>, llama_cpp_compat: Option<bool>) -> Result<Self> {
         let v = json_arg("schema", &schema)?;
         let m = GrammarMatcher::from_json_schema(vocab.index.clone(), &v, llama_cpp_compat.unwrap_or(false))
@@ -104,14 +104,14 @@ impl Grammar {
     }
 
     /// Vocabulary size.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn n_vocab(&self) -> u32 {
         self.m.n_vocab() as u32
     }
 
     /// Writes the tokens allowed next into row `index` (default 0) of `bitmask`
     /// (`ceil(nVocab / 32)` words per row; bit `i % 32` of word `i / 32` is token `i`), in place.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn fill_next_token_bitmask(&self, mut bitmask: Int32Array, index: Option<u32>) -> Result<()> {
         let words = bitmask_words(self.m.n_vocab());
         let r = row(&mut bitmask, index.unwrap_or(0), words)?;
@@ -119,56 +119,56 @@ impl Grammar {
     }
 
     /// The tokens allowed next, in increasing order (the same set as the bitmask).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn allowed_tokens(&self) -> Vec<u32> {
         self.m.allowed_tokens()
     }
 
     /// Whether `token` is allowed next, checked without computing a mask.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn is_allowed(&self, token: i64) -> bool {
         self.m.is_allowed(token)
     }
 
     /// Advances by `token`; false (and no change) if the grammar does not allow it here.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn accept_token(&mut self, token: i64) -> bool {
         self.m.accept_token(token)
     }
 
     /// Undoes the last `n` accepted tokens (speculative decoding).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn rollback(&mut self, n: u32) -> Result<()> {
         self.m.rollback(n as usize).map_err(invalid)
     }
 
     /// Number of accepted tokens that `rollback` can undo.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn num_accepted(&self) -> u32 {
         self.m.accepted() as u32
     }
 
     /// Whether an end-of-generation token was accepted, or the grammar is complete and nothing
     /// may follow.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn is_terminated(&self) -> bool {
         self.m.is_terminated()
     }
 
     /// Whether the text so far is a complete match (end of generation is allowed now).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn can_end(&self) -> bool {
         self.m.can_end()
     }
 
     /// Back to the start of the grammar.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn reset(&mut self) {
         self.m.reset()
     }
 
     /// An independent copy at the same position.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn clone(&self) -> Grammar {
         Grammar { m: self.m.clone() }
     }
@@ -206,6 +206,7 @@ impl TokenTrie {
 #[napi]
 impl TokenTrie {
     #[napi(
+        catch_unwind,
         constructor,
         ts_args_type = "descriptor: object | string, mode?: 'greedy' | 'sampled', options?: TokenTrieOptions"
     )]
@@ -224,37 +225,37 @@ impl TokenTrie {
     }
 
     /// The descriptor path this trie walks.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn path(&self) -> String {
         self.t.path().to_string()
     }
 
     /// "greedy" or "sampled".
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn mode(&self) -> String {
         self.t.mode().to_string()
     }
 
     /// Vocabulary size.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn n_vocab(&self) -> u32 {
         self.t.n_vocab() as u32
     }
 
     /// Tokens allowed next (empty once nothing can follow).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn allowed(&self) -> Vec<i32> {
         self.t.allowed()
     }
 
     /// Tokens forced from here, to feed in one batch; does not advance.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn forced(&self) -> Vec<i32> {
         self.t.forced()
     }
 
     /// Advances by one token or several; throws if one continues no leaf (nothing changes then).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn advance(&mut self, tokens: Either<i64, Vec<i64>>) -> Result<()> {
         let list = match tokens {
             Either::A(t) => vec![t],
@@ -264,25 +265,25 @@ impl TokenTrie {
     }
 
     /// The leaf name if the tokens so far spell a complete leaf.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn complete(&self) -> Option<String> {
         self.t.complete()
     }
 
     /// Whether nothing more can follow.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn is_finished(&self) -> bool {
         self.t.is_finished()
     }
 
     /// Back to the start of the path.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn reset(&mut self) {
         self.t.reset()
     }
 
     /// Writes the allowed tokens into row `index` of `bitmask` (every token once finished).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn fill_next_token_bitmask(&self, mut bitmask: Int32Array, index: Option<u32>) -> Result<()> {
         let r = row(&mut bitmask, index.unwrap_or(0), bitmask_words(self.t.n_vocab()))?;
         self.t.fill_next_token_bitmask(r).map_err(invalid)

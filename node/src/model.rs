@@ -73,7 +73,7 @@ fn prompt_of(v: Value) -> Result<Prompt> {
 
 #[napi]
 impl Model {
-    #[napi(constructor)]
+    #[napi(catch_unwind, constructor)]
     pub fn new(model: String) -> Result<Self> {
         let r = ModelRef::parse(&model).map_err(failure)?;
         let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {}).map_err(failure)?;
@@ -83,7 +83,7 @@ impl Model {
 
     /// The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
     /// the GGUF file's name without `.gguf` (as for `nucleus generate --token-trie`).
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn model_id(&self) -> String {
         self.id.clone()
     }
@@ -92,26 +92,26 @@ impl Model {
     /// its path and mode, from the start of the path, token ids checked against this model's
     /// vocabulary and `modelId` against `model.modelId`. Forced tokens are taken without a
     /// sampling step; a generation ends when it has spelled a leaf nothing longer continues.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn set_token_trie(&mut self, trie: &TokenTrie) -> Result<()> {
         self.trie = Some(trie.for_model(&self.id, self.model.n_vocab())?);
         Ok(())
     }
 
     /// Removes the token trie set by `setTokenTrie`: generations are unconstrained again.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn clear_token_trie(&mut self) {
         self.trie = None;
     }
 
     /// Vocabulary size.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn n_vocab(&self) -> u32 {
         self.model.n_vocab() as u32
     }
 
     /// Token ids of `text`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn tokenize(&self, text: String, add_special: Option<bool>, parse_special: Option<bool>) -> Result<Vec<i32>> {
         self.model
             .tokenizer()
@@ -120,7 +120,7 @@ impl Model {
     }
 
     /// The text of `tokens` (control tokens rendered only with `special`).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn detokenize(&self, tokens: Vec<i32>, special: Option<bool>) -> Result<String> {
         let n = self.model.n_vocab();
         if let Some(bad) = tokens.iter().find(|&&t| t < 0 || t as usize >= n) {
@@ -140,6 +140,7 @@ impl Model {
     /// `TokenTrie` constraining this generation only, in place of the one set with
     /// `setTokenTrie`). Iterate the result with `for await`.
     #[napi(
+        catch_unwind,
         ts_args_type = "prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number, tokenTrie?: TokenTrie }"
     )]
     pub fn generate(&self, prompt: Unknown<'_>, options: Option<Object<'_>>) -> Result<Generation> {

@@ -133,7 +133,7 @@ impl Sampler {
 
 #[napi]
 impl Sampler {
-    #[napi(constructor, ts_args_type = "nVocab: number, params?: SamplerParams")]
+    #[napi(catch_unwind, constructor, ts_args_type = "nVocab: number, params?: SamplerParams")]
     pub fn new(n_vocab: i64, params: Option<Object<'_>>) -> Result<Self> {
         if n_vocab <= 0 || n_vocab > i32::MAX as i64 {
             return Err(invalid(format!("nVocab must be in [1, 2^31), got {n_vocab}")));
@@ -162,7 +162,7 @@ impl Sampler {
     }
 
     /// Vocabulary size.
-    #[napi(getter)]
+    #[napi(catch_unwind, getter)]
     pub fn n_vocab(&self) -> u32 {
         self.n_vocab as u32
     }
@@ -172,6 +172,7 @@ impl Sampler {
     /// `Uint16Array` of IEEE half-precision bits (`dtype` "float16", the default) or of
     /// bfloat16 bits (`dtype` "bfloat16").
     #[napi(
+        catch_unwind,
         ts_args_type = "logits: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'"
     )]
     pub fn sample(&mut self, logits: Unknown<'_>, dtype: Option<String>) -> Result<i32> {
@@ -190,6 +191,7 @@ impl Sampler {
     /// Runs the chain and returns the selected token without accepting it (call `accept` once
     /// the token is committed). `logits` and `dtype` as for `sample`.
     #[napi(
+        catch_unwind,
         ts_args_type = "logits: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'"
     )]
     pub fn apply(&mut self, logits: Unknown<'_>, dtype: Option<String>) -> Result<i32> {
@@ -201,7 +203,7 @@ impl Sampler {
     }
 
     /// Feeds a committed token (a prompt token, or one chosen elsewhere) into the history.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn accept(&mut self, token: i64) -> Result<()> {
         if token < 0 || token as usize >= self.n_vocab {
             return Err(invalid(format!("token {token} is outside the vocabulary [0, {})", self.n_vocab)));
@@ -211,7 +213,7 @@ impl Sampler {
     }
 
     /// Clears the history and restarts every random stream from its seed.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn reset(&mut self) {
         self.sampler.reset();
         self.last = None;
@@ -221,7 +223,7 @@ impl Sampler {
     }
 
     /// An independent copy with the same history and random-stream position.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn clone(&self) -> Sampler {
         Sampler {
             n_vocab: self.n_vocab,
@@ -235,7 +237,7 @@ impl Sampler {
     /// The `n` (default 10) most likely tokens of the distribution the last token was drawn
     /// from (after the chain), best first. Reads the last step's array again: do not modify it
     /// before calling this.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn last_probs(&mut self, n: Option<u32>) -> Result<Vec<TokenProbability>> {
         let n = n.unwrap_or(10) as usize;
         self.last()?;
@@ -254,14 +256,14 @@ impl Sampler {
 
     /// Entropy in nats of the model's own distribution (softmax of the raw logits) at the last
     /// step.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn entropy(&self) -> Result<f64> {
         let (row, _) = self.last()?;
         Ok(RawDistribution::of(row).entropy)
     }
 
     /// Surprisal in bits (`-log2 p`) of the last token under the model's own distribution.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn surprisal(&self) -> Result<f64> {
         let (row, tok) = self.last()?;
         let p = RawDistribution::of(row).prob(row.get(tok as usize));
@@ -270,7 +272,7 @@ impl Sampler {
 
     /// Perplexity of the sampled tokens under the model's own distribution (1 before any
     /// token). Needs `trackPerplexity: true`, which adds one pass over the logits per step.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn perplexity(&self) -> Result<f64> {
         match &self.perplexity {
             Some(p) => Ok(p.value()),
@@ -279,7 +281,7 @@ impl Sampler {
     }
 
     /// The chain, as llama.cpp names its members (`?` marks a no-op member).
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn describe(&self) -> String {
         let names: Vec<&str> = self.sampler.chain().samplers().iter().map(|s| s.name()).collect();
         format!("Sampler(nVocab={}, chain=[{}])", self.n_vocab, names.join(", "))
@@ -292,6 +294,7 @@ impl Sampler {
 /// distinct and have the same `nVocab`. If a row fails, the error names it (the other rows'
 /// tokens are accepted).
 #[napi(
+    catch_unwind,
     ts_args_type = "samplers: Sampler[], matrix: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'"
 )]
 pub fn sample_batch(
