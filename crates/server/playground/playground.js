@@ -354,6 +354,11 @@ async function generate(sameSeed) {
   if (runs[runs.length - 1] !== run) return; // refused: nothing new to show
   const secs = (performance.now() - started) / 1000;
   els.runInfo.textContent = `seed ${run.seed} · ${run.tokens.length} tokens in ${secs.toFixed(1)} s · finish: ${finish || '–'}`;
+  if (sameSeed && prev && !compareWith) {
+    els.divergence.textContent = 'The prompt changed since the previous run, so there is nothing to compare: Regenerate compares runs of the same prompt and seed.';
+    els.divergence.dataset.divergence = 'prompt-changed';
+    show(els.divergence);
+  }
   if (compareWith) {
     showDivergence(run, compareWith);
     // Open the step where the texts part: its candidates say why.
