@@ -42,8 +42,9 @@ fn count(n: usize, what: &str) -> Result<i32> {
 /// `n_batch` (prompt tokens per forward pass, default 512), `threads` (CPU threads, default
 /// the cores minus one), `chat_template` (Jinja source used by `nucleus_llm_tokenize_chat`
 /// instead of the model's own) and `verbose` (llama.cpp's log on stderr, default false); an
-/// unknown field is an error. NULL on error (`NUCLEUS_ERR_MODEL` kind of failures included:
-/// file missing, download or load failed). Free with `nucleus_llm_close`.
+/// unknown field is an error. NULL on error (a bad option, an unknown name, a missing file, a
+/// failed download, load or context), with the reason in `nucleus_last_error()`. Free with
+/// `nucleus_llm_close`.
 ///
 /// A handle may be used from any thread, one call at a time, except `nucleus_llm_cancel`, which
 /// may be called from any thread at any time while the handle is open.
