@@ -38,6 +38,7 @@ struct Schemas {
     chat_request: Value,
     completion_request: Value,
     chat_response: Value,
+    chat_chunk: Value,
     completion_response: Value,
     models: Value,
     health: Value,
@@ -55,15 +56,13 @@ fn schemas() -> Schemas {
         chat_request: sub::<ChatBody>(&mut de),
         completion_request: sub::<CompletionBody>(&mut de),
         chat_response: sub::<ChatCompletion>(&mut ser),
+        chat_chunk: sub::<ChatChunk>(&mut ser),
         completion_response: sub::<TextCompletion>(&mut ser),
         models: sub::<ModelList>(&mut ser),
         health: sub::<HealthStatus>(&mut ser),
         error: sub::<ErrorResponse>(&mut ser),
         components: Map::new(),
     };
-    // Stream chunks are not a response body of their own (each is one `data:` line of the
-    // event stream) but clients need their shape.
-    sub::<ChatChunk>(&mut ser);
     s.components = de.take_definitions(true);
     for (name, schema) in ser.take_definitions(true) {
         // Request and response types have distinct names (a unit test checks it).
@@ -75,6 +74,23 @@ fn schemas() -> Schemas {
 /// A JSON response.
 fn json_content(schema: &Value) -> Value {
     json!({ "application/json": { "schema": schema } })
+}
+
+/// One server-sent event of a stream (OpenAPI before 3.2 describes each event with `schema`):
+/// its `data` is a chunk, JSON of the `chunk` schema, or `[DONE]` at the end.
+fn event(chunk: &Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "data": {
+                "anyOf": [
+                    { "const": "[DONE]" },
+                    { "type": "string", "contentMediaType": "application/json", "contentSchema": chunk }
+                ]
+            }
+        },
+        "required": ["data"]
+    })
 }
 
 /// An error response.
@@ -93,7 +109,12 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
     };
     let unauthorized = error(s, "The server has an API key and the request did not send it.");
     let loading = error(s, "The model is still loading, or the server is shutting down (with `Retry-After`).");
-    let generation = |request: &Value, response: &Value, chunk: &str, canonical: &str, summary: &str| {
+    let generation = |request: &Value,
+                      response: &Value,
+                      chunk: &str,
+                      chunk_schema: &Value,
+                      canonical: &str,
+                      summary: &str| {
         json!({
             "summary": format!("{summary}{}", alias(canonical)),
             "operationId": format!("{}{}", if canonical.contains("chat") { "createChatCompletion" } else { "createCompletion" }, op_suffix(path, canonical)),
@@ -104,7 +125,7 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
                         chunk_schema = if chunk == "chat.completion.chunk" { "CompletionOfChunkChoice" } else { "CompletionOfTextChoice" }),
                     "content": {
                         "application/json": { "schema": response },
-                        "text/event-stream": { "schema": { "type": "string" } }
+                        "text/event-stream": { "schema": event(chunk_schema) }
                     }
                 },
                 "400": error(s, "A field is missing, of the wrong type or out of range (`param` names it), the body is not a JSON object, or the prompt does not fit the context."),
@@ -122,6 +143,7 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
             &s.chat_request,
             &s.chat_response,
             "chat.completion.chunk",
+            &s.chat_chunk,
             "/v1/chat/completions",
             "Chat completion",
         ),
@@ -129,6 +151,7 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
             &s.completion_request,
             &s.completion_response,
             "text_completion",
+            &s.completion_response,
             "/v1/completions",
             "Text completion",
         ),

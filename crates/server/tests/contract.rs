@@ -7,9 +7,10 @@
 //!   document does not allow, it is a 400 naming that field;
 //! * schemathesis (PyPI, pinned, installed with pip if missing) generates requests from the
 //!   document — valid and invalid, a bounded number per operation, generation kept to a few
-//!   tokens by `tests/contract/hooks.py` — and checks that no answer is a 5xx and every answer
-//!   conforms to the document (status, content type, headers, body schema), and that the
-//!   server still answers `/health` afterwards.
+//!   tokens by `tests/contract/hooks.py` — and checks that no answer is a 5xx, every answer
+//!   conforms to the document (status, content type, headers, body schema; each chunk of a
+//!   stream by the hooks' `stream_chunks_conform`), bodies the document calls invalid are
+//!   refused, and that the server still answers `/health` afterwards with every slot free.
 
 mod common;
 
@@ -261,7 +262,7 @@ fn schemathesis_finds_no_server_error_and_every_answer_conforms() {
         .arg(format!("http://{addr}/openapi.json"))
         .args([
             "--checks",
-            "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection",
+            "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,stream_chunks_conform",
             // The aliases (/chat/completions, /models, ...) are the same handlers.
             "--exclude-operation-id-regex",
             "Alias$",

@@ -220,7 +220,23 @@ bodies! {
 
     /// `POST /v1/chat/completions`: OpenAI's chat fields plus llama-server's and vLLM's
     /// sampling extras.
+    /// Fields that need another: `top_logprobs` needs `logprobs: true`, `stream_options` needs
+    /// `stream: true`, `tool_choice` needs `tools`.
     #[schemars(rename = "CreateChatCompletionRequest")]
+    #[schemars(extend("allOf" = [
+        {
+            "if": { "required": ["top_logprobs"], "properties": { "top_logprobs": { "type": "integer" } } },
+            "then": { "required": ["logprobs"], "properties": { "logprobs": { "const": true } } }
+        },
+        {
+            "if": { "required": ["stream_options"], "properties": { "stream_options": { "type": "object" } } },
+            "then": { "required": ["stream"], "properties": { "stream": { "const": true } } }
+        },
+        {
+            "if": { "required": ["tool_choice"], "properties": { "tool_choice": { "not": { "type": "null" } } } },
+            "then": { "required": ["tools"], "properties": { "tools": { "type": "array" } } }
+        }
+    ]))]
     ChatBody / ChatFields {
         /// The conversation so far (at least one message).
         #[schemars(with = "Messages")]
@@ -249,7 +265,14 @@ bodies! {
 
     /// `POST /v1/completions`: OpenAI's legacy completion fields plus llama-server's and
     /// vLLM's sampling extras.
+    /// `stream_options` needs `stream: true`.
     #[schemars(rename = "CreateCompletionRequest")]
+    #[schemars(extend("allOf" = [
+        {
+            "if": { "required": ["stream_options"], "properties": { "stream_options": { "type": "object" } } },
+            "then": { "required": ["stream"], "properties": { "stream": { "const": true } } }
+        }
+    ]))]
     CompletionBody / CompletionFields {
         /// The prompt(s): text or token ids (each gets `n` choices).
         #[schemars(with = "PromptIn")]

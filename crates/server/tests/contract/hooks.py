@@ -49,3 +49,38 @@ def after_call(context, case, response):
         err = {}
     with open(path, "a") as f:
         f.write(json.dumps([case.method, case.path, response.status_code, err.get("param"), err.get("code"), (err.get("message") or "")[:200]]) + "\n")
+
+
+_VALIDATORS = {}
+
+
+@schemathesis.check
+def stream_chunks_conform(ctx, response, case):
+    """Each `data:` event of a streamed answer is `[DONE]` or JSON matching the chunk schema the
+    document gives (`contentSchema` of the event's data, which JSON Schema itself only annotates)."""
+    import json
+
+    import jsonschema_rs
+
+    ctype = response.headers.get("content-type") or response.headers.get("Content-Type") or ""
+    if isinstance(ctype, list):
+        ctype = ctype[0] if ctype else ""
+    if response.status_code != 200 or not ctype.startswith("text/event-stream"):
+        return None
+    doc = case.operation.schema.raw_schema
+    op = doc["paths"][case.path][case.method.lower()]
+    event = op["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    ref = next(s["contentSchema"]["$ref"] for s in event["properties"]["data"]["anyOf"] if "contentSchema" in s)
+    validator = _VALIDATORS.get(ref)
+    if validator is None:
+        validator = jsonschema_rs.validator_for({"$ref": ref, "components": doc["components"]})
+        _VALIDATORS[ref] = validator
+    lines = [l[len("data: "):] for l in response.text.splitlines() if l.startswith("data: ")]
+    assert lines and lines[-1] == "[DONE]", f"the stream does not end with data: [DONE]: {lines[-1:]}"
+    for i, data in enumerate(lines[:-1]):
+        chunk = json.loads(data)
+        if "error" in chunk:
+            continue  # an error event (e.g. shutdown mid-stream) is OpenAI's error object
+        errors = [e.message for e in validator.iter_errors(chunk)]
+        assert not errors, f"stream chunk #{i} does not match {ref}: {errors[:3]}\n{data[:500]}"
+    return True
