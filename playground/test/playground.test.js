@@ -140,6 +140,20 @@ test('generate, inspect a step, regenerate with another top-k, errors', async ()
   assert.ok((await page.locator('#output .tok').count()) > 0, 'the previous run stays on the page');
   await setField('temperature', 0.8);
 
+  // Reorder with the keyboard: temperature before top-k; the step's chain runs in that order.
+  await page.focus('#order li[data-sampler="temperature"]');
+  for (let i = 0; i < 5; i++) await page.keyboard.press('Alt+ArrowUp');
+  const order = await page.$$eval('#order li', (ls) => ls.map((l) => l.dataset.sampler));
+  assert.deepStrictEqual(order.slice(0, 5), ['penalties', 'dry', 'top_n_sigma', 'temperature', 'top_k']);
+  await generate('#generate');
+  await page.locator('#output .tok').first().click();
+  const ran = await page.$$eval('#step table.chain tr[data-sampler]', (rows) => rows.map((r) => r.dataset.sampler));
+  assert.ok(ran.indexOf('temp-ext') >= 0 && ran.indexOf('temp-ext') < ran.indexOf('top-k'), ran.join(' '));
+  await page.click('#reset');
+  assert.strictEqual(await page.inputValue('#f-top_k'), '40');
+  await setField('seed', 42);
+  await setField('max_tokens', 24);
+
   // A broken grammar: the error at its line and column, with the line and a caret.
   await page.check('input[name="constraint"][value="gbnf"]');
   await page.fill('#constraint', 'root ::= "yes" | "no"\nanswer ::= ( "a" | "b"');
