@@ -102,7 +102,12 @@ pub(crate) fn guard<T>(on_error: impl FnOnce(i32) -> T, f: impl FnOnce() -> Resu
     // AssertUnwindSafe: after a panic the caller is told the object's state is unspecified
     // (NUCLEUS_ERR_INTERNAL) and should free it; nothing observes a half-updated value silently.
     match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => v,
+        Ok(Ok(v)) => {
+            // A callback may have called into the library meanwhile (nucleus_llm_generate's
+            // on_token), leaving its own message: this call succeeded.
+            clear_last_error();
+            v
+        }
         Ok(Err(e)) => {
             set_last_error(&e.message);
             on_error(e.code)

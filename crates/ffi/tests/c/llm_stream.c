@@ -215,6 +215,7 @@ int main(int argc, char **argv) {
     r.check_busy_at = 0;
     prompt(h, ids, n);
     got = nucleus_llm_generate(h, n_gen, GREEDY, on_token, &r);
+    CHECK(nucleus_last_error()[0] == '\0'); /* the refused calls inside left no message behind */
     CHECK(got == 2 && r.n_tokens == 2 && r.done_calls == 1 && r.final_token == -1 && r.calls == 3);
     CHECK(memcmp(r.tokens, greedy, 2 * sizeof(int32_t)) == 0);
     printf("ok cancel inside the callback\n");
