@@ -3,14 +3,17 @@
 //!
 //! llama.cpp computes `p_i = RN(e_i / s)` with `s` a sequential `f32` sum of
 //! `e_i = expf(l_i - max)` in id order, partially sorts the top 256 candidates with its bucket
-//! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`. Each addition of
-//! the id-order sum is off by at most `min(e_i, ulp(s)/2)`, so a 1-ulp vector exp pass that also
-//! sums `min(e_i, U/2)` (`U` an ulp bound of `s`) brackets `s` tightly when the tail is small.
-//! The partial sort's first 256 entries come from the top buckets: those are gathered and
-//! sorted with llama.cpp's algorithms (in id order, as its stable scatter leaves them). The
-//! running sum is monotone in `s`, so evaluating it at both ends of the bracket either fixes
-//! the cut or says it is ambiguous (then the caller runs the full path; nothing has been
-//! consumed).
+//! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`. The partial sort's
+//! first 256 entries come from the top buckets: those are gathered and sorted with llama.cpp's
+//! algorithms (in id order, as its stable scatter leaves them). The running sum is monotone in
+//! `s`, so evaluating it at both ends of a bracket of `s` (from the max pass's coarse block
+//! sums) either fixes the cut or says it is ambiguous. Then, when the maximum comes late in the
+//! row, a 1-ulp vector exp pass that also sums `min(e_i, U/2)` (`U` an ulp bound of `s`: each
+//! addition is off by at most `min(e_i, ulp(s)/2)`) gives a tighter bracket; failing that, `s`
+//! itself is computed exactly, skipping the terms too small to change it (see [`exact_sum`]),
+//! and the cut is read at `s`.
+//! When even the bracket's largest `p`s cannot reach the cut within 256 candidates, the caller
+//! runs the wide path or the full path; nothing has been consumed.
 
 use crate::candidates::{Candidates, TokenData};
 use crate::fast::bounds::{f32_down, f32_up, seq_block};
@@ -31,6 +34,8 @@ pub(crate) struct TopPScratch {
     counts: Vec<u32>,
     xs: Vec<f32>,
     es: Vec<f32>,
+    sids: Vec<i32>,
+    svals: Vec<f32>,
 }
 
 /// How often the nucleus was built here / left to the full path, process-wide.
@@ -220,44 +225,49 @@ fn nucleus(
             return TopP::Nucleus;
         }
     }
-    // 2'. The 1-ulp pass (when the coarse bracket did not decide): the real sum and the
-    // rounding bound.
-    let mut buf = [0f32; BLOCK];
-    let (mut sum, mut rnd) = (0.0f64, 0.0f64);
-    for b in 0..nb {
-        if d.cmax[b] == f32::NEG_INFINITY {
-            continue;
+    if c_lo > 0.0 && cut(&s.groups, k, m, p, min_keep, c_lo, c_lo).is_none() {
+        return TopP::Full; // even the largest `p`s cannot reach the cut within the first `k`
+    }
+    // 2'. Not decided by the coarse bracket. The exact sum (below) computes every exponential
+    // up to the maximum's block, then only those large enough to change the sum: cheap when the
+    // maximum comes early in the row. Otherwise a 1-ulp pass over the row (the real sum and a
+    // rounding bound) tries a tighter bracket first.
+    let max_block = d.cmax.iter().position(|&x| x == m).unwrap_or(0);
+    if max_block > nb / 8 {
+        let mut buf = [0f32; BLOCK];
+        let (mut sum, mut rnd) = (0.0f64, 0.0f64);
+        for b in 0..nb {
+            if d.cmax[b] == f32::NEG_INFINITY {
+                continue;
+            }
+            let x = row.block(b, &mut buf);
+            let (a, c) = block_near_min(x, m, half_u);
+            sum += a;
+            rnd += c;
         }
-        let x = row.block(b, &mut buf);
-        let (a, c) = block_near_min(x, m, half_u);
-        sum += a;
-        rnd += c;
+        let eps = NEAR_REL * 2.0 * 1.01 + 1e-12;
+        let t_lo = sum * (1.0 - eps) - 2.0 * n as f64 * TINY;
+        let t_hi = sum * (1.0 + eps) + 2.0 * n as f64 * TINY;
+        // sum min(e, c) <= (1 + 2^-23) sum min(exp_near, c) + n TINY; its f32 lane sums (at most
+        // BLOCK terms each) are within BLOCK 2^-24 of it.
+        let rnd = rnd * (1.0 + BLOCK as f64 / 8_388_608.0) + 2.0 * n as f64 * TINY;
+        let (s_lo, s_hi) = (f32_down(t_lo - rnd), f32_up(t_hi + rnd));
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(s_lo > 0.0) || !(s_hi < f32::INFINITY) {
+            return TopP::Full;
+        }
+        if let Some(last) = cut(&s.groups, k, m, p, min_keep, s_lo, s_hi) {
+            out.fill_from(&s.groups[..last]);
+            out.set_sorted(true);
+            return TopP::Nucleus;
+        }
+        if cut(&s.groups, k, m, p, min_keep, s_lo, s_lo).is_none() {
+            return TopP::Full;
+        }
     }
-    let eps = NEAR_REL * 2.0 * 1.01 + 1e-12;
-    let t_lo = sum * (1.0 - eps) - 2.0 * n as f64 * TINY;
-    let t_hi = sum * (1.0 + eps) + 2.0 * n as f64 * TINY;
-    // sum min(e, c) <= (1 + 2^-23) sum min(exp_near, c) + n TINY; its f32 lane sums (at most
-    // BLOCK terms each) are within BLOCK 2^-24 of it.
-    let rnd = rnd * (1.0 + BLOCK as f64 / 8_388_608.0) + 2.0 * n as f64 * TINY;
-    let (s_lo, s_hi) = (f32_down(t_lo - rnd), f32_up(t_hi + rnd));
-    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    if !(s_lo > 0.0) || !(s_hi < f32::INFINITY) {
-        return TopP::Full;
-    }
-    if let Some(last) = cut(&s.groups, k, m, p, min_keep, s_lo, s_hi) {
-        out.fill_from(&s.groups[..last]);
-        out.set_sorted(true);
-        return TopP::Nucleus;
-    }
-    // 2''. Still ambiguous (a real model's row: tens of thousands of tokens within 16 nats of
-    // the maximum make the rounding bound wide), unless even the largest `p`s cannot reach the
-    // cut within the first `k` (a wide nucleus: the caller's wide path). llama.cpp's sum itself,
-    // exactly: the exact exponentials a block at a time, added in id order by the grid replay.
-    if cut(&s.groups, k, m, p, min_keep, s_lo, s_lo).is_none() {
-        return TopP::Full;
-    }
-    let exact = exact_sum(row, m, d, &mut s.xs, &mut s.es);
+    // 2''. llama.cpp's sum itself, exactly.
+    let exact = exact_sum(row, m, d, s);
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if !(exact > 0.0) || !(exact < f32::INFINITY) {
@@ -274,25 +284,51 @@ fn nucleus(
 }
 
 /// llama.cpp's softmax sum over `row` (maximum `m`): `expf(l_i - m)` added in id order in
-/// `f32`, exactly (blocks the scan found empty, every logit `-inf`, add only zeros).
-fn exact_sum(row: Row<'_>, m: f32, d: &RowScan, xs: &mut Vec<f32>, es: &mut Vec<f32>) -> f32 {
+/// `f32`, exactly. The sum only grows, so once it is `s`, a term below half an ulp of `s`
+/// leaves it unchanged whatever comes later: each block adds only its values at or above
+/// [`vanish_below`] of the sum so far (gathered in id order, their exact exponentials added by
+/// the grid replay), and a block whose maximum is below it is skipped. On a real model's row
+/// (`s >= 1` from the maximum's token on, most logits 15 to 30 nats below it) that leaves a
+/// few thousand exponentials to compute instead of the whole vocabulary.
+fn exact_sum(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) -> f32 {
     let mut buf = [0f32; BLOCK];
-    xs.resize(BLOCK, 0.0);
-    es.resize(BLOCK, 0.0);
     let mut sum = 0.0f32;
     for (b, &mx) in d.cmax.iter().enumerate() {
-        if mx == f32::NEG_INFINITY {
+        let thr = vanish_below(sum, m);
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if mx == f32::NEG_INFINITY || !(mx >= thr) {
             continue;
         }
         let x = row.block(b, &mut buf);
-        let len = x.len();
-        for (o, &v) in xs[..len].iter_mut().zip(x) {
-            *o = v - m;
+        s.xs.clear();
+        if thr == f32::NEG_INFINITY {
+            s.xs.extend(x.iter().map(|&v| v - m));
+        } else {
+            s.sids.clear();
+            s.svals.clear();
+            collect_into(x, thr, b * BLOCK, &mut s.sids, &mut s.svals);
+            s.xs.extend(s.svals.iter().map(|&v| v - m));
         }
-        expf_exact_slice(&xs[..len], &mut es[..len]);
-        sum = seq_block(&es[..len], sum, false, false, 0.0);
+        s.es.clear();
+        s.es.resize(s.xs.len(), 0.0);
+        expf_exact_slice(&s.xs, &mut s.es);
+        sum = seq_block(&s.es, sum, false, false, 0.0);
     }
     sum
+}
+
+/// A logit below which `expf(l - m)` is surely under half an ulp of `s` (so adding it to `s`,
+/// or to any later, larger sum, changes nothing); `-inf` when `s` is zero or subnormal.
+fn vanish_below(s: f32, m: f32) -> f32 {
+    let e = (s.to_bits() >> 23) & 0xff;
+    if e == 0 || e == 0xff {
+        return f32::NEG_INFINITY;
+    }
+    // half an ulp of s: 2^(e - 127 - 24); 0.01 of margin covers the rounding of `l - m` and
+    // of expf.
+    let ln_half_ulp = (e as f64 - 151.0) * std::f64::consts::LN_2;
+    f32_down(m as f64 + ln_half_ulp - 0.01)
 }
 
 /// The cut: llama.cpp's running f32 sum of `p = RN(e / s)` over the sorted candidates,
