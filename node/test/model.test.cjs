@@ -21,8 +21,10 @@ test('generate: same tokens as nucleus generate, event loop keeps ticking', asyn
   clearInterval(timer)
   assert.equal(got.length, 16)
   assert.ok(ticks > 3, `the event loop ticked ${ticks} times during the generation`)
-  const cli = path.join(__dirname, '..', '..', 'target', 'release', 'nucleus')
-  if (!fs.existsSync(cli)) return // built by `cargo test --workspace --release`
+  const target = process.env.CARGO_TARGET_DIR || path.join(__dirname, '..', '..', 'target')
+  const cli = path.join(target, 'release', 'nucleus')
+  // The comparison is the point of this test: a missing binary is a failure, not a skip.
+  assert.ok(fs.existsSync(cli), `${cli} is missing: build it with \`cargo build --release -p nucleus\` (the README's test command does)`)
   const out = execFileSync(cli, ['generate', '-p', PROMPT, '-n', '16', '--seed', '42', '-t', '1', '--json'], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'ignore'],
