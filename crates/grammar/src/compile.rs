@@ -67,25 +67,51 @@ pub fn build(parsed: ParsedGrammar, start: &str) -> Result<Grammar, BuildError> 
     Ok(Grammar { elems, rules: starts, classes, symbol_ids, start: start_id })
 }
 
-/// Rules that can derive the empty string (fixed point).
+/// Rules that can derive the empty string: the least fixed point, found with a worklist (an
+/// alternative made only of references waits for each of them; a rule found nullable releases
+/// the alternatives that mention it), linear in the grammar's size.
 fn nullable_rules(rules: &[Vec<Vec<Item>>]) -> Vec<bool> {
     let mut nullable = vec![false; rules.len()];
-    loop {
-        let mut changed = false;
-        for (i, alts) in rules.iter().enumerate() {
-            if nullable[i] {
+    // Per alternative made only of references: its rule and how many of them are not yet known
+    // nullable (each occurrence counted).
+    let mut waiting: Vec<(u32, usize)> = Vec::new();
+    // Per rule, the alternatives (indices into `waiting`) that reference it.
+    let mut users: Vec<Vec<u32>> = vec![Vec::new(); rules.len()];
+    let mut queue = Vec::new();
+    for (i, alts) in rules.iter().enumerate() {
+        for alt in alts {
+            if !alt.iter().all(|it| matches!(it, Item::Ref(_))) {
                 continue;
             }
-            let n = alts.iter().any(|alt| alt.iter().all(|it| matches!(it, Item::Ref(r) if nullable[*r as usize])));
-            if n {
-                nullable[i] = true;
-                changed = true;
+            if alt.is_empty() {
+                if !nullable[i] {
+                    nullable[i] = true;
+                    queue.push(i as u32);
+                }
+                continue;
+            }
+            let a = waiting.len() as u32;
+            waiting.push((i as u32, alt.len()));
+            for it in alt {
+                if let Item::Ref(r) = it {
+                    if let Some(u) = users.get_mut(*r as usize) {
+                        u.push(a);
+                    }
+                }
             }
         }
-        if !changed {
-            return nullable;
+    }
+    while let Some(r) = queue.pop() {
+        for &a in &users[r as usize] {
+            let (rule, left) = &mut waiting[a as usize];
+            *left -= 1;
+            if *left == 0 && !nullable[*rule as usize] {
+                nullable[*rule as usize] = true;
+                queue.push(*rule);
+            }
         }
     }
+    nullable
 }
 
 /// Longest chain of leftmost rule references accepted. Expanding a stack follows such chains
@@ -179,4 +205,54 @@ fn left_recursive_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u3
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fixed point computed by repeated passes (the definition).
+    fn nullable_by_passes(rules: &[Vec<Vec<Item>>]) -> Vec<bool> {
+        let mut nullable = vec![false; rules.len()];
+        loop {
+            let mut changed = false;
+            for (i, alts) in rules.iter().enumerate() {
+                if !nullable[i]
+                    && alts.iter().any(|alt| alt.iter().all(|it| matches!(it, Item::Ref(r) if nullable[*r as usize])))
+                {
+                    nullable[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return nullable;
+            }
+        }
+    }
+
+    #[test]
+    fn worklist_nullable_equals_the_fixed_point() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..500 {
+            let n = 1 + next(12) as usize;
+            let rules: Vec<Vec<Vec<Item>>> = (0..n)
+                .map(|_| {
+                    (0..1 + next(3))
+                        .map(|_| {
+                            (0..next(4))
+                                .map(|_| if next(5) == 0 { Item::Char(0) } else { Item::Ref(next(n as u64) as u32) })
+                                .collect()
+                        })
+                        .collect()
+                })
+                .collect();
+            assert_eq!(nullable_rules(&rules), nullable_by_passes(&rules), "{rules:?}");
+        }
+    }
 }

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use crate::fast_hash::FastMap;
+use std::hash::Hasher;
+
+use crate::fast_hash::{FastMap, WordHasher};
 use crate::grammar::{Elem, Grammar};
 use crate::stacks::{StackArena, EMPTY};
 
@@ -70,9 +72,14 @@ pub(crate) struct State {
 pub struct Dfa {
     pub(crate) arena: StackArena,
     pub(crate) states: Vec<State>,
-    ids: FastMap<Key, u32>,
+    /// State ids by the hash of their key ([`Dfa::key_hash`]); a later state whose hash
+    /// collides with an earlier one's is kept in `hash_collisions` instead.
+    ids: FastMap<u64, u32>,
+    hash_collisions: Vec<(u64, u32)>,
     initial: u32,
     scratch: Vec<u32>,
+    /// The stacks of the state whose ASCII row is being filled (reused).
+    row_scratch: Vec<u32>,
     /// Transitions of all states, 256 per state (`state * 256 + byte`), filled on first use.
     trans: Vec<u32>,
     /// `end_ok` of each state, beside the table for the mask walk's inner loop.
@@ -100,8 +107,10 @@ impl Dfa {
             arena,
             states: Vec::new(),
             ids: FastMap::default(),
+            hash_collisions: Vec::new(),
             initial: 0,
             scratch: Vec::new(),
+            row_scratch: Vec::new(),
             trans: Vec::new(),
             end_ok: Vec::new(),
             self_loops: Vec::new(),
@@ -194,11 +203,39 @@ impl Dfa {
     /// [`Dfa::intern`] with the [`Key::eog_pending`] flag (meaningful only while a character is
     /// pending; normalised to false otherwise so equal states stay one state).
     fn intern_pending(&mut self, stacks: Vec<u32>, partial: Partial, eog_pending: bool) -> u32 {
-        let eog_pending = eog_pending && partial.remain > 0;
-        let key = Key { stacks: stacks.into_boxed_slice(), partial, eog_pending };
-        if let Some(&id) = self.ids.get(&key) {
-            return id;
+        self.intern_slice(&stacks, partial, eog_pending)
+    }
+
+    /// The hash of a state key, from its parts (so a lookup needs no allocation).
+    fn key_hash(stacks: &[u32], partial: Partial, eog_pending: bool) -> u64 {
+        let mut h = WordHasher::default();
+        h.write_usize(stacks.len());
+        for &st in stacks {
+            h.write_u32(st);
         }
+        h.write_u32(partial.value);
+        h.write_u8(partial.remain | ((eog_pending as u8) << 7));
+        h.finish()
+    }
+
+    /// The state with these parts, found by hash and compared in full, or built (the stacks
+    /// are copied only then).
+    fn intern_slice(&mut self, stacks: &[u32], partial: Partial, eog_pending: bool) -> u32 {
+        let eog_pending = eog_pending && partial.remain > 0;
+        let h = Self::key_hash(stacks, partial, eog_pending);
+        let same = |k: &Key| k.partial == partial && k.eog_pending == eog_pending && *k.stacks == *stacks;
+        let first = self.ids.get(&h).copied();
+        if let Some(id) = first {
+            if same(&self.states[id as usize].key) {
+                return id;
+            }
+            if let Some(&(_, id)) =
+                self.hash_collisions.iter().find(|(ch, id)| *ch == h && same(&self.states[*id as usize].key))
+            {
+                return id;
+            }
+        }
+        let key = Key { stacks: stacks.into(), partial, eog_pending };
         let g = &self.arena.grammar;
         let mut complete = false;
         let mut has_token_items = false;
@@ -228,8 +265,12 @@ impl Dfa {
         }
         let id = self.states.len() as u32;
         let eog_ok = complete || eog_pending;
-        self.states.push(State { key: key.clone(), complete, eog_ok, has_token_items });
-        self.ids.insert(key, id);
+        self.states.push(State { key, complete, eog_ok, has_token_items });
+        if first.is_some() {
+            self.hash_collisions.push((h, id));
+        } else {
+            self.ids.insert(h, id);
+        }
         self.trans.resize(self.trans.len() + 256, UNKNOWN);
         self.end_ok.push(end_ok);
         self.self_loops.push(None);
@@ -265,7 +306,9 @@ impl Dfa {
     /// lead to the same state, so each group of such bytes costs one stack advance. The groups
     /// are found by splitting the bytes 1..=127 by each distinct class on top of a stack.
     fn fill_ascii_row(&mut self, s: u32) {
-        let stacks = self.states[s as usize].key.stacks.clone();
+        let mut stacks = std::mem::take(&mut self.row_scratch);
+        stacks.clear();
+        stacks.extend_from_slice(&self.states[s as usize].key.stacks);
         let mut groups: Vec<u128> = Vec::with_capacity(8);
         groups.push(!1u128); // bytes 1..=127 (NUL is always dead)
         let mut any = 0u128;
@@ -301,6 +344,7 @@ impl Dfa {
                 bits &= bits - 1;
             }
         }
+        self.row_scratch = stacks;
     }
 
     /// The ASCII bytes `s` does not reject (bit `b`), read off the classes on top of its
@@ -475,9 +519,9 @@ impl Dfa {
         }
         out.sort_unstable();
         out.dedup();
-        let v = out.clone();
+        let id = self.intern_slice(&out, Partial::default(), false);
         self.scratch = out;
-        self.intern(v, Partial::default())
+        id
     }
 
     /// The state after whole token `token` is consumed by the token items on top of `s`'s

@@ -159,8 +159,12 @@ impl<'a> Parser<'a> {
     }
 
     fn symbol_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.out.symbol_ids.get(name) {
+            return id; // no String allocated for a name seen before
+        }
         let next = self.out.symbol_ids.len() as u32;
-        *self.out.symbol_ids.entry(name.to_string()).or_insert(next)
+        self.out.symbol_ids.insert(name.to_string(), next);
+        next
     }
 
     fn generate_symbol_id(&mut self, base: &str) -> u32 {
@@ -229,7 +233,7 @@ impl<'a> Parser<'a> {
                     let c = self.at(pos + 2 + k);
                     let d = (c as char)
                         .to_digit(16)
-                        .ok_or((pos, format!("expecting {n} hex chars at {}", self.snippet(pos))))?;
+                        .ok_or_else(|| (pos, format!("expecting {n} hex chars at {}", self.snippet(pos))))?;
                     v = v.wrapping_shl(4) | d;
                 }
                 Ok((v, pos + 2 + n))
