@@ -164,6 +164,15 @@ test('generate, inspect a step, regenerate with another top-k, errors', async ()
   assert.match(await page.textContent('#constraint-error pre'), /2 \| answer ::= \( "a" \| "b"\n\s+\^/);
   await page.screenshot({ path: path.join(shots, 'playground-grammar-error.png'), fullPage: true });
 
+  // A schema keyword the server cannot enforce: its JSON pointer, and that place in the text.
+  await page.check('input[name="constraint"][value="schema"]');
+  await page.fill('#constraint', '{\n  "type": "object",\n  "properties": {"a": {"type": "string", "pattern": "(?=x)"}}\n}');
+  await page.click('#generate');
+  await page.waitForSelector('#constraint-error:not([hidden])');
+  assert.match(await page.textContent('#constraint-error'), /Invalid 'json_schema'.*#\/properties\/a/);
+  assert.match(await page.textContent('#constraint-error pre'), /3 \| {3}"properties": \{"a"/);
+  await page.check('input[name="constraint"][value="gbnf"]');
+
   // A working grammar: every step says how many tokens it allowed.
   await setField('top_k', 40);
   await page.fill('#constraint', 'root ::= ("red" | "green" | "blue") ", " [a-z ]+ "."');

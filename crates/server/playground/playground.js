@@ -194,6 +194,26 @@ function lineCol(text, offset) {
   return { line, col: offset - before.lastIndexOf('\n') };
 }
 
+/**
+ * Where the JSON pointer named in a schema error (`at #/properties/a`) sits in the schema's
+ * text: each key of the pointer is looked for after the previous one (array indices skipped),
+ * which finds the place in any ordinary layout. Empty when there is no pointer.
+ */
+function pointerLineCol(message) {
+  const m = /at #(\/[^\s:]*)/.exec(message);
+  const text = els.constraint.value;
+  if (!m) return {};
+  let at = -1;
+  for (const raw of m[1].split('/').slice(1)) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (/^\d+$/.test(key)) continue;
+    const i = text.indexOf(JSON.stringify(key), at + 1);
+    if (i < 0) break;
+    at = i;
+  }
+  return at < 0 ? {} : lineCol(text, at);
+}
+
 /** The error with the constraint's line `line` and a caret under column `col`. */
 function showConstraintError(message, line, col) {
   const box = els.constraintError;
@@ -243,7 +263,8 @@ function showError(err) {
   const message = err.message || String(err);
   if (param === 'grammar' || param.startsWith('json_schema') || param.startsWith('response_format')) {
     const m = /line (\d+), column (\d+)/.exec(message);
-    showConstraintError(message, err.line || (m && Number(m[1])), err.col || (m && Number(m[2])));
+    const at = m ? { line: Number(m[1]), col: Number(m[2]) } : pointerLineCol(message);
+    showConstraintError(message, err.line || at.line, err.col || at.col);
     document.querySelector('details:has(#constraint)')?.setAttribute('open', '');
     return;
   }
