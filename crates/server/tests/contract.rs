@@ -5,6 +5,8 @@
 //!   only routes that answer;
 //! * every documented request field is read by the parser: sent with a value of a type the
 //!   document does not allow, it is a 400 naming that field;
+//! * the document validates against the official OpenAPI 3.1 schema, and each of its schemas
+//!   against the JSON Schema 2020-12 meta-schema (`tests/contract/validate_document.py`);
 //! * schemathesis (PyPI, pinned, installed with pip if missing) generates requests from the
 //!   document — valid and invalid, a bounded number per operation, generation kept to a few
 //!   tokens by `tests/contract/hooks.py` — and checks that no answer is a 5xx, every answer
@@ -256,6 +258,18 @@ fn schemathesis_finds_no_server_error_and_every_answer_conforms() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/contract");
     let report = std::env::temp_dir().join(format!("nucleus-contract-{}", std::process::id()));
     let examples = std::env::var("NUCLEUS_CONTRACT_EXAMPLES").unwrap_or_else(|_| EXAMPLES.into());
+    // The document against the official OpenAPI 3.1 schema and its schemas against the JSON
+    // Schema 2020-12 meta-schema.
+    let v = Command::new(python())
+        .arg(dir.join("validate_document.py"))
+        .arg(format!("http://{addr}/openapi.json"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run validate_document.py");
+    let vout = String::from_utf8_lossy(&v.stdout);
+    assert!(v.status.success(), "/openapi.json is not valid:\n{vout}\n{}", String::from_utf8_lossy(&v.stderr));
+    eprintln!("{}", vout.trim());
+
     let t0 = Instant::now();
     let out = Command::new(python())
         .args(["-c", "from schemathesis.cli import schemathesis; schemathesis()", "run"])

@@ -47,8 +47,12 @@ def after_call(context, case, response):
         err = response.json().get("error") or {}
     except Exception:
         err = {}
+    elapsed = getattr(response, "elapsed", 0.0)
+    row = [case.method, case.path, response.status_code, err.get("param"), err.get("code"), (err.get("message") or "")[:200], round(elapsed, 3)]
+    if elapsed > 2.0:
+        row.append(case.body)  # slow: keep the body to reproduce it
     with open(path, "a") as f:
-        f.write(json.dumps([case.method, case.path, response.status_code, err.get("param"), err.get("code"), (err.get("message") or "")[:200]]) + "\n")
+        f.write(json.dumps(row, default=str) + "\n")
 
 
 _VALIDATORS = {}
@@ -67,6 +71,7 @@ def stream_chunks_conform(ctx, response, case):
         ctype = ctype[0] if ctype else ""
     if response.status_code != 200 or not ctype.startswith("text/event-stream"):
         return None
+    cut_short = getattr(response, "stream_cut_short", False)  # schemathesis stopped reading
     doc = case.operation.schema.raw_schema
     op = doc["paths"][case.path][case.method.lower()]
     event = op["responses"]["200"]["content"]["text/event-stream"]["schema"]
@@ -76,8 +81,11 @@ def stream_chunks_conform(ctx, response, case):
         validator = jsonschema_rs.validator_for({"$ref": ref, "components": doc["components"]})
         _VALIDATORS[ref] = validator
     lines = [l[len("data: "):] for l in response.text.splitlines() if l.startswith("data: ")]
-    assert lines and lines[-1] == "[DONE]", f"the stream does not end with data: [DONE]: {lines[-1:]}"
-    for i, data in enumerate(lines[:-1]):
+    if not cut_short:
+        assert lines and lines[-1] == "[DONE]", f"the stream does not end with data: [DONE]: {lines[-1:]}"
+    for i, data in enumerate(lines):
+        if data == "[DONE]":
+            continue
         chunk = json.loads(data)
         if "error" in chunk:
             continue  # an error event (e.g. shutdown mid-stream) is OpenAI's error object
