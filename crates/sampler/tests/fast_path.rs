@@ -397,7 +397,7 @@ fn wide_top_p_matches_on_flat_rows() {
     let n = 65536;
     let before = nucleus_sampler::session::top_p_wide_tier_counts();
     for (shape, seed) in [(0u8, 1u64), (0, 2), (1, 3), (1, 4)] {
-        let mut g = Gen(seed * 0x9E37_79B9 | 1);
+        let mut g = Gen((seed * 0x9E37_79B9) | 1);
         let row: Vec<f32> = (0..n)
             .map(|_| {
                 let z = g.normal();
@@ -429,7 +429,7 @@ fn real_shaped_rows_match() {
     let (tp0, miro0) =
         (nucleus_sampler::session::top_p_tier_counts(), nucleus_sampler::session::mirostat_tier_counts());
     for seed in 1..4u64 {
-        let mut g = Gen(seed * 0x9E37_79B9 | 1);
+        let mut g = Gen((seed * 0x9E37_79B9) | 1);
         let row = real_shaped(n, &mut g);
         for top_p in [0.9f32, 0.95, 0.99] {
             let p = SamplingParams { seed: seed as u32, top_k: 0, top_p, ..Default::default() };

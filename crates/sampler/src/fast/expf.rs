@@ -289,8 +289,12 @@ mod tests {
     }
 
     unsafe fn apply<S: Simd>(xs: &[f32], out: &mut [f32], which: u8) {
+        assert!(out.len() >= xs.len());
         let mut i = 0;
         while i + S::N <= xs.len() {
+            // SAFETY: the kernel contract (`fast::simd`): the caller picked a level the CPU
+            // supports; the load and store cover `i..i + S::N`, inside both slices (`out` is at
+            // least as long as `xs`, asserted above).
             unsafe {
                 let x = S::load(xs.as_ptr().add(i));
                 let y = if which == 0 { exp_near::<S>(x) } else { exp_bound::<S>(x) };
@@ -299,6 +303,7 @@ mod tests {
             i += S::N;
         }
         for j in i..xs.len() {
+            // SAFETY: the scalar level needs no CPU feature, and indexing is checked.
             unsafe { out[j] = if which == 0 { exp_near::<Scalar>(xs[j]) } else { exp_bound::<Scalar>(xs[j]) } };
         }
     }
