@@ -396,7 +396,22 @@ pub struct ModelCard {
     /// Context tokens per request (llama.cpp's and vLLM's extra).
     pub max_model_len: usize,
     /// Model facts (llama.cpp's extra).
-    pub meta: Value,
+    pub meta: ModelMeta,
+}
+
+/// `meta` of a [`ModelCard`].
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub struct ModelMeta {
+    /// llama.cpp's architecture name (`llama`, `gemma3`, ...).
+    pub architecture: String,
+    /// Vocabulary size (token ids are below it).
+    pub n_vocab: usize,
+    /// The context the model was trained with.
+    pub n_ctx_train: usize,
+    /// Context tokens each request gets (`--ctx-size / --parallel`).
+    pub n_ctx_per_request: usize,
+    /// Slots (`--parallel`).
+    pub parallel: usize,
 }
 
 /// `GET /v1/models`.

@@ -5,9 +5,8 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
-use crate::openai_types::{json_response, ModelCard, ModelList};
+use crate::openai_types::{json_response, ModelCard, ModelList, ModelMeta};
 use crate::state::AppState;
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Response {
@@ -22,13 +21,13 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Response {
         created: ready.created,
         owned_by: "nucleus",
         max_model_len: ready.engine.slot_ctx(),
-        meta: json!({
-            "architecture": m.architecture(),
-            "n_vocab": m.n_vocab(),
-            "n_ctx_train": m.n_ctx_train(),
-            "n_ctx_per_request": ready.engine.slot_ctx(),
-            "parallel": ready.engine.parallel(),
-        }),
+        meta: ModelMeta {
+            architecture: m.architecture().to_string(),
+            n_vocab: m.n_vocab(),
+            n_ctx_train: m.n_ctx_train(),
+            n_ctx_per_request: ready.engine.slot_ctx(),
+            parallel: ready.engine.parallel(),
+        },
     };
     json_response(StatusCode::OK, &ModelList { object: "list", data: vec![card] })
 }
