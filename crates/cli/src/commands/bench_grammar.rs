@@ -127,6 +127,9 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
     let mut no_path = Vec::new();
     let mut llg_refused = Vec::new();
     let mut llg_cmp = LlgComparison::default();
+    // nucleus and llguidance on exactly the steps both walked (llguidance stops where it
+    // refuses nucleus's path).
+    let (mut common_ours, mut common_llg) = (Times::default(), Times::default());
     // Diagnostics: NUCLEUS_BENCH_SLOWEST=N prints the N slowest walks with their context.
     let slowest_n: usize = std::env::var("NUCLEUS_BENCH_SLOWEST").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut slowest: Vec<(Duration, String)> = Vec::new();
@@ -159,6 +162,7 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
             }
         };
         let mut masks = Vec::new();
+        let mut nucleus_times: Vec<Duration> = Vec::new();
         if let (Some(out), Ok((gbnf, _))) = (&mut path_dump, &compiled) {
             // Diagnostics: one JSON line per schema (name, GBNF, token path) for offline profiling.
             out.push_str(&json!({ "name": name, "gbnf": gbnf, "tokens": tokens }).to_string());
@@ -181,6 +185,7 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
                     slowest_compile.push((compile_time + pass1.times[0], what));
                 }
                 ours.masks.0.extend_from_slice(&pass1.times);
+                nucleus_times = pass1.times.clone();
                 if slowest_n > 0 {
                     let mut text = Vec::new();
                     for ((m, &took), &t) in pass1.masks.iter().zip(&pass1.times).zip(&tokens) {
@@ -249,6 +254,14 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
                 let compile_time = t.elapsed();
                 llg.compiled += 1;
                 let walked = llg_walk(&mut g, case_tokens, &masks, &llg_vocab, &vocab, name, &mut llg_cmp);
+                let llg_times = match &walked {
+                    Ok(t) | Err((t, _)) => t,
+                };
+                if !tokens.is_empty() || !masks.is_empty() {
+                    let k = llg_times.len().min(nucleus_times.len());
+                    common_ours.0.extend_from_slice(&nucleus_times[..k]);
+                    common_llg.0.extend_from_slice(&llg_times[..k]);
+                }
                 match walked {
                     Ok(times) => {
                         if let Some(first) = times.first() {
@@ -292,6 +305,7 @@ fn bench_model(b: &GrammarBench, spec: &str, model: &LlamaCppModel, docs: &[(Str
         "index_build_ms": round1(index_ms), "llguidance_index_build_ms": round1(llg_index_ms),
         "sides": { "nucleus": side(&ours), "llguidance": side(&llg), "llama.cpp": side(&llama) },
         "nucleus_walk_cache_off": walk.summary(),
+        "common_steps": { "nucleus": common_ours.summary(), "llguidance": common_llg.summary() },
         "llama_cpp_steps": steps, "llama_cpp_mask_mismatches": mismatches, "llama_cpp_mismatch_examples": mismatch_notes,
         "llguidance_compared": llg_cmp.compared, "llguidance_equal": llg_cmp.equal,
         "llguidance_equal_but_whitespace": llg_cmp.equal_but_space,
@@ -310,9 +324,10 @@ struct LlgComparison {
     compared: usize,
     /// Of those, steps whose masks are the same on the ordinary text tokens.
     equal: usize,
-    /// Steps where nucleus allows only more tokens starting with whitespace: the optional
-    /// whitespace its grammars keep after punctuation (llama.cpp's `space` rule), which the
-    /// compact llguidance layout has not; the rest of the two masks is the same.
+    /// Steps where nucleus allows only more tokens starting with whitespace (the optional
+    /// whitespace its grammars keep after punctuation, llama.cpp's `space` rule, which the
+    /// compact llguidance layout has not) or holding bytes that lead no UTF-8 character
+    /// (read by llama.cpp's decoder as lead bytes); the rest of the two masks is the same.
     equal_but_space: usize,
     /// A few differences, described.
     examples: Vec<String>,
@@ -342,7 +357,15 @@ fn llg_walk(
         let Some(m) = ours.get(i) else { break };
         cmp.compared += 1;
         let (only_ours, only_llg) = differences(m, g.allowed(), comparable);
-        let space = |t: &u32| matches!(vocab.piece(*t as Token).first(), Some(b' ' | b'\n' | b'\t' | b'\r'));
+        // Differences by layout, not language: whitespace nucleus's grammars allow after
+        // punctuation, and bytes that are no UTF-8 lead (0xC0, 0xC1, 0xF5..=0xFF) which
+        // llama.cpp's decoder, and so nucleus, reads as lead bytes of code points its negated
+        // classes accept.
+        let space = |t: &u32| {
+            let p = vocab.piece(*t as Token);
+            matches!(p.first(), Some(b' ' | b'\n' | b'\t' | b'\r'))
+                || p.iter().any(|&b| matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF))
+        };
         if only_ours.is_empty() && only_llg.is_empty() {
             cmp.equal += 1;
         } else if only_llg.is_empty() && only_ours.iter().all(space) {
@@ -423,6 +446,11 @@ fn print_table(r: &Value) {
             format!("{:.1} / {:.1} / {:.1}", f("masks", "p50_us"), f("masks", "mean_us"), f("masks", "p99_us")),
         );
     }
+    let (cn, cl) = (&r["common_steps"]["nucleus"], &r["common_steps"]["llguidance"]);
+    println!(
+        "on the {} steps both walked: nucleus p50 {} / mean {} / p99 {} us, llguidance p50 {} / mean {} / p99 {} us",
+        cn["masks"], cn["p50_us"], cn["mean_us"], cn["p99_us"], cl["p50_us"], cl["mean_us"], cl["p99_us"]
+    );
     let w = &r["nucleus_walk_cache_off"];
     println!(
         "nucleus walk alone (automaton warm, mask cache off): p50 {} / mean {} / p99 {} us",
@@ -433,7 +461,7 @@ fn print_table(r: &Value) {
         r["llama_cpp_mask_mismatches"], r["llama_cpp_steps"]
     );
     println!(
-        "llguidance masks (text tokens) along nucleus's path: {} compared, {} equal, {} equal but for nucleus's optional whitespace, {} differing otherwise",
+        "llguidance masks (text tokens) along nucleus's path: {} compared, {} equal, {} equal but for nucleus's optional whitespace or invalid UTF-8 lead bytes, {} differing otherwise",
         r["llguidance_compared"],
         r["llguidance_equal"],
         r["llguidance_equal_but_whitespace"],
