@@ -39,8 +39,8 @@ pub struct BenchArgs {
     /// Vocabulary of the batch measurement
     #[arg(long, default_value_t = 151936)]
     pub batch_vocab: usize,
-    /// Measure grammar masks instead: nucleus-grammar against llama.cpp's grammar sampler on
-    /// real model vocabularies, along the JSON Schema instances in --schemas
+    /// Measure grammar masks instead: nucleus-grammar beside llguidance and llama.cpp's grammar
+    /// sampler on real model vocabularies, along the JSON Schema instances in --schemas
     #[arg(long)]
     pub grammar: bool,
     /// Models whose vocabularies the grammar benchmark uses, and whose logits the `real` shape
