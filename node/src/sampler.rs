@@ -243,11 +243,9 @@ impl Sampler {
         self.last()?;
         // Take the last row out while the sampler rebuilds its candidates from it.
         let Some((row, tok)) = self.last.take() else { return Ok(Vec::new()) };
-        let cands = match row.logits() {
-            Logits::F32(r) if !self.sampler.candidates_complete() => self.sampler.materialize_candidates(r),
-            // Only f32 rows take the fast paths that defer the candidates.
-            _ => self.sampler.candidates(),
-        };
+        // A fast path may have deferred the candidates; this rebuilds them from the row (any
+        // precision) and is free when they are complete.
+        let cands = self.sampler.materialize_candidates(row.logits());
         let mut out: Vec<TokenProb> = Vec::with_capacity(n);
         top_n_post(cands, n, &mut out);
         self.last = Some((row, tok));

@@ -217,15 +217,9 @@ impl Sampler {
     fn last_probs(&self, py: Python<'_>, n: usize) -> PyResult<Vec<(Token, f32)>> {
         self.with_last_row(py, |st, row, _| {
             let mut out: Vec<TokenProb> = Vec::with_capacity(n);
-            let cands = if st.sampler.candidates_complete() {
-                st.sampler.candidates()
-            } else {
-                match row {
-                    Logits::F32(r) => st.sampler.materialize_candidates(r),
-                    // Only f32 rows take the fast paths that defer the candidates.
-                    _ => st.sampler.candidates(),
-                }
-            };
+            // A fast path may have deferred the candidates; this rebuilds them from the row
+            // (any precision) and is free when they are complete.
+            let cands = st.sampler.materialize_candidates(row);
             top_n_post(cands, n, &mut out);
             out.into_iter().map(|t| (t.id, t.p)).collect()
         })

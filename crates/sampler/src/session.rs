@@ -180,10 +180,24 @@ impl TokenSampler {
     /// The exact final candidates of the last step — what the full path leaves, bit for bit —
     /// rebuilt from `logits`, which must be the row that step sampled from. Valid after the
     /// token was accepted (the sparse samplers' effect is kept from the step itself); cheap
-    /// when [`TokenSampler::candidates_complete`] already holds.
-    pub fn materialize_candidates(&mut self, logits: &[f32]) -> &Candidates {
+    /// when [`TokenSampler::candidates_complete`] already holds. A half-precision row is read
+    /// as its f32 widening, as [`TokenSampler::apply`] read it.
+    pub fn materialize_candidates<'a>(&mut self, logits: impl Into<Logits<'a>>) -> &Candidates {
         if let Some(d) = self.fast.deferred.take() {
-            self.cands.fill_f32(logits);
+            match logits.into() {
+                Logits::F32(row) => self.cands.fill_f32(row),
+                half => {
+                    let mut wide = std::mem::take(&mut self.fast.widened);
+                    wide.resize(half.len(), 0.0);
+                    match half {
+                        Logits::F16(l) => l.convert_to_f32_slice(&mut wide),
+                        Logits::Bf16(l) => l.convert_to_f32_slice(&mut wide),
+                        Logits::F32(_) => unreachable!("matched above"),
+                    }
+                    self.cands.fill_f32(&wide);
+                    self.fast.widened = wide;
+                }
+            }
             {
                 let data = self.cands.as_mut_slice();
                 for p in self.fast.sparse.as_slice() {

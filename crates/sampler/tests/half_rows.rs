@@ -1,9 +1,10 @@
 //! Half-precision rows (f16, bf16) mean their f32 widening: sampled through the fast paths they
 //! give, step after step, the tokens the full path gives on the same half row and the tokens an
-//! f32 sampler gives on the widened row, for every chain shape the fast paths cover.
+//! f32 sampler gives on the widened row, for every chain shape the fast paths cover; their final
+//! candidates, rebuilt from the half row, are the full path's.
 
 use half::{bf16, f16};
-use nucleus_sampler::{MirostatMode, SamplingParams, TokenSampler};
+use nucleus_sampler::{Candidates, MirostatMode, SamplingParams, TokenSampler};
 
 /// A deterministic row of `n` logits with a long tail and a few ties (LCG noise).
 fn row(n: usize, seed: u64) -> Vec<f32> {
@@ -15,6 +16,10 @@ fn row(n: usize, seed: u64) -> Vec<f32> {
             (u * 12.0 - 6.0) * (u * u)
         })
         .collect()
+}
+
+fn bits(c: &Candidates) -> Vec<(i32, u32, u32)> {
+    c.as_slice().iter().map(|t| (t.id, t.logit.to_bits(), t.p.to_bits())).collect()
 }
 
 fn chains() -> Vec<(&'static str, SamplingParams)> {
@@ -50,6 +55,10 @@ fn half_rows_take_the_fast_paths_and_equal_their_widening() {
             let bw: Vec<f32> = b.iter().map(|v| v.to_f32()).collect();
             let t = fast_f16.sample(h.as_slice()).unwrap();
             assert_eq!(t, full_f16.sample(h.as_slice()).unwrap(), "{name} f16 step {step}: fast vs full");
+            // The fast path may defer the final candidates; rebuilt from the half row they are
+            // the full path's, bit for bit.
+            let got = bits(fast_f16.materialize_candidates(h.as_slice()));
+            assert_eq!(got, bits(full_f16.candidates()), "{name} f16 step {step}: candidates");
             assert_eq!(t, f32s.sample(hw.as_slice()).unwrap(), "{name} f16 step {step}: vs f32 widening");
             let t = fast_bf16.sample(b.as_slice()).unwrap();
             assert_eq!(t, full_bf16.sample(b.as_slice()).unwrap(), "{name} bf16 step {step}: fast vs full");
