@@ -187,15 +187,8 @@ impl TokenSampler {
             match logits.into() {
                 Logits::F32(row) => self.cands.fill_f32(row),
                 half => {
-                    let mut wide = std::mem::take(&mut self.fast.widened);
-                    wide.resize(half.len(), 0.0);
-                    match half {
-                        Logits::F16(l) => l.convert_to_f32_slice(&mut wide),
-                        Logits::Bf16(l) => l.convert_to_f32_slice(&mut wide),
-                        Logits::F32(_) => unreachable!("matched above"),
-                    }
-                    self.cands.fill_f32(&wide);
-                    self.fast.widened = wide;
+                    widen(half, &mut self.fast.widened);
+                    self.cands.fill_f32(&self.fast.widened);
                 }
             }
             {
@@ -236,12 +229,7 @@ impl TokenSampler {
         // `to_f32`), so they are widened once into a reused buffer and take the f32 fast paths
         // too, instead of the full path over the whole vocabulary (about 30x slower).
         let mut wide = std::mem::take(&mut self.fast.widened);
-        wide.resize(logits.len(), 0.0);
-        match logits {
-            Logits::F16(l) => l.convert_to_f32_slice(&mut wide),
-            Logits::Bf16(l) => l.convert_to_f32_slice(&mut wide),
-            Logits::F32(_) => unreachable!("handled above"),
-        }
+        widen(logits, &mut wide);
         let out = match self.try_fast(&wide) {
             Ok(Some(tok)) => Ok(tok),
             Ok(None) => self.apply_steered(Logits::F32(&wide), |_| {}),
@@ -657,4 +645,15 @@ pub fn top_p_tier_counts() -> [u64; 2] {
 #[doc(hidden)]
 pub fn top_p_wide_tier_counts() -> [u64; 2] {
     crate::fast::top_p_wide::tier_counts()
+}
+
+/// Writes `logits` widened to f32 into `out` (resized to the row; no allocation once it has
+/// held a row this long).
+fn widen(logits: Logits<'_>, out: &mut Vec<f32>) {
+    out.resize(logits.len(), 0.0);
+    match logits {
+        Logits::F32(l) => out.copy_from_slice(l),
+        Logits::F16(l) => l.convert_to_f32_slice(out),
+        Logits::Bf16(l) => l.convert_to_f32_slice(out),
+    }
 }

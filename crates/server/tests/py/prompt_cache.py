@@ -147,8 +147,11 @@ idle_before = metric("nucleus_prompt_cache_idle_tokens_total")
 convo = [{"role": "system", "content": SYS}, {"role": "user", "content": "Which events are on Tuesdays?"}]
 t1 = c.chat.completions.create(model=MODEL, max_tokens=64, seed=9, temperature=0.9, messages=convo,
                                extra_body={"ignore_eos": True})
-time.sleep(3)  # idle: the tail is evaluated a chunk at a time
-assert metric("nucleus_prompt_cache_idle_tokens_total") >= idle_before + 64
+# Idle now: wait (up to a minute) until the idle pass has evaluated at least one chunk.
+deadline = time.time() + 60
+while metric("nucleus_prompt_cache_idle_tokens_total") < idle_before + 64:
+    assert time.time() < deadline, "the idle pass evaluated nothing within a minute"
+    time.sleep(0.1)
 convo += [{"role": "assistant", "content": t1.choices[0].message.content},
           {"role": "user", "content": "And on Fridays?"}]
 warm = create(convo)
