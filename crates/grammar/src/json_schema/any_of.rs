@@ -5,37 +5,20 @@
 
 use serde_json::Value;
 
-use super::keywords::{ANNOTATIONS, STANDARD_FORMATS, SUPPORTED, UNSUPPORTED};
+use super::ir::Node;
+use super::keywords::STANDARD_FORMATS;
 use super::primitives::primitive;
 use super::shape::{declared_types, resolve};
 
-const ALL: [&str; 6] = ["object", "array", "string", "number", "boolean", "null"];
-
-/// The types for which `s` accepts every instance, when `s` is unconstrained within its
-/// `type` (only annotations, unknown keywords, custom formats, `additionalProperties: true`).
+/// The types for which `s` accepts every instance (those its `type` admits whose own
+/// keywords are all vacuous, when it lists no values and has no combinators), `None` when
+/// there are none.
 pub(super) fn total_types(root: &Value, s: &Value) -> Option<Vec<String>> {
-    let s = resolve(root, s);
-    let m = match s {
-        Value::Bool(true) => return Some(ALL.iter().map(|t| t.to_string()).collect()),
-        Value::Object(m) => m,
-        _ => return None,
-    };
-    for (k, v) in m {
-        let free = ANNOTATIONS.contains(&k.as_str())
-            || (!SUPPORTED.contains(&k.as_str()) && !UNSUPPORTED.contains(&k.as_str()))
-            || k == "type"
-            || (k == "additionalProperties" && *v == Value::Bool(true))
-            || (k == "format" && v.as_str().is_some_and(custom_format));
-        if !free {
-            return None;
-        }
+    let total = Node::parse(root, resolve(root, s)).total_types();
+    if total.is_empty() {
+        return None;
     }
-    match m.get("type") {
-        None => Some(ALL.iter().map(|t| t.to_string()).collect()),
-        Some(Value::String(t)) => Some(vec![t.clone()]),
-        Some(Value::Array(a)) => a.iter().map(|t| t.as_str().map(String::from)).collect(),
-        _ => None,
-    }
+    total.names().map(|v| v.into_iter().map(String::from).collect())
 }
 
 /// A format name the converter treats as an annotation (not standard, no built-in rule).

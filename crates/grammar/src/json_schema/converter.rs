@@ -286,16 +286,7 @@ impl<'a> Converter<'a> {
         if obj.contains_key("enum") || obj.contains_key("const") {
             return None;
         }
-        let typed = obj.iter().any(|(k, v)| {
-            let vacuous = match k.as_str() {
-                "format" => v.as_str().is_none_or(super::any_of::custom_format),
-                "uniqueItems" => *v != Value::Bool(true),
-                "additionalProperties" => *v == Value::Bool(true),
-                _ => false,
-            };
-            SUPPORTED.contains(&k.as_str()) && applies_to(k).is_some() && !vacuous
-        });
-        if !typed {
+        if super::ir::Node::of_map(obj).constrained_types().is_empty() {
             return None;
         }
         let mut types = vec!["object", "array", "string", "number", "boolean", "null"];

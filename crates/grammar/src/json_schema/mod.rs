@@ -28,6 +28,7 @@ mod counting;
 mod dependencies;
 mod enum_filter;
 mod int_range;
+mod ir;
 mod key_space;
 mod keywords;
 mod multiple_of;

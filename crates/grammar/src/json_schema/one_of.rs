@@ -18,9 +18,9 @@
 
 use serde_json::{Map, Value};
 
-use super::any_of::{custom_format, total_types};
+use super::any_of::total_types;
 use super::converter::as_count;
-use super::keywords::{applies_to, ANNOTATIONS, SUPPORTED, UNSUPPORTED};
+use super::ir::{Node, TypeSet};
 use super::shape::{declared_types, json_type_matches, merge_all_of, merge_schemas, overlaps, resolve};
 
 /// How deep the prover follows properties, items and nested unions.
@@ -66,28 +66,7 @@ fn restricted(root: &Value, s: &Value, t: &str) -> Option<Value> {
 /// Whether `s` accepts every instance of type `t` (one of [`TYPES`]): every assertion it has
 /// constrains other types only.
 fn total_for(root: &Value, s: &Value, t: &str) -> bool {
-    let m = match resolve(root, s) {
-        Value::Bool(b) => return *b,
-        Value::Object(m) => m,
-        _ => return false,
-    };
-    m.iter().all(|(k, v)| {
-        let k = k.as_str();
-        if ANNOTATIONS.contains(&k) || (!SUPPORTED.contains(&k) && !UNSUPPORTED.contains(&k)) {
-            return true;
-        }
-        match k {
-            "type" => match v {
-                Value::String(x) => x == t,
-                Value::Array(a) => a.iter().any(|x| x == t),
-                _ => false,
-            },
-            "format" if v.as_str().is_some_and(custom_format) => true,
-            "additionalProperties" if *v == Value::Bool(true) => true,
-            "uniqueItems" if *v != Value::Bool(true) => true,
-            _ => applies_to(k).is_some_and(|u| u != t),
-        }
-    })
+    TypeSet::named(t).is_some_and(|t| Node::parse(root, resolve(root, s)).total_types().contains(t))
 }
 
 /// Types that two or more alternatives accept in full: each such instance matches at least

@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-const ALL: [&str; 7] = ["object", "array", "string", "number", "integer", "boolean", "null"];
-
 /// Whether `v` is an instance of JSON Schema type `t`.
 pub fn json_type_matches(v: &Value, t: &str) -> bool {
     match t {
@@ -57,61 +55,10 @@ pub fn deref_plain<'a>(root: &'a Value, mut s: &'a Value) -> &'a Value {
 }
 
 /// The JSON types a schema admits, when it says so (`type`, `const`, `enum`, through `$ref`
-/// and `anyOf`/`oneOf`); `None` = could be anything.
+/// and `anyOf`/`oneOf`, `allOf`); `None` = could be anything. Read off the typed view
+/// ([`super::ir::declared_types`]).
 pub fn declared_types(root: &Value, s: &Value) -> Option<Vec<String>> {
-    declared_types_at(root, s, 0)
-}
-
-fn declared_types_at(root: &Value, s: &Value, depth: usize) -> Option<Vec<String>> {
-    if depth > 32 {
-        return None;
-    }
-    let s = resolve(root, s);
-    let mut types: Vec<String> = match s.get("type") {
-        Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(a)) => a.iter().filter_map(|t| t.as_str().map(String::from)).collect(),
-        _ => {
-            if let Some(c) = s.get("const") {
-                ALL.iter().filter(|t| **t != "integer" && json_type_matches(c, t)).map(|t| t.to_string()).collect()
-            } else if let Some(Value::Array(e)) = s.get("enum") {
-                let mut v: Vec<String> = Vec::new();
-                for x in e {
-                    for t in ALL {
-                        if t != "integer" && json_type_matches(x, t) && !v.iter().any(|y| y == t) {
-                            v.push(t.to_string());
-                        }
-                    }
-                }
-                v
-            } else if let Some(Value::Array(alts)) = s.get("anyOf").or_else(|| s.get("oneOf")) {
-                let mut v: Vec<String> = Vec::new();
-                for a in alts {
-                    for t in declared_types_at(root, a, depth + 1)? {
-                        if !v.contains(&t) {
-                            v.push(t);
-                        }
-                    }
-                }
-                v
-            } else if let Some(Value::Array(all)) = s.get("allOf") {
-                let mut acc: Option<Vec<String>> = None;
-                for a in all {
-                    if let Some(t) = declared_types_at(root, a, depth + 1) {
-                        acc = Some(match acc {
-                            None => t,
-                            Some(prev) => prev.into_iter().filter(|x| overlaps(x, &t)).collect(),
-                        });
-                    }
-                }
-                return acc;
-            } else {
-                return None;
-            }
-        }
-    };
-    types.sort();
-    types.dedup();
-    Some(types)
+    super::ir::declared_types(root, s).map(|t| t.covering_names().into_iter().map(String::from).collect())
 }
 
 pub fn overlaps(t: &str, set: &[String]) -> bool {
