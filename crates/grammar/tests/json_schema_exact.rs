@@ -172,3 +172,61 @@ fn patterns_repeating_nullable_groups_build() {
         }
     }
 }
+
+/// Whether the grammar accepts exactly this text (no relayout: escapes as written).
+fn accepts_text(m: &Matcher, text: &str) -> bool {
+    let mut m = m.clone();
+    m.accept_bytes(text.as_bytes()).is_ok() && m.can_end()
+}
+
+/// Object keys holding `"`, `\`, control characters or DEL: named ones and extra ones (next
+/// to named ones, where the key rule must exclude the names) are written in canonical JSON
+/// escaping, each key one way, so a named key can never pass as an extra key.
+#[test]
+fn object_keys_with_escapes() {
+    let props = json!({"a\"b": {"type": "integer"}, "c\\d": {"type": "string"}, "t\tb": {"type": "null"},
+        "del\u{7f}": {"type": "null"}, "ctl\u{1}": {"type": "boolean"}, "\"": {"type": "integer"}});
+    let named_good = [
+        r#"{"a\"b":1,"c\\d":"x"}"#,
+        r#"{"t\tb":null,"del\u007f":null,"ctl\u0001":true,"\"":2}"#,
+        r#"{"ctl\u0001":false}"#,
+    ];
+    let named_bad = [r#"{"a\"b":"x"}"#, r#"{"c\\d":1}"#, r#"{"del\u007f":1}"#, r#"{"ctl\u0001":1}"#, r#"{"\"":"x"}"#];
+    let extra = [
+        r#"{"e\"":"x"}"#,
+        r#"{"e\n":"x"}"#,
+        r#"{"\\":"x"}"#,
+        r#"{"a\"":"x"}"#,
+        r#"{"a\"bc":"x"}"#,
+        r#"{"\"\"":"x"}"#,
+        r#"{"ctl\u0002":"x"}"#,
+        r#"{"\u0000":"x"}"#,
+        r#"{"del\u007f\u007f":"x"}"#,
+        r#"{"t\t":"x"}"#,
+        r#"{"":"x"}"#,
+    ];
+    // Open objects: any other key, any value.
+    let s = json!({"type": "object", "properties": props});
+    let all: Vec<&str> = named_good.iter().chain(&extra).copied().collect();
+    check(s.clone(), &all, &named_bad);
+    // Extra keys must hold strings.
+    let mut typed = s.clone();
+    typed["additionalProperties"] = json!({"type": "string"});
+    let extra_bad: Vec<String> = extra.iter().map(|e| e.replace(r#":"x""#, ":1")).collect();
+    let bad: Vec<&str> = named_bad.iter().copied().chain(extra_bad.iter().map(String::as_str)).collect();
+    check(typed.clone(), &all, &bad);
+    // Closed objects: only the names.
+    let mut closed = s;
+    closed["additionalProperties"] = json!(false);
+    let bad: Vec<&str> = named_bad.iter().chain(&extra).copied().collect();
+    check(closed, &named_good, &bad);
+    // One spelling per key: a named key escaped another way is no extra key.
+    let m = compile(&typed);
+    assert!(accepts_text(&m, r#"{"e\"":"x"}"#));
+    for other_spelling in [r#"{"a\u0022b":"x"}"#, r#"{"t\u0009b":"x"}"#, r#"{"\u0061":"x"}"#, r#"{"a\/":"x"}"#] {
+        assert!(!accepts_text(&m, other_spelling), "{other_spelling}: non-canonical escapes are not generated");
+    }
+    // Enum and const values with DEL and controls are matched in the same canonical text.
+    check(json!({"enum": ["x\u{7f}", "q\"\u{1}"]}), &[r#""x\u007f""#, r#""q\"\u0001""#], &[r#""x""#]);
+    check(json!({"const": {"k\u{7f}": ["\u{7f}"]}}), &[r#"{"k\u007f":["\u007f"]}"#], &[r#"{"k":["\u007f"]}"#]);
+}

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::converter::{as_count, constant, err, is_unsatisfiable, Converter};
+use super::converter::{as_count, canonical_constant, err, is_unsatisfiable, Converter};
 use super::enum_filter::canonical;
 use super::keywords::ANNOTATIONS;
 use super::repetition;
@@ -189,7 +189,7 @@ impl Converter<'_> {
         let lits: Vec<String> = groups
             .iter()
             .map(|g| {
-                let alts: Vec<String> = g.iter().map(constant).collect();
+                let alts: Vec<String> = g.iter().map(canonical_constant).collect();
                 format!("({}) space", alts.join(" | "))
             })
             .collect();

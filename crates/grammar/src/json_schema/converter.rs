@@ -85,6 +85,42 @@ pub(super) fn constant(v: &Value) -> String {
     format_literal(&serde_json::to_string(v).unwrap_or_default())
 }
 
+/// Strict mode's literal for a value: its canonical JSON text (strings written as
+/// `relayout::json_string` writes them: DEL escaped too, which `serde_json` leaves raw).
+pub(super) fn canonical_constant(v: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::String(s) => out.push_str(&super::relayout::json_string(s)),
+            Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(x, out);
+                }
+                out.push(']');
+            }
+            Value::Object(m) => {
+                out.push('{');
+                for (i, (k, x)) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&super::relayout::json_string(k));
+                    out.push(':');
+                    write(x, out);
+                }
+                out.push('}');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(v, &mut out);
+    format_literal(&out)
+}
+
 impl RuleSink for Converter<'_> {
     fn add_rule(&mut self, name: &str, body: &str) -> String {
         Converter::add_rule(self, name, body)
@@ -468,12 +504,14 @@ impl<'a> Converter<'a> {
             if strict {
                 self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
             }
-            return Ok(self.add_rule(&rule_name, &format!("{} space", constant(c))));
+            let lit = if strict { canonical_constant(c) } else { constant(c) };
+            return Ok(self.add_rule(&rule_name, &format!("{lit} space")));
         }
         if let Some(e) = obj.get("enum") {
             let vals = e.as_array().ok_or_else(|| err("enum", ptr, "must be an array"))?;
             let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
-            let body = format!("({}) space", vals.iter().map(constant).collect::<Vec<_>>().join(" | "));
+            let lit = if strict { canonical_constant } else { constant };
+            let body = format!("({}) space", vals.iter().map(lit).collect::<Vec<_>>().join(" | "));
             return Ok(self.add_rule(&rule_name, &body));
         }
         let addl = obj.get("additionalProperties");

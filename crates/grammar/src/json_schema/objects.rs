@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::converter::{constant, err, esc_ptr, format_literal, is_unsatisfiable, Converter};
+use super::converter::{canonical_constant, constant, err, esc_ptr, format_literal, is_unsatisfiable, Converter};
 use super::key_space::KeyClass;
 use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use crate::error::SchemaError;
@@ -159,7 +159,8 @@ impl Converter<'_> {
                 self.refuse("allOf", ptr, "enum intersected with non-enum components")?;
             }
             if !inter.is_empty() {
-                let mut lits: Vec<String> = inter.iter().map(constant).collect();
+                let lit = if strict { canonical_constant } else { constant };
+                let mut lits: Vec<String> = inter.iter().map(lit).collect();
                 lits.sort();
                 lits.dedup();
                 return Ok(self.add_rule(rule_name, &format!("({}) space", lits.join(" | "))));
@@ -201,7 +202,11 @@ impl Converter<'_> {
                 Err(e) => return Err(e),
             };
             present.push(pn);
-            let lit = format_literal(&serde_json::to_string(&Value::String(pn.clone())).unwrap_or_default());
+            let lit = if strict {
+                format_literal(&super::relayout::json_string(pn))
+            } else {
+                format_literal(&serde_json::to_string(&Value::String(pn.clone())).unwrap_or_default())
+            };
             let k = self.add_rule(&format!("{name}{dash}{pn}-kv"), &format!("{lit} space \":\" space {r}"));
             kv.insert(pn.clone(), k);
         }
@@ -313,9 +318,13 @@ impl Converter<'_> {
         res
     }
 
-    /// A JSON string that is none of `strings` (llama.cpp's trie construction; strict mode
-    /// fixes its holes: no escapes, proper handling of prefixes of excluded names).
+    /// A JSON string that is none of `strings`: llama.cpp's trie construction (compat mode,
+    /// with its holes: no escapes, prefixes of excluded names); strict mode writes the exact
+    /// language ([`Self::not_strings_strict`]).
     pub(super) fn not_strings(&mut self, strings: &[&str]) -> Result<String, SchemaError> {
+        if self.opts.strict {
+            return Ok(self.not_strings_strict(strings));
+        }
         #[derive(Default)]
         struct Node {
             children: BTreeMap<char, Node>,
@@ -329,34 +338,78 @@ impl Converter<'_> {
             }
             n.end = true;
         }
-        let strict = self.opts.strict;
-        let ch = if strict {
-            self.add_rule("key-char", "[^\"\\\\\\x7F\\x00-\\x1F]")
-        } else {
-            self.add_primitive("char", "char")?
-        };
-        fn esc_class(c: char) -> String {
-            match c {
-                ']' | '\\' | '-' | '^' => format!("\\{c}"),
-                '"' => "\\\"".into(),
-                c => c.to_string(),
-            }
-        }
-        fn visit(n: &Node, ch: &str, strict: bool, out: &mut String) {
+        let ch = self.add_primitive("char", "char")?;
+        fn visit(n: &Node, ch: &str, out: &mut String) {
             let mut rejects = String::new();
-            let mut first = true;
-            for (c, child) in &n.children {
-                if !first {
+            for (i, (c, child)) in n.children.iter().enumerate() {
+                if i > 0 {
                     out.push_str(" | ");
                 }
-                first = false;
-                rejects.push_str(&if strict { esc_class(*c) } else { c.to_string() });
-                out.push_str(&format!("[{}]", if strict { esc_class(*c) } else { c.to_string() }));
+                rejects.push(*c);
+                out.push_str(&format!("[{c}]"));
                 if !child.children.is_empty() {
                     out.push_str(" (");
-                    visit(child, ch, strict, out);
+                    visit(child, ch, out);
                     out.push(')');
-                    if strict && !child.end {
+                } else if child.end {
+                    out.push_str(&format!(" {ch}+"));
+                }
+            }
+            if !n.children.is_empty() {
+                out.push_str(&format!(" | [^\"{rejects}] {ch}*"));
+            }
+        }
+        let mut out = String::from("[\"] ( ");
+        visit(&trie, &ch, &mut out);
+        out.push_str(&format!(" ){} [\"] space", if trie.end { "" } else { "?" }));
+        Ok(out)
+    }
+
+    /// Strict mode: the JSON text (quotes included) of a key that is none of `strings`, in
+    /// canonical form (`"`, `\`, control characters and DEL escaped, each one way: the short
+    /// escape where JSON has one, else `\u00xx` in lower case; nothing else escaped), so each
+    /// key has exactly one spelling and the excluded names are excluded exactly. Built on a
+    /// trie of the names' canonical text units (a character or one escape).
+    fn not_strings_strict(&mut self, strings: &[&str]) -> String {
+        #[derive(Default)]
+        struct Node {
+            children: BTreeMap<String, Node>,
+            end: bool,
+        }
+        let mut trie = Node::default();
+        for s in strings {
+            let mut n = &mut trie;
+            for c in s.chars() {
+                n = n.children.entry(canonical_unit(c)).or_default();
+            }
+            n.end = true;
+        }
+        let esc = self.add_rule("key-escape", KEY_ESCAPE);
+        let ch = self.add_rule("key-unit", &format!("{KEY_RAW} | {esc}"));
+        fn visit(n: &Node, ch: &str, esc: &str, out: &mut String) {
+            let mut raw_rejects = String::new();
+            let mut esc_rejects: Vec<&str> = Vec::new();
+            for (i, (unit, child)) in n.children.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(" | ");
+                }
+                if unit.starts_with('\\') {
+                    esc_rejects.push(unit);
+                    out.push_str(&format_literal(unit));
+                } else {
+                    let c = unit.chars().next().unwrap_or(' ');
+                    let e = match c {
+                        ']' | '-' | '^' => format!("\\{c}"),
+                        c => c.to_string(),
+                    };
+                    raw_rejects.push_str(&e);
+                    out.push_str(&format!("[{e}]"));
+                }
+                if !child.children.is_empty() {
+                    out.push_str(" (");
+                    visit(child, ch, esc, out);
+                    out.push(')');
+                    if !child.end {
                         // Ending right after this prefix is fine: it is not an excluded name.
                         out.push('?');
                     }
@@ -364,17 +417,42 @@ impl Converter<'_> {
                     out.push_str(&format!(" {ch}+"));
                 }
             }
-            if !n.children.is_empty() {
-                if strict {
-                    out.push_str(&format!(" | [^\"\\\\\\x7F\\x00-\\x1F{rejects}] {ch}*"));
-                } else {
-                    out.push_str(&format!(" | [^\"{rejects}] {ch}*"));
-                }
+            if n.children.is_empty() {
+                return;
+            }
+            let raw = KEY_RAW.trim_end_matches(']');
+            out.push_str(&format!(" | {raw}{raw_rejects}] {ch}*"));
+            if esc_rejects.is_empty() {
+                out.push_str(&format!(" | {esc} {ch}*"));
+            } else {
+                let others: Vec<String> = canonical_escapes()
+                    .filter(|e| !esc_rejects.contains(&e.as_str()))
+                    .map(|e| format_literal(&e))
+                    .collect();
+                out.push_str(&format!(" | ({}) {ch}*", others.join(" | ")));
             }
         }
         let mut out = String::from("[\"] ( ");
-        visit(&trie, &ch, strict, &mut out);
+        visit(&trie, &ch, &esc, &mut out);
         out.push_str(&format!(" ){} [\"] space", if trie.end { "" } else { "?" }));
-        Ok(out)
+        out
     }
+}
+
+/// An unescaped character of a canonical JSON string.
+const KEY_RAW: &str = "[^\"\\\\\\x7F\\x00-\\x1F]";
+
+/// The canonical escapes (see [`canonical_unit`]) as GBNF.
+const KEY_ESCAPE: &str = "[\\\\] ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f] | \"7f\"))";
+
+/// The canonical JSON text of one character inside a string (as `relayout::json_string`
+/// writes it).
+pub(super) fn canonical_unit(c: char) -> String {
+    let s = super::relayout::json_string(&c.to_string());
+    s[1..s.len() - 1].to_string()
+}
+
+/// Every canonical escape: `\"`, `\\`, and one per control character and DEL.
+fn canonical_escapes() -> impl Iterator<Item = String> {
+    ['"', '\\'].into_iter().chain((0u8..0x20).chain([0x7F]).map(char::from)).map(canonical_unit)
 }
