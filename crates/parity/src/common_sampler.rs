@@ -338,6 +338,9 @@ impl<'m> RawContext<'m> {
             params.n_threads = threads as i32;
             params.n_threads_batch = threads as i32;
             params.no_perf = true;
+            // As the runtime's contexts (`nucleus_runtime::LlamaCppContext`): flash attention
+            // off, so a token's logits do not depend on how the tokens were batched.
+            params.flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
             sys::llama_init_from_model(model.ptr.as_ptr(), params)
         };
         let ptr = NonNull::new(raw).ok_or("llama.cpp could not create a context")?;

@@ -53,7 +53,14 @@ impl LlamaCppContext {
         // One decode step holds a token per sequence, so a batch must fit every sequence.
         let n_batch = opts.n_batch.max(n_seq).clamp(1, want) as u32;
         let threads = opts.threads.unwrap_or_else(default_threads).max(1) as i32;
+        // Flash attention off: with it, a token's K/V and logits depend on where the batch it was
+        // evaluated in starts. Without it (and without tinyBLAS, `.cargo/config.toml`), a token
+        // gets the same bits prefilled in one batch, in any chunks or decoded alone, so a cached
+        // prefix (prompt or generated tokens) is exactly what a fresh prefill would give, and
+        // the parity crate's reference contexts make the same choice. Measured on SmolLM2
+        // (CPU): no loss of speed. `tests/kv_invariance.rs` checks the bits.
         let params = LlamaContextParams::default()
+            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED)
             .with_n_ctx(Some(n_ctx))
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)

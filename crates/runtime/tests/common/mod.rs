@@ -80,7 +80,9 @@ pub fn llama_reference(
     let params = LlamaContextParams::default()
         .with_n_ctx(std::num::NonZeroU32::new(N_CTX as u32))
         .with_n_threads(1)
-        .with_n_threads_batch(1);
+        .with_n_threads_batch(1)
+        // as the runtime's own contexts
+        .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
     let mut ctx = raw.new_context(backend, params).expect("reference context");
     let vocab = raw.vocab();
     let prompt_tokens = vocab.tokenize(prompt.as_bytes(), true, true);
