@@ -108,6 +108,14 @@ pub trait Model: Send + Sync {
     fn grammar_cache(&self) -> Option<&crate::constraint::GrammarCache> {
         None
     }
+
+    /// Whether a token's logits and KV are the same bits however the tokens were batched (in
+    /// one prefill, in any chunks, one per decode call, next to other sequences). Only then may
+    /// a cached prefix — prompt or generated tokens — stand in for a fresh prefill without
+    /// changing an answer. The default promises nothing.
+    fn batch_invariant(&self) -> bool {
+        false
+    }
 }
 
 /// Mutable inference state: a KV cache holding up to [`Context::n_seq_max`] sequences.

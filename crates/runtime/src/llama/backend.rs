@@ -1,7 +1,7 @@
 //! The process-wide llama.cpp backend, initialised once, and its log: silent unless verbose,
 //! with the last warning and error lines of the current thread kept for error messages.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +21,13 @@ const KEEP: usize = 6;
 thread_local! {
     /// (level of the last line, recent warning/error lines) for this thread.
     static RECENT: RefCell<(ggml_log_level, VecDeque<String>)> = const { RefCell::new((0, VecDeque::new())) };
+    /// Whether a model loaded on this thread put weights in llama.cpp's repacking buffer type.
+    static REPACKED: Cell<bool> = const { Cell::new(false) };
 }
+
+/// What llama.cpp logs when a model's weights went into its repacking buffer type (one line
+/// per buffer type holding weights, at load). llama-cpp-2 offers no other way to ask.
+const REPACK_BUFFER_LINE: &str = "CPU_REPACK model buffer size";
 
 /// Mirror llama.cpp's own log to stderr (off by default: it is chatty).
 pub fn set_verbose(on: bool) {
@@ -50,6 +56,16 @@ pub(crate) fn clear_recent() {
     let _ = RECENT.try_with(|r| r.borrow_mut().1.clear());
 }
 
+/// Forgets whether a model loaded on this thread used repacked weights (call before a load).
+pub(crate) fn clear_repacked() {
+    let _ = REPACKED.try_with(|r| r.set(false));
+}
+
+/// Whether llama.cpp said, since [`clear_repacked`], that it repacked weights on this thread.
+pub(crate) fn repacked() -> bool {
+    REPACKED.try_with(Cell::get).unwrap_or(true)
+}
+
 /// This thread's recent warning and error lines, joined with "; ".
 pub(crate) fn take_recent() -> String {
     RECENT
@@ -69,6 +85,9 @@ unsafe extern "C" fn log_callback(level: ggml_log_level, text: *const c_char, _u
     let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
     if VERBOSE.load(Ordering::Relaxed) {
         eprint!("{text}");
+    }
+    if text.contains(REPACK_BUFFER_LINE) {
+        let _ = REPACKED.try_with(|r| r.set(true));
     }
     let _ = RECENT.try_with(|r| {
         let Ok(mut r) = r.try_borrow_mut() else { return };

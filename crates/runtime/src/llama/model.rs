@@ -10,7 +10,7 @@ use llama_cpp_2::model::LlamaModel;
 use nucleus_grammar::VocabIndex;
 use nucleus_sampler::Vocab;
 
-use super::backend::{backend, clear_recent, take_recent};
+use super::backend::{backend, clear_recent, clear_repacked, repacked, take_recent};
 use super::context::LlamaCppContext;
 use super::tokenizer::LlamaTokenizer;
 use crate::error::{Result, RuntimeError};
@@ -27,6 +27,8 @@ pub struct LlamaCppModel {
     grammar_vocab: OnceLock<Arc<VocabIndex>>,
     /// Grammars compiled for earlier requests (warm automata for repeated schemas).
     grammar_cache: crate::constraint::GrammarCache,
+    /// No weights were repacked (see [`Model::batch_invariant`]).
+    batch_invariant: bool,
 }
 
 impl std::fmt::Debug for LlamaCppModel {
@@ -42,9 +44,11 @@ impl LlamaCppModel {
         check_gguf(path)?;
         let backend = backend()?;
         clear_recent();
+        clear_repacked();
         let params = LlamaModelParams::default();
         let model = LlamaModel::load_from_file(backend, path, &params)
             .map_err(|e| RuntimeError::LoadFailed { path: path.to_path_buf(), detail: detail_or(take_recent(), e) })?;
+        let batch_invariant = !repacked();
         let model = Arc::new(model);
         let tokenizer = Arc::new(LlamaTokenizer::new(model.clone()));
         let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
@@ -57,6 +61,7 @@ impl LlamaCppModel {
             path: path.to_path_buf(),
             grammar_vocab: OnceLock::new(),
             grammar_cache: Default::default(),
+            batch_invariant,
         })
     }
 
@@ -114,6 +119,16 @@ impl Model for LlamaCppModel {
 
     fn grammar_cache(&self) -> Option<&crate::constraint::GrammarCache> {
         Some(&self.grammar_cache)
+    }
+
+    /// True unless llama.cpp repacked some weights at load: on x86 with AVX2 (and on ARM) it
+    /// stores Q4_0, Q4_K, Q5_K, Q6_K, Q8_0, IQ4_NL... weights interleaved for kernels that
+    /// multiply four rows at once and takes other kernels for the rows left over, so a token
+    /// decoded alone gets other bits than inside a batch of four or more (Gemma 3 270M
+    /// Q4_K_M: logits off by up to 1.3). Building llama.cpp with `GGML_CPU_REPACK=OFF` makes
+    /// every model invariant; SmolLM2 Q4_1 is invariant either way.
+    fn batch_invariant(&self) -> bool {
+        self.batch_invariant
     }
 }
 
