@@ -258,10 +258,7 @@ impl Converter<'_> {
             if !req.is_empty() {
                 rule.push_str(" \",\" space ( ");
             }
-            let mut alts = Vec::new();
-            for i in 0..opt.len() {
-                alts.push(self.recursive_refs(&opt[i..], false, name, &kv));
-            }
+            let alts = self.optional_chains(&opt, name, &kv);
             rule.push_str(&alts.join(" | "));
             if !req.is_empty() {
                 rule.push_str(" )");
@@ -291,31 +288,45 @@ impl Converter<'_> {
         }
     }
 
-    pub(super) fn recursive_refs(
-        &mut self,
-        ks: &[String],
-        first_optional: bool,
-        name: &str,
-        kv: &BTreeMap<String, String>,
-    ) -> String {
-        let k = &ks[0];
-        let kvr = &kv[k];
-        let comma = format!("( \",\" space {kvr} )");
-        let mut res = if first_optional {
-            format!("{comma}{}", if k == "*" { "*" } else { "?" })
-        } else if k == "*" {
-            format!("{kvr} {comma}*")
-        } else {
-            kvr.clone()
+    /// llama.cpp's optional members: one alternative per member `i` that comes first, then
+    /// a chain of `-rest` rules through the later members (each optional, `*` repeated).
+    /// llama.cpp builds the chain again for every `i` (quadratic in the member count); the
+    /// chains share their tails, so each `-rest` rule is built once here, last first (the
+    /// same rules, names and text).
+    fn optional_chains(&mut self, opt: &[String], name: &str, kv: &BTreeMap<String, String>) -> Vec<String> {
+        let dash = if name.is_empty() { "" } else { "-" };
+        let item = |k: &String, first_optional: bool| {
+            let kvr = &kv[k];
+            let comma = format!("( \",\" space {kvr} )");
+            if first_optional {
+                format!("{comma}{}", if k == "*" { "*" } else { "?" })
+            } else if k == "*" {
+                format!("{kvr} {comma}*")
+            } else {
+                kvr.clone()
+            }
         };
-        if ks.len() > 1 {
-            let body = self.recursive_refs(&ks[1..], true, name, kv);
-            let dash = if name.is_empty() { "" } else { "-" };
-            let r = self.add_rule(&format!("{name}{dash}{k}-rest"), &body);
-            res.push(' ');
-            res.push_str(&r);
+        let n = opt.len();
+        // rest[j]: the rule for the members after member j.
+        let mut rest: Vec<Option<String>> = vec![None; n];
+        for j in (0..n.saturating_sub(1)).rev() {
+            let mut body = item(&opt[j + 1], true);
+            if let Some(r) = &rest[j + 1] {
+                body.push(' ');
+                body.push_str(r);
+            }
+            rest[j] = Some(self.add_rule(&format!("{name}{dash}{}-rest", opt[j]), &body));
         }
-        res
+        (0..n)
+            .map(|i| {
+                let mut alt = item(&opt[i], false);
+                if let Some(r) = &rest[i] {
+                    alt.push(' ');
+                    alt.push_str(r);
+                }
+                alt
+            })
+            .collect()
     }
 
     /// A JSON string that is none of `strings`: llama.cpp's trie construction (compat mode,

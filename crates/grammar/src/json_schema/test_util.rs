@@ -112,3 +112,34 @@ fn fuzz_outputs() {
         }
     }
 }
+
+/// Profiling aid (ignored): for every dev schema, the strict GBNF's size and rule count and
+/// the time to convert and to build it, largest first.
+#[test]
+#[ignore]
+fn compile_sizes() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/jsonschemabench-dev");
+    let only = std::env::var("SCHEMA_NAME").unwrap_or_default();
+    let repeat: usize = std::env::var("REPEAT").ok().and_then(|r| r.parse().ok()).unwrap_or(1);
+    let mut rows = Vec::new();
+    let files = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok());
+    let files: Vec<_> = files
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json") && e.path().to_string_lossy().contains(&only))
+        .collect();
+    for e in files.iter().cycle().take(files.len() * repeat) {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap();
+        let t0 = std::time::Instant::now();
+        let Ok(g) = schema_to_gbnf(&v["schema"], &SchemaOptions::default()) else { continue };
+        let t1 = std::time::Instant::now();
+        let _m = Matcher::from_gbnf(&g.gbnf).unwrap();
+        let t2 = std::time::Instant::now();
+        let name = e.file_name().to_string_lossy().to_string();
+        rows.push((g.gbnf.len(), g.gbnf.lines().count(), t1 - t0, t2 - t1, name));
+    }
+    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    let total: usize = rows.iter().map(|r| r.0).sum();
+    println!("{} grammars, {total} bytes of GBNF", rows.len());
+    for (len, lines, conv, build, name) in rows.iter().take(12) {
+        println!("{len:>9} bytes {lines:>6} rules  convert {conv:>10.2?}  build {build:>10.2?}  {name}");
+    }
+}
