@@ -13,6 +13,8 @@ pub struct LoopExits {
     /// Tokens made only of the set's bytes (well-formed UTF-8, a cut last character allowed),
     /// as bits by trie position.
     pub within: Vec<u64>,
+    /// The same tokens by id (one bit per token id): a looping state's mask starts as a copy.
+    pub within_ids: Vec<u64>,
     /// Exit nodes reached on a character boundary, grouped by their byte: the state before
     /// them is the looping state itself.
     pub by_byte: Vec<(u8, Vec<u32>)>,
@@ -109,7 +111,13 @@ impl LoopExits {
             let inside = t.iter().all(|&b| has(bytes, b)) && (t.iter().all(|&b| b < 0x80) || valid_utf8_from(t, 0));
             inside == (within[k >> 6] >> (k & 63) & 1 == 1)
         }));
-        LoopExits { within, by_byte, mid_char }
+        let mut within_ids = vec![0u64; vocab.n_vocab().div_ceil(64)];
+        for (k, &id) in vocab.node_tokens.iter().enumerate() {
+            if within[k >> 6] >> (k & 63) & 1 == 1 {
+                within_ids[(id >> 6) as usize] |= 1u64 << (id & 63);
+            }
+        }
+        LoopExits { within, within_ids, by_byte, mid_char }
     }
 }
 

@@ -83,58 +83,65 @@ pub struct WalkScratch {
     states: Vec<u32>,
     /// Per depth: the uniform run of that depth's state (`len` 0 = none known).
     runs: Vec<Run>,
-    /// Allowed tokens by trie-order position (one bit per [`VocabIndex::node_tokens`] entry):
-    /// a whole subtree is one range of bits.
-    positions: Vec<u64>,
+    /// Allowed tokens as ranges of trie-order positions ([`VocabIndex::node_tokens`]): a whole
+    /// subtree is one range. Kept as ranges (not a bit per position) so a mask costs one pass
+    /// over the id bit set, not three (clear, fill, convert) over 262,144 bits.
+    ranges: Vec<(u32, u32)>,
     /// Trie nodes stepped through by the last walk (a cost measure for benchmarks).
     pub visited: usize,
 }
 
-/// Sets bits `from..to` of `words`.
+/// Records trie positions `from..to` as allowed (joined to the last range when adjacent).
 #[inline]
-fn set_range(words: &mut [u64], from: usize, to: usize) {
+fn set_range(ranges: &mut Vec<(u32, u32)>, from: u32, to: u32) {
     if from >= to {
         return;
     }
-    let (fw, lw) = (from >> 6, (to - 1) >> 6);
-    let first = u64::MAX << (from & 63);
-    let last = u64::MAX >> (63 - ((to - 1) & 63));
-    if fw == lw {
-        words[fw] |= first & last;
-        return;
+    if let Some(last) = ranges.last_mut() {
+        if last.1 == from {
+            last.1 = to;
+            return;
+        }
     }
-    words[fw] |= first;
-    for w in &mut words[fw + 1..lw] {
-        *w = u64::MAX;
-    }
-    words[lw] |= last;
+    ranges.push((from, to));
 }
 
-/// Moves the trie-order bits into `mask` (by token id): bit by bit when few are set, else
-/// from the set of all text tokens minus the unset positions.
-fn positions_to_ids(positions: &[u64], vocab: &VocabIndex, mask: &mut TokenMask) {
+/// Writes `mask` (by token id) from the allowed position ranges, in one pass over its words:
+/// with `base` (a looping state's tokens, by id) the ranges are added to a copy of it;
+/// otherwise the ranges' tokens are set one by one when few, or, when they are most of the
+/// vocabulary, every text token is taken and the positions between the ranges are removed.
+fn ranges_to_ids(ranges: &mut [(u32, u32)], base: Option<&[u64]>, vocab: &VocabIndex, mask: &mut TokenMask) {
     let toks = &vocab.node_tokens;
-    let n = toks.len();
-    let set: usize = positions.iter().map(|w| w.count_ones() as usize).sum();
-    if set * 2 > n {
-        mask.words.copy_from_slice(&vocab.text_words);
-        for (wi, &w) in positions.iter().enumerate() {
-            let mut z = !w;
-            while z != 0 {
-                let k = wi * 64 + z.trailing_zeros() as usize;
-                if k >= n {
-                    break;
-                }
-                mask.unset(toks[k]);
-                z &= z - 1;
+    let words = &mut mask.words;
+    words.clear();
+    if let Some(base) = base {
+        words.extend_from_slice(base);
+        for &(from, to) in ranges.iter() {
+            for &id in &toks[from as usize..to as usize] {
+                words[(id >> 6) as usize] |= 1u64 << (id & 63);
             }
         }
+        return;
+    }
+    let set: usize = ranges.iter().map(|&(a, b)| (b - a) as usize).sum();
+    if set * 2 > toks.len() {
+        words.extend_from_slice(&vocab.text_words);
+        // Walks append ranges in increasing order; sort in case a caller did not.
+        if ranges.windows(2).any(|w| w[0].0 > w[1].0) {
+            ranges.sort_unstable();
+        }
+        let mut at = 0usize;
+        for &(from, to) in ranges.iter().chain(std::iter::once(&(toks.len() as u32, toks.len() as u32))) {
+            for &id in &toks[at.min(from as usize)..from as usize] {
+                words[(id >> 6) as usize] &= !(1u64 << (id & 63));
+            }
+            at = at.max(to as usize);
+        }
     } else {
-        for (wi, &w) in positions.iter().enumerate() {
-            let mut b = w;
-            while b != 0 {
-                mask.set(toks[wi * 64 + b.trailing_zeros() as usize]);
-                b &= b - 1;
+        words.resize(vocab.n_vocab().div_ceil(64), 0);
+        for &(from, to) in ranges.iter() {
+            for &id in &toks[from as usize..to as usize] {
+                words[(id >> 6) as usize] |= 1u64 << (id & 63);
             }
         }
     }
@@ -147,14 +154,15 @@ const RUN_WORTH: u32 = 32;
 
 /// Computes into `mask` the tokens allowed in automaton state `state`.
 pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut TokenMask, scratch: &mut WalkScratch) {
-    mask.clear(vocab.n_vocab());
-    scratch.positions.clear();
-    scratch.positions.resize(vocab.node_tokens.len().div_ceil(64), 0);
+    scratch.ranges.clear();
+    // Every slot a walk reads is written first (the parent's before its children's), so the
+    // per-depth scratch only needs to be long enough.
     let depth = vocab.max_depth() + 1;
-    scratch.states.clear();
-    scratch.states.resize(depth, 0);
-    scratch.runs.clear();
-    scratch.runs.resize(depth, NO_RUN);
+    if scratch.states.len() < depth {
+        scratch.states.resize(depth, 0);
+        scratch.runs.resize(depth, NO_RUN);
+    }
+    let mut base: Option<std::sync::Arc<crate::loop_exits::LoopExits>> = None;
     // A state that loops on many bytes (e.g. inside a string) starts from the tokens that stay
     // in the loop and walks only from where tokens leave it; others walk the whole trie.
     let l = dfa.self_loops(state);
@@ -167,7 +175,6 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
         // Every token of the closed bytes is allowed, though the state changes along the way:
         // walk from each exit with the state its prefix leads to.
         let exits = vocab.loop_exits(&c.bytes);
-        scratch.positions.copy_from_slice(&exits.within);
         let groups = exits.by_byte.iter().filter(|(b, _)| c.dead_all[(b >> 6) as usize] & (1u64 << (b & 63)) == 0);
         let nodes = groups.flat_map(|(_, g)| g.iter().copied()).chain(exits.mid_char.iter().map(|(n, _)| *n));
         for n in nodes {
@@ -179,9 +186,9 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
                 visited += walk_subtree(dfa, vocab, scratch, n as usize, parent);
             }
         }
+        base = Some(exits);
     } else if dfa.end_ok(state) && loops >= 32 {
         let exits = vocab.loop_exits(&l);
-        scratch.positions.copy_from_slice(&exits.within);
         for (b, group) in &exits.by_byte {
             if dfa.step(state, *b) == DEAD {
                 continue;
@@ -196,11 +203,12 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
                 visited += walk_subtree(dfa, vocab, scratch, *n as usize, parent);
             }
         }
+        base = Some(exits);
     } else {
         visited = walk_subtree(dfa, vocab, scratch, 0, state);
     }
     scratch.visited = visited;
-    positions_to_ids(&scratch.positions, vocab, mask);
+    ranges_to_ids(&mut scratch.ranges, base.as_deref().map(|e| &e.within_ids[..]), vocab, mask);
     if dfa.has_token_items(state) {
         for (t, negated) in dfa.token_items(state) {
             if negated {
@@ -228,7 +236,7 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
 /// nodes stepped through.
 fn walk_subtree(dfa: &mut Dfa, vocab: &VocabIndex, scratch: &mut WalkScratch, top: usize, parent: u32) -> usize {
     let nodes = &vocab.nodes;
-    let (states, runs, mask) = (&mut scratch.states, &mut scratch.runs, &mut scratch.positions);
+    let (states, runs, mask) = (&mut scratch.states, &mut scratch.runs, &mut scratch.ranges);
     let (first, end, d0) =
         if top == 0 { (1, nodes.len(), 1) } else { (top, nodes[top].subtree_end as usize, nodes[top].depth as usize) };
     states[d0 - 1] = parent;
@@ -248,7 +256,7 @@ fn walk_subtree(dfa: &mut Dfa, vocab: &VocabIndex, scratch: &mut WalkScratch, to
             // The state accepts plain text forever: skip to the next sibling holding anything else.
             let j = vocab.plain_next[i] as usize;
             if j != i {
-                set_range(mask, node.tok_start as usize, vocab.plain_tok_end[i] as usize);
+                set_range(mask, node.tok_start, vocab.plain_tok_end[i]);
                 i = j;
                 continue;
             }
@@ -259,7 +267,7 @@ fn walk_subtree(dfa: &mut Dfa, vocab: &VocabIndex, scratch: &mut WalkScratch, to
             if (sub[0] & !l[0]) | (sub[1] & !l[1]) | (sub[2] & !l[2]) | (sub[3] & !l[3]) == 0
                 && ((sub[2] | sub[3]) == 0 || vocab.utf8_ok[i])
             {
-                set_range(mask, node.tok_start as usize, node.subtree_tok_end as usize);
+                set_range(mask, node.tok_start, node.subtree_tok_end);
                 i = node.subtree_end as usize;
                 continue;
             }
@@ -281,7 +289,7 @@ fn walk_subtree(dfa: &mut Dfa, vocab: &VocabIndex, scratch: &mut WalkScratch, to
         };
         states[d] = next;
         if node.tok_start != node.tok_end && dfa.end_ok(next) {
-            set_range(mask, node.tok_start as usize, node.tok_end as usize);
+            set_range(mask, node.tok_start, node.tok_end);
         }
         i += 1;
     }

@@ -145,7 +145,8 @@ impl GrammarSampler {
                 return hit.clone();
             }
         }
-        let mut mask = TokenMask::new(n);
+        // Sized and filled by `compute_mask` in one pass (no zeroing first).
+        let mut mask = TokenMask::default();
         let mut dfa = m.lock();
         let scratch = &mut cache.scratch;
         compute_mask(&mut dfa, state, &self.vocab, &mut mask, scratch);
