@@ -95,7 +95,17 @@ pub struct Dfa {
     any_value_ok: bool,
     /// Per character class, the ASCII bytes it matches (bit `b`), for [`Dfa::fill_ascii_row`].
     ascii_sets: Arc<[u128]>,
+    /// Per character class, whether it holds some code point a lead byte from 0xC2 up can
+    /// start (U+0080 and beyond, llama.cpp's over-long 0xF8..0xFF reading included).
+    high_classes: Arc<[bool]>,
+    /// Reused by [`Dfa::fill_ascii_row`]: byte groups and the classes seen.
+    groups_scratch: Vec<u128>,
+    seen_scratch: Vec<u32>,
 }
+
+/// Every code point a lead byte can begin (see [`Partial::range`]): 0xC2 starts U+0080, and
+/// 0xFF read as a four-byte lead ends at 0x3FFFFF.
+const HIGH_CODE_POINTS: (u32, u32) = (0x80, 0x3F_FFFF);
 
 impl Dfa {
     /// The automaton of `grammar`, with its initial state built.
@@ -118,7 +128,12 @@ impl Dfa {
             closures: Vec::new(),
             any_value_ok: false,
             ascii_sets: Arc::from([]),
+            high_classes: Arc::from([]),
+            groups_scratch: Vec::new(),
+            seen_scratch: Vec::new(),
         };
+        dfa.high_classes =
+            dfa.arena.grammar.classes.iter().map(|c| c.intersects(HIGH_CODE_POINTS.0, HIGH_CODE_POINTS.1)).collect();
         dfa.ascii_sets = dfa
             .arena
             .grammar
@@ -293,9 +308,19 @@ impl Dfa {
     #[cold]
     #[inline(never)]
     fn step_slow(&mut self, s: u32, b: u8) -> u32 {
-        if b < 0x80 && self.states[s as usize].key.partial.remain == 0 {
-            self.fill_ascii_row(s);
-            return self.trans[(s as usize) << 8 | b as usize];
+        if self.states[s as usize].key.partial.remain == 0 {
+            if b < 0x80 {
+                self.fill_ascii_row(s);
+                return self.trans[(s as usize) << 8 | b as usize];
+            }
+            if !self.high_live(s) {
+                // No class holds anything beyond ASCII (outside strings, in keys, numbers):
+                // every byte from 0x80 up is rejected; one fill instead of a try per byte
+                // (a vocabulary's trie has a child for most of them at every level).
+                let row = (s as usize) << 8;
+                self.trans[row + 0x80..row + 0x100].fill(DEAD);
+                return DEAD;
+            }
         }
         let next = self.compute(s, b);
         self.trans[(s as usize) << 8 | b as usize] = next;
@@ -309,10 +334,12 @@ impl Dfa {
         let mut stacks = std::mem::take(&mut self.row_scratch);
         stacks.clear();
         stacks.extend_from_slice(&self.states[s as usize].key.stacks);
-        let mut groups: Vec<u128> = Vec::with_capacity(8);
+        let mut groups = std::mem::take(&mut self.groups_scratch);
+        groups.clear();
         groups.push(!1u128); // bytes 1..=127 (NUL is always dead)
         let mut any = 0u128;
-        let mut seen: Vec<u32> = Vec::with_capacity(8);
+        let mut seen = std::mem::take(&mut self.seen_scratch);
+        seen.clear();
         for &st in stacks.iter() {
             if st == EMPTY {
                 continue;
@@ -335,7 +362,7 @@ impl Dfa {
         }
         let row = (s as usize) << 8;
         self.trans[row] = DEAD;
-        for g in groups {
+        for &g in &groups {
             let next = if g & any == 0 { DEAD } else { self.advance(&stacks, g.trailing_zeros()) };
             let mut bits = g;
             while bits != 0 {
@@ -345,6 +372,18 @@ impl Dfa {
             }
         }
         self.row_scratch = stacks;
+        self.groups_scratch = groups;
+        self.seen_scratch = seen;
+    }
+
+    /// Whether some character stack of `s` (no character pending) could take a code point
+    /// from U+0080 up, i.e. some lead byte might not be rejected.
+    fn high_live(&self, s: u32) -> bool {
+        self.states[s as usize]
+            .key
+            .stacks
+            .iter()
+            .any(|&st| st != EMPTY && matches!(self.arena.top_elem(st), Elem::Char(c) if self.high_classes[c as usize]))
     }
 
     /// The ASCII bytes `s` does not reject (bit `b`), read off the classes on top of its
@@ -425,41 +464,54 @@ impl Dfa {
     }
 
     fn compute(&mut self, s: u32, b: u8) -> u32 {
-        let Key { stacks, partial, eog_pending } = self.states[s as usize].key.clone();
+        let Key { partial, eog_pending, .. } = self.states[s as usize].key;
+        let bad_continuation = if partial.remain > 0 { b & 0xC0 != 0x80 } else { (0x80..0xC0).contains(&b) };
+        if b == 0 || bad_continuation {
+            return DEAD;
+        }
+        // The stacks are copied into a reused buffer (states are only appended, but interning
+        // below needs `self` mutably).
+        let mut buf = std::mem::take(&mut self.row_scratch);
+        buf.clear();
+        buf.extend_from_slice(&self.states[s as usize].key.stacks);
+        let next = self.compute_from(&buf, partial, eog_pending, b);
+        self.row_scratch = buf;
+        next
+    }
+
+    /// [`Dfa::compute`] on a copy of the state's parts.
+    fn compute_from(&mut self, stacks: &[u32], partial: Partial, eog_pending: bool, b: u8) -> u32 {
         if partial.remain > 0 {
-            if b & 0xC0 != 0x80 {
-                return DEAD;
-            }
             if partial.value == ANY_VALUE {
                 if partial.remain == 1 {
-                    return self.advance_all(&stacks);
+                    return self.advance_all(stacks);
                 }
                 let p = Partial { value: ANY_VALUE, remain: partial.remain - 1 };
-                return self.intern_pending(stacks.to_vec(), p, eog_pending);
+                return self.intern_slice(stacks, p, eog_pending);
             }
             let p = Partial { value: (partial.value << 6) | (b & 0x3F) as u32, remain: partial.remain - 1 };
             if p.remain == 0 {
-                return self.advance(&stacks, p.value);
+                return self.advance(stacks, p.value);
             }
-            return self.enter_partial(&stacks, p, eog_pending);
+            return self.enter_partial(stacks, p, eog_pending);
         }
         let ends_here = stacks.contains(&EMPTY);
         match b {
             0 => DEAD,
-            0x01..=0x7F => self.advance(&stacks, b as u32),
+            0x01..=0x7F => self.advance(stacks, b as u32),
             0x80..=0xBF => DEAD,
             0xC0..=0xDF => {
                 let p = Partial { value: (b & 0x1F) as u32, remain: 1 };
                 if p.value < 2 {
                     return DEAD; // overlong 2-byte sequence
                 }
-                self.enter_partial(&stacks, p, ends_here)
+                self.enter_partial(stacks, p, ends_here)
             }
-            0xE0..=0xEF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 2 }, ends_here),
+            0xE0..=0xEF => self.enter_partial(stacks, Partial { value: (b & 0x0F) as u32, remain: 2 }, ends_here),
             // llama.cpp reads every lead byte from 0xF0 up (0xF8..=0xFF too, invalid in UTF-8)
             // as a four-byte lead keeping its low four bits: code points past U+10FFFF that
             // only negated classes (and `.`) accept.
-            0xF0..=0xFF => self.enter_partial(&stacks, Partial { value: (b & 0x0F) as u32, remain: 3 }, ends_here),
+            0xF0..=0xFF => self.enter_partial(stacks, Partial { value: (b & 0x0F) as u32, remain: 3 }, ends_here),
         }
     }
 
@@ -467,18 +519,16 @@ impl Dfa {
     /// `eog_pending`: the grammar could end before this character ([`Key::eog_pending`]).
     fn enter_partial(&mut self, stacks: &[u32], p: Partial, eog_pending: bool) -> u32 {
         let (lo, hi) = p.range();
-        let g = self.arena.grammar.clone();
-        let kept: Vec<u32> = stacks
-            .iter()
-            .copied()
-            .filter(|&st| {
-                st != EMPTY
-                    && matches!(self.arena.top_elem(st), Elem::Char(c) if g.classes[c as usize].intersects(lo, hi))
-            })
-            .collect();
-        if kept.is_empty() {
+        let g = &self.arena.grammar;
+        let keep = |st: &u32| {
+            *st != EMPTY
+                && matches!(self.arena.top_elem(*st), Elem::Char(c) if g.classes[c as usize].intersects(lo, hi))
+        };
+        if !stacks.iter().any(keep) {
             return DEAD;
         }
+        let kept: Vec<u32> = stacks.iter().copied().filter(keep).collect();
+        let g = self.arena.grammar.clone();
         // The exact value can be forgotten when every kept class holds every completion, and
         // the value cannot end up an overlong form (< 2 with one byte left) that llama.cpp refuses.
         let never_overlong = p.value >= 2 || (p.value >= 1 && p.remain >= 2);

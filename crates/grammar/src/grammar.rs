@@ -50,22 +50,19 @@ impl CharClass {
 }
 
 /// Whether the union of `ranges` (inclusive, in any order) holds every code point of `lo..=hi`.
+/// Without allocating: classes have few ranges, and this runs while masks are computed.
 fn ranges_cover(ranges: &[(u32, u32)], lo: u32, hi: u32) -> bool {
-    let mut rs = ranges.to_vec();
-    rs.sort_unstable();
     let mut next = lo;
-    for (a, b) in rs {
-        if a > next {
-            break;
+    loop {
+        // The farthest end among the ranges holding `next`.
+        let Some(end) = ranges.iter().filter(|&&(a, b)| a <= next && next <= b).map(|&(_, b)| b).max() else {
+            return false;
+        };
+        if end >= hi {
+            return true;
         }
-        if b >= next {
-            if b >= hi {
-                return true;
-            }
-            next = b + 1;
-        }
+        next = end + 1;
     }
-    false
 }
 
 /// One element of the flat rule array.
