@@ -2,7 +2,7 @@
 //! llama.cpp's construction order and naming; strict-mode checks refuse what a branch would
 //! silently drop.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -30,6 +30,8 @@ pub struct Converter<'a> {
     /// Keywords that were ignored (`keyword at pointer`).
     pub ignored: Vec<String>,
     draft7_or_older: bool,
+    /// Bodies of numeric range rules already built, by their keywords (`numeric_range`).
+    pub(super) numeric_rules: HashMap<String, String>,
     /// Nesting of `visit` calls (merges inline `$ref` targets, so recursion through them is
     /// not caught by `resolving`).
     depth: usize,
@@ -136,7 +138,16 @@ impl<'a> Converter<'a> {
             .get("$schema")
             .and_then(Value::as_str)
             .is_some_and(|s| ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)));
-        Converter { root, rules, resolving: HashSet::new(), opts, ignored: Vec::new(), draft7_or_older, depth: 0 }
+        Converter {
+            root,
+            rules,
+            resolving: HashSet::new(),
+            opts,
+            ignored: Vec::new(),
+            draft7_or_older,
+            numeric_rules: HashMap::new(),
+            depth: 0,
+        }
     }
 
     /// The grammar text: one rule per line, sorted by name.
@@ -149,6 +160,11 @@ impl<'a> Converter<'a> {
             s.push('\n');
         }
         s
+    }
+
+    /// The rules emitted so far, by name.
+    pub(super) fn rules(&self) -> &BTreeMap<String, String> {
+        &self.rules
     }
 
     pub(super) fn add_rule(&mut self, name: &str, body: &str) -> String {

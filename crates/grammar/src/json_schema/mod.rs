@@ -23,6 +23,7 @@ mod any_of;
 mod arrays;
 mod automaton;
 mod bounds;
+mod compact;
 mod converter;
 mod counting;
 mod dependencies;
@@ -83,7 +84,7 @@ impl SchemaOptions {
 /// A converted schema.
 #[derive(Debug, Clone)]
 pub struct CompiledSchema {
-    /// The GBNF text (rules sorted by name, start rule `root`).
+    /// The GBNF text (start rule `root`; compat mode: llama.cpp's rules sorted by name).
     pub gbnf: String,
     /// Keywords ignored (compat mode, or strict lenient mode), as `keyword at pointer`.
     pub ignored: Vec<String>,
@@ -104,7 +105,13 @@ impl CompiledSchema {
 pub fn schema_to_gbnf(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
     let mut c = Converter::new(schema, opts.clone());
     c.visit(schema, "", "")?;
-    Ok(CompiledSchema { gbnf: c.format_grammar(), ignored: c.ignored })
+    // Strict mode's text is compacted (same language, shorter rule names, equal rules
+    // merged); compat mode keeps llama.cpp's text.
+    let gbnf = match opts.strict {
+        true => compact::compact(c.rules()).unwrap_or_else(|| c.format_grammar()),
+        false => c.format_grammar(),
+    };
+    Ok(CompiledSchema { gbnf, ignored: c.ignored })
 }
 
 /// Converts and builds in one step.

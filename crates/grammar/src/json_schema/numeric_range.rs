@@ -350,6 +350,34 @@ impl Converter<'_> {
         rule_name: &str,
         ptr: &str,
     ) -> Result<String, SchemaError> {
+        // The same bounds compile to the same rules: a schema repeating them (a `minimum: 0`
+        // on many properties) reuses the first rule set.
+        let key = {
+            let kws = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
+            let mut k = String::from(if integer { "i" } else { "n" });
+            for kw in kws {
+                k.push('|');
+                if let Some(v) = obj.get(kw) {
+                    k.push_str(&v.to_string());
+                }
+            }
+            k
+        };
+        if let Some(body) = self.numeric_rules.get(&key) {
+            return Ok(body.clone());
+        }
+        let body = self.numeric_range_uncached(obj, integer, rule_name, ptr)?;
+        self.numeric_rules.insert(key, body.clone());
+        Ok(body)
+    }
+
+    fn numeric_range_uncached(
+        &mut self,
+        obj: &Map<String, Value>,
+        integer: bool,
+        rule_name: &str,
+        ptr: &str,
+    ) -> Result<String, SchemaError> {
         let bs = bounds(obj, ptr)?;
         // The tightest bound on each side first (cheap unsatisfiability check, smaller product).
         let mut lo: Option<&(Decimal, Side)> = None;
