@@ -1,12 +1,11 @@
 //! Continuous batching on the engine thread: between forward passes new jobs join free slots
-//! (the idle slot whose prompt cache keeps most of the prompt, [`crate::prompt_cache`]), their
-//! prompts are evaluated in fixed-size chunks at fixed positions (at most `n_batch` tokens'
-//! worth between two decode steps while other sequences are generating, so long or many
-//! prompts do not stall them; chunk boundaries never depend on the load or the cache, so
-//! neither do the logits) and their first token is sampled as soon as the prompt is in;
-//! departed clients free their slots; one decode call advances every running sequence by a
-//! token. Each sequence keeps its own sampler chain and RNG, so what it generates does not
-//! depend on its neighbours.
+//! (the idle slot whose prompt cache keeps most of the prompt, [`crate::prompt_cache`]), the
+//! rest of their prompts is evaluated in chunks (at most `n_batch` tokens' worth between two
+//! decode steps while other sequences are generating, so long or many prompts do not stall
+//! them) and their first token is sampled as soon as the prompt is in; departed clients free
+//! their slots; one decode call advances every running sequence by a token. Each sequence
+//! keeps its own sampler chain and RNG, and a token's logits do not depend on how it was
+//! batched, so what a sequence generates depends neither on its neighbours nor on the cache.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -38,8 +37,6 @@ struct Active {
     started_generating: bool,
     /// Prompt tokens kept from the slot's cache (not evaluated again).
     cached: usize,
-    /// Whether the request allows its tokens to be cached.
-    cache_prompt: bool,
 }
 
 /// Why a sequence stopped early.
@@ -62,11 +59,13 @@ pub(crate) struct Scheduler {
     shared: Arc<Shared>,
     slot_ctx: usize,
     slots: Vec<Option<Active>>,
-    /// Per slot: the whole prompt chunks its KV cache holds.
+    /// Per slot: the tokens its KV cache holds.
     caches: Vec<SlotCache>,
-    /// Chunks moved out of slots that went to other prompts.
+    /// Slot contents moved out of slots that went to other prompts.
     memory: MemoryCache,
-    /// Prompt tokens per prefill call (chunks start at its multiples).
+    /// Whether prompts may start from cached tokens (the model is batch-invariant).
+    cache_on: bool,
+    /// Prompt tokens per prefill call.
     chunk: usize,
     queue: JobQueue,
     /// Set once draining: running sequences are cut off at this instant.
@@ -80,7 +79,7 @@ impl Scheduler {
         shared: Arc<Shared>,
         slot_ctx: usize,
         chunk: usize,
-        cache_ram: usize,
+        cache: Option<usize>,
     ) -> Self {
         let n = shared.parallel;
         Scheduler {
@@ -90,7 +89,8 @@ impl Scheduler {
             slot_ctx,
             slots: (0..n).map(|_| None).collect(),
             caches: vec![SlotCache::default(); n],
-            memory: MemoryCache::new(cache_ram),
+            memory: MemoryCache::new(cache.unwrap_or(0)),
+            cache_on: cache.is_some(),
             chunk: chunk.max(1),
             queue: JobQueue::new(),
             deadline: None,
@@ -115,9 +115,6 @@ impl Scheduler {
             self.admit();
             self.prefill();
             self.step();
-            if self.idle() && self.deadline.is_none() {
-                self.idle_chunk();
-            }
         }
         self.shared.closed.store(true, Ordering::SeqCst);
         for job in std::mem::take(&mut self.queue) {
@@ -132,7 +129,7 @@ impl Scheduler {
 
     /// Takes messages: waits when there is nothing to do. False when the loop should end.
     fn intake(&mut self) -> bool {
-        if self.idle() && !self.has_idle_work() {
+        if self.idle() {
             if self.deadline.is_some() {
                 return false;
             }
@@ -225,9 +222,9 @@ impl Scheduler {
             let Job { seqs, events, received } = job;
             for sj in seqs {
                 let free: Vec<usize> = (0..self.slots.len()).filter(|&i| self.slots[i].is_none()).collect();
-                let cacheable = sj.cache_prompt && sj.prompt_logprobs.is_none();
+                let cacheable = self.cache_on && sj.cache_prompt && sj.prompt_logprobs.is_none();
                 let key: &[Token] = if cacheable { &sj.prompt } else { &[] };
-                let Some(slot) = choose_slot(&free, &self.caches, key, self.chunk) else { break };
+                let Some(slot) = choose_slot(&free, &self.caches, key) else { break };
                 self.start(slot, sj, events.clone(), received);
             }
         }
@@ -243,12 +240,13 @@ impl Scheduler {
             self.shared.metrics.set_busy(load.busy);
         }
         let scoring = sj.prompt_logprobs.is_some();
-        let cacheable = sj.cache_prompt && !scoring;
-        let mut reuse = if cacheable { self.caches[slot].reusable(&sj.prompt, self.chunk) } else { 0 };
+        // A scored prompt needs the logits after each of its tokens, so it starts from nothing.
+        let cacheable = self.cache_on && sj.cache_prompt && !scoring;
+        let mut reuse = if cacheable { self.caches[slot].reusable(&sj.prompt) } else { 0 };
         if reuse < self.caches[slot].len() {
             self.stash(slot);
         }
-        let (entry, from_memory) = if cacheable { self.memory.best(&sj.prompt, self.chunk) } else { (None, 0) };
+        let (entry, from_memory) = if cacheable { self.memory.best(&sj.prompt) } else { (None, 0) };
         match entry {
             Some(i) if from_memory > reuse => reuse = self.unstash(slot, i, from_memory),
             _ => {
@@ -274,13 +272,15 @@ impl Scheduler {
             received,
             started_generating: false,
             cached: reuse,
-            cache_prompt: cacheable,
         };
         self.slots[slot] = Some(active);
         if scoring {
             let t0 = Instant::now();
             let r = self.ctx.prefill(slot, &sj.prompt[..1]);
             self.shared.metrics.prompt_done(1, t0.elapsed());
+            if r.is_ok() {
+                self.caches[slot].extend(&sj.prompt[..1]);
+            }
             if let Some(a) = self.slots[slot].as_mut() {
                 a.prefilled = a.prompt.len();
                 let first =
@@ -294,46 +294,15 @@ impl Scheduler {
         }
     }
 
-    /// Whether an idle slot has a whole chunk of its last request's tokens to evaluate.
-    fn has_idle_work(&self) -> bool {
-        self.deadline.is_none()
-            && self.caches.iter().any(|c| c.idle_chunk(self.chunk).is_some_and(|t| t.len() == self.chunk))
-    }
-
-    /// While nothing else runs: evaluates one whole chunk of an idle slot's tail (the rest of
-    /// its last prompt and the answer, which a conversation's next turn resends) at its fixed
-    /// position, as a prefill would, so it joins the prompt cache with the same bits.
-    fn idle_chunk(&mut self) {
-        let chunk = self.chunk;
-        for slot in 0..self.slots.len() {
-            let Some(tokens) = self.caches[slot].idle_chunk(chunk).filter(|t| t.len() == chunk).map(<[Token]>::to_vec)
-            else {
-                continue;
-            };
-            let held = self.caches[slot].len();
-            let t0 = Instant::now();
-            let ok = (self.ctx.seq_len(slot) == held || self.ctx.truncate(slot, held).is_ok())
-                && self.ctx.prefill(slot, &tokens).is_ok();
-            if ok {
-                self.caches[slot].tail_chunk_done(chunk);
-                self.shared.metrics.idle_prefill(chunk, t0.elapsed());
-            } else {
-                self.ctx.clear(slot);
-                self.caches[slot].clear();
-            }
-            return;
-        }
-    }
-
-    /// Copies the slot's whole prompt chunks into the memory cache before they are cut (the
-    /// KV past them — a partial chunk, generated tokens — is dropped first: it is not the bits
-    /// a prefill would give).
+    /// Copies the slot's tokens and their KV into the memory cache before they are cut.
     fn stash(&mut self, slot: usize) {
         let cache = &self.caches[slot];
         if !self.memory.enabled() || cache.len() == 0 || self.memory.covers(cache) {
             return;
         }
-        if self.ctx.truncate(slot, cache.len()).is_err() {
+        if self.ctx.seq_len(slot) != cache.len() {
+            // Never expected: the KV and the record of it disagree, so neither is kept.
+            self.ctx.clear(slot);
             self.caches[slot].clear();
             return;
         }
@@ -361,10 +330,10 @@ impl Scheduler {
         }
     }
 
-    /// Evaluates waiting prompts in chunks of the prefill size (at fixed positions: multiples
-    /// of it), slot by slot: all of them when nothing is generating, else `n_batch` tokens'
-    /// worth. A whole chunk joins the slot's prompt cache. A sequence whose prompt is in
-    /// samples its first token at once (its logits are those of this very call).
+    /// Evaluates waiting prompts in chunks of the prefill size, slot by slot: all of them when
+    /// nothing is generating, else `n_batch` tokens' worth. What is evaluated joins the slot's
+    /// prompt cache. A sequence whose prompt is in samples its first token at once (its logits
+    /// are those of this very call).
     fn prefill(&mut self) {
         let chunk = self.chunk;
         let generating = self.slots.iter().any(|s| s.as_ref().is_some_and(|a| a.pending.is_some()));
@@ -385,8 +354,8 @@ impl Scheduler {
                 let t0 = Instant::now();
                 let r = self.ctx.prefill(slot, &prompt[from..to]);
                 self.shared.metrics.prompt_done(to - from, t0.elapsed());
-                if r.is_ok() && to - from == chunk && self.caches[slot].len() == from {
-                    self.caches[slot].push_chunk(&prompt[from..to]);
+                if r.is_ok() {
+                    self.caches[slot].extend(&prompt[from..to]);
                 }
                 match r {
                     Ok(()) if to == len => self.advance_slot(slot),
@@ -411,12 +380,15 @@ impl Scheduler {
         let t0 = Instant::now();
         let r = self.ctx.decode(&steps);
         self.shared.metrics.decode_step(steps.len(), t0.elapsed());
-        for &(i, _) in &steps {
+        for &(i, t) in &steps {
             if let Some(a) = self.slots[i].as_mut() {
                 a.pending = None;
             }
             match &r {
-                Ok(()) => self.advance_slot(i),
+                Ok(()) => {
+                    self.caches[i].extend(&[t]);
+                    self.advance_slot(i)
+                }
                 Err(e) => self.fail_slot(i, Failure { message: e.to_string(), bad_input: false }),
             }
         }
@@ -442,14 +414,10 @@ impl Scheduler {
         self.caches[slot].clear();
     }
 
-    /// Gives the slot back. Its KV cache stays: the whole prompt chunks in it serve later
-    /// prompts that start the same way.
+    /// Gives the slot back. Its KV cache stays: the prompt and answer in it serve later prompts
+    /// that start the same way (a conversation's next turn resends both).
     fn free(&mut self, slot: usize) {
-        if let Some(a) = self.slots[slot].take() {
-            if a.cache_prompt && a.scoring.is_none() {
-                let sequence: Vec<Token> = a.prompt.iter().chain(a.seq.generated()).copied().collect();
-                self.caches[slot].finished(&sequence);
-            }
+        if self.slots[slot].take().is_some() {
             let mut load = lock(&self.shared.load);
             load.busy = load.busy.saturating_sub(1);
             self.shared.metrics.set_busy(load.busy);

@@ -153,12 +153,16 @@ pub struct EngineConfig {
     pub parallel: usize,
     /// Jobs that may wait for slots beyond those running.
     pub queue: usize,
-    /// Prompt tokens per prefill call; chunks start at multiples of it, and the prompt cache
-    /// reuses whole chunks only (see [`crate::batching`]).
+    /// Prompt tokens per prefill call: while other sequences generate, prompts go in this many
+    /// tokens at a time between decode steps (see [`crate::batching`]).
     pub prefill_chunk: usize,
     /// Bytes of KV copies the prompt cache may keep in memory for prompts whose slot went to
     /// another prompt (0: none).
     pub cache_ram: usize,
+    /// Whether prompts may start from a slot's cached tokens: only when the model's logits do
+    /// not depend on batching ([`nucleus_runtime::Model::batch_invariant`]), else a cached
+    /// prefix could change an answer.
+    pub prompt_cache: bool,
 }
 
 impl EngineHandle {
@@ -167,7 +171,7 @@ impl EngineHandle {
         let parallel = config.parallel.max(1);
         let slot_ctx = ctx.n_ctx_seq();
         let chunk = config.prefill_chunk.clamp(1, ctx.n_batch().max(1));
-        let cache_ram = config.cache_ram;
+        let cache = config.prompt_cache.then_some(config.cache_ram);
         let shared = Arc::new(Shared {
             load: Mutex::new(Load::default()),
             parallel,
@@ -179,7 +183,7 @@ impl EngineHandle {
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("nucleus-engine".into())
-            .spawn(move || Scheduler::new(ctx, rx, sh, slot_ctx, chunk, cache_ram).run())?;
+            .spawn(move || Scheduler::new(ctx, rx, sh, slot_ctx, chunk, cache).run())?;
         Ok(EngineHandle { tx: Mutex::new(tx), shared, thread: Mutex::new(Some(thread)), slot_ctx })
     }
 

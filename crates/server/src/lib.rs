@@ -196,9 +196,22 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
         ..Default::default()
     };
     let ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
+    let prompt_cache = model.batch_invariant();
+    if !prompt_cache {
+        eprintln!(
+            "nucleus serve: prompt cache off for this model: llama.cpp repacked its weights, so a cached prefix \
+             would not give the bits of a fresh prefill (build llama.cpp with GGML_CPU_REPACK=OFF to turn it on)"
+        );
+    }
     let engine = EngineHandle::spawn(
         ctx,
-        &engine::EngineConfig { parallel, queue: c.queue, prefill_chunk: c.prefill_chunk, cache_ram: c.cache_ram },
+        &engine::EngineConfig {
+            parallel,
+            queue: c.queue,
+            prefill_chunk: c.prefill_chunk,
+            cache_ram: c.cache_ram,
+            prompt_cache,
+        },
         state.metrics.clone(),
     )
     .map_err(|e| format!("could not start the engine thread: {e}"))?;

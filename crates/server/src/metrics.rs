@@ -17,8 +17,6 @@ pub struct Metrics {
     prompt_tokens: AtomicU64,
     prompt_cached: AtomicU64,
     memory_restored: AtomicU64,
-    idle_tokens: AtomicU64,
-    idle_nanos: AtomicU64,
     memory_restores: AtomicU64,
     memory_entries: AtomicU64,
     memory_bytes: AtomicU64,
@@ -94,12 +92,6 @@ impl Metrics {
         self.memory_bytes.store(bytes as u64, Ordering::Relaxed);
     }
 
-    /// While idle, `n` tokens of a finished request were evaluated into the prompt cache in `t`.
-    pub fn idle_prefill(&self, n: usize, t: Duration) {
-        self.idle_tokens.fetch_add(n as u64, Ordering::Relaxed);
-        self.idle_nanos.fetch_add(nanos(t), Ordering::Relaxed);
-    }
-
     /// A prompt started from `n` tokens put back from the prompt cache's memory.
     pub fn memory_cache_hit(&self, n: usize) {
         self.memory_restores.fetch_add(1, Ordering::Relaxed);
@@ -163,7 +155,7 @@ impl Metrics {
         metric(
             "nucleus_prompt_cache_restores_total",
             "counter",
-            "Prompts that started from chunks put back from the prompt cache's memory (--cache-ram).",
+            "Prompts that started from tokens put back from the prompt cache's memory (--cache-ram).",
             g(&self.memory_restores).to_string(),
         );
         metric(
@@ -173,21 +165,9 @@ impl Metrics {
             g(&self.memory_restored).to_string(),
         );
         metric(
-            "nucleus_prompt_cache_idle_tokens_total",
-            "counter",
-            "Tokens of finished requests (prompt ends and answers) evaluated into the prompt cache while idle.",
-            g(&self.idle_tokens).to_string(),
-        );
-        metric(
-            "nucleus_prompt_cache_idle_seconds_total",
-            "counter",
-            "Time spent evaluating them.",
-            format!("{:.6}", secs(&self.idle_nanos)),
-        );
-        metric(
             "nucleus_prompt_cache_memory_entries",
             "gauge",
-            "Prompts whose chunks the prompt cache keeps in memory.",
+            "Slot contents (prompts and answers) the prompt cache keeps in memory.",
             g(&self.memory_entries).to_string(),
         );
         metric(

@@ -11,10 +11,9 @@ use crate::engine::EngineHandle;
 use crate::errors::ApiError;
 use crate::metrics::Metrics;
 
-/// Default prompt tokens per prefill call: small enough that a shared system prompt is
-/// mostly whole chunks the prompt cache can reuse, large enough to keep prefill efficient.
-/// It is the runtime's [`nucleus_runtime::PREFILL_CHUNK`], so the server answers a seeded request
-/// as `nucleus generate` does.
+/// Default prompt tokens per prefill call (the runtime's [`nucleus_runtime::PREFILL_CHUNK`]):
+/// while other sequences generate, prompts go in this many tokens at a time between their
+/// decode steps. Answers do not depend on it (a token's logits do not depend on its batch).
 pub const DEFAULT_PREFILL_CHUNK: usize = nucleus_runtime::PREFILL_CHUNK;
 
 /// Memory the prompt cache may keep by default, in MiB (`--cache-ram`): KV copies of prompts
@@ -53,7 +52,7 @@ pub struct ServerConfig {
     pub handle_signals: bool,
     /// A Jinja chat template used instead of the model's (`--chat-template FILE`).
     pub chat_template: Option<String>,
-    /// Prompt tokens per prefill call; the prompt cache reuses whole chunks of this size.
+    /// Prompt tokens per prefill call (the unit prompts are interleaved with decode steps in).
     pub prefill_chunk: usize,
     /// Bytes the prompt cache may keep in memory for prompts whose slot went to another
     /// (`--cache-ram`, 0: none).

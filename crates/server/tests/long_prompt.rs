@@ -1,6 +1,6 @@
-//! The server and the runtime's `generate` (what `nucleus generate` and the Python, Node and C
-//! bindings run) evaluate a prompt in the same fixed-size chunks, so a seeded request whose
-//! prompt spans several chunks gets the same answer on both paths.
+//! A seeded request whose prompt spans several prefill chunks gets the same answer from the
+//! server (cold, and warm from its prompt cache) and from the runtime's `generate` (what
+//! `nucleus generate` and the Python, Node and C bindings run).
 
 mod common;
 
@@ -55,7 +55,7 @@ fn a_long_prompt_gets_the_same_answer_from_the_server_and_generate() {
 
     let server = TestServer::start(config(2, 8));
     let body = json!({"prompt": PROMPT, "max_tokens": MAX_TOKENS, "seed": 11, "temperature": 0.9});
-    // Cold, then warm (the prompt's whole chunks come from the cache): the same answer both times.
+    // Cold, then warm (all of the prompt but its last token comes from the cache): the same answer.
     for round in ["cold", "warm"] {
         let v = complete(&server, &body);
         assert_eq!(v["usage"]["prompt_tokens"], json!(tokens.len()), "{round}: {v}");

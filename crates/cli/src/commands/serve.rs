@@ -59,8 +59,8 @@ pub struct ServeArgs {
     /// template that renders `tools`, for native tool calls)
     #[arg(long = "chat-template", value_name = "FILE")]
     pub chat_template: Option<std::path::PathBuf>,
-    /// Prompt tokens per prefill call; prompts are evaluated in chunks at multiples of it, and
-    /// the prompt cache reuses whole matching chunks (so cached answers equal uncached ones)
+    /// Prompt tokens per prefill call: while other requests generate, prompts go in this many
+    /// tokens at a time between their decode steps (answers do not depend on it)
     #[arg(long = "prefill-chunk", default_value_t = nucleus_server::state::DEFAULT_PREFILL_CHUNK)]
     pub prefill_chunk: usize,
     /// MiB of memory for the prompt cache's copies of prompts whose slot went to another
