@@ -395,9 +395,12 @@ impl Converter<'_> {
             }
             n.end = true;
         }
+        // Repetitions and optional groups as rules written once (each `x*` or `(...)?` in a
+        // body is one more rule for the grammar parser to generate).
         let esc = self.add_rule("key-escape", KEY_ESCAPE);
         let ch = self.add_rule("key-unit", &format!("{KEY_RAW} | {esc}"));
-        fn visit(n: &Node, ch: &str, esc: &str, out: &mut String) {
+        let rest = self.add_rule("key-rest", &format!("{ch}*"));
+        fn visit(n: &Node, ch: &str, esc: &str, rest: &str, out: &mut String) {
             let mut raw_rejects = String::new();
             let mut esc_rejects: Vec<&str> = Vec::new();
             for (i, (unit, child)) in n.children.iter().enumerate() {
@@ -418,34 +421,34 @@ impl Converter<'_> {
                 }
                 if !child.children.is_empty() {
                     out.push_str(" (");
-                    visit(child, ch, esc, out);
-                    out.push(')');
+                    visit(child, ch, esc, rest, out);
                     if !child.end {
                         // Ending right after this prefix is fine: it is not an excluded name.
-                        out.push('?');
+                        out.push_str(" |");
                     }
+                    out.push(')');
                 } else if child.end {
-                    out.push_str(&format!(" {ch}+"));
+                    out.push_str(&format!(" {ch} {rest}"));
                 }
             }
             if n.children.is_empty() {
                 return;
             }
             let raw = KEY_RAW.trim_end_matches(']');
-            out.push_str(&format!(" | {raw}{raw_rejects}] {ch}*"));
+            out.push_str(&format!(" | {raw}{raw_rejects}] {rest}"));
             if esc_rejects.is_empty() {
-                out.push_str(&format!(" | {esc} {ch}*"));
+                out.push_str(&format!(" | {esc} {rest}"));
             } else {
                 let others: Vec<String> = canonical_escapes()
                     .filter(|e| !esc_rejects.contains(&e.as_str()))
                     .map(|e| format_literal(&e))
                     .collect();
-                out.push_str(&format!(" | ({}) {ch}*", others.join(" | ")));
+                out.push_str(&format!(" | ({}) {rest}", others.join(" | ")));
             }
         }
         let mut out = String::from("[\"] ( ");
-        visit(&trie, &ch, &esc, &mut out);
-        out.push_str(&format!(" ){} [\"] space", if trie.end { "" } else { "?" }));
+        visit(&trie, &ch, &esc, &rest, &mut out);
+        out.push_str(&format!("{} ) [\"] space", if trie.end { "" } else { " |" }));
         out
     }
 }
