@@ -139,7 +139,18 @@ impl Dfa {
             .grammar
             .classes
             .iter()
-            .map(|c| (1u32..0x80).filter(|&b| c.matches(b)).fold(0u128, |m, b| m | (1u128 << b)))
+            .map(|c| {
+                // From the ranges (a grammar may have thousands of classes: no test per byte).
+                let inside = c.ranges.iter().filter(|&&(lo, _)| lo < 0x80).fold(0u128, |m, &(lo, hi)| {
+                    let hi = hi.min(0x7F);
+                    if lo > hi {
+                        return m;
+                    }
+                    let upto = if hi == 0x7F { u128::MAX } else { (1u128 << (hi + 1)) - 1 };
+                    m | (upto & !((1u128 << lo) - 1))
+                });
+                (if c.negated { !inside } else { inside }) & !1
+            })
             .collect();
         dfa.any_value_ok = !dfa.arena.grammar.has_token_items();
         dfa.initial = dfa.intern(init, Partial::default());
@@ -601,5 +612,25 @@ impl Dfa {
         v.sort_unstable();
         v.dedup();
         self.intern_pending(v, partial, eog_pending)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_sets_from_ranges_equal_a_test_per_byte() {
+        let g = Grammar::parse(
+            r#"root ::= [a-z] [^"\\\x7F\x00-\x1F] [\x00-\x7F] [^a] [\x7F-\xFF] . [0-9A-Fa-f] [\x01] [^\x00-\x7E] "x""#,
+            "root",
+        )
+        .unwrap();
+        let d = Dfa::new(g.clone());
+        for (k, c) in g.classes.iter().enumerate() {
+            let per_byte = (1u32..0x80).filter(|&b| c.matches(b)).fold(0u128, |m, b| m | (1u128 << b));
+            assert_eq!(d.ascii_sets[k], per_byte, "class {k}: {c:?}");
+            assert_eq!(d.high_classes[k], c.intersects(0x80, 0x3F_FFFF), "class {k}: {c:?}");
+        }
     }
 }

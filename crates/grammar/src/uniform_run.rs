@@ -132,6 +132,11 @@ impl Dfa {
         // narrow state (a closing quote, an escape) would end the search with nothing.
         let live = |d: &mut Dfa, r: u32| d.ascii_live(r).count_ones();
         let wide = live(self, s);
+        if wide < MIN_BYTES {
+            // The set starts inside the bytes `s` accepts: too few to be worth a closure, and
+            // stepping them would build successor states the walk may never visit.
+            return None;
+        }
         let mut bytes = [0u64; 4];
         for b in 1u8..0x80 {
             let t = self.step(s, b);
