@@ -409,7 +409,8 @@ fn ask(addr: SocketAddr, body: &Value) -> (String, usize) {
 /// Effects on the chat route (same reader, but its own prompt path).
 fn chat_effects() -> Vec<Effect> {
     vec![
-        effect(Vec::new(), field("repeat_penalty", json!(2.0), |p| p.penalty_repeat = 2.0)),
+        // Below 1 it favours the prompt's tokens (above it, this answer repeats none of them).
+        effect(Vec::new(), field("repeat_penalty", json!(0.5), |p| p.penalty_repeat = 0.5)),
         effect(Vec::new(), field("mirostat", json!(2), |p| p.mirostat = MirostatMode::V2)),
         effect(Vec::new(), field("min_p", json!(0.5), |p| p.min_p = 0.5)),
         effect(Vec::new(), field("xtc_probability", json!(1.0), |p| p.xtc_probability = 1.0)),
