@@ -4,11 +4,19 @@
 //! the exits alone, and exits whose byte the state rejects (a newline in a string) are dropped
 //! as a group with one automaton step. Computed once per vocabulary and byte set, shared by
 //! every grammar.
+//!
+//! The tokens leaving the loop on a character boundary are also kept by what follows the
+//! loop: from the exit byte on, thousands of tokens share a few hundred distinct endings
+//! (`"`, `",`, `":`, `\n` ...). Those endings form a small trie of their own
+//! ([`LoopExits::endings`]), so a mask steps each ending once, in a few kilobytes of nodes,
+//! instead of each exit's subtree scattered across the vocabulary's trie.
+
+use std::collections::HashMap;
 
 use crate::vocab_index::{valid_utf8_from, VocabIndex};
 
 /// The tokens of a looping byte set and the places tokens leave it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LoopExits {
     /// Tokens made only of the set's bytes (well-formed UTF-8, a cut last character allowed),
     /// as bits by trie position.
@@ -20,6 +28,14 @@ pub struct LoopExits {
     pub by_byte: Vec<(u8, Vec<u32>)>,
     /// Exit nodes reached inside a multi-byte character, with that character's bytes so far.
     pub mid_char: Vec<(u32, Vec<u8>)>,
+    /// The distinct endings of the tokens below the [`LoopExits::by_byte`] exits (from the
+    /// exit byte on) as a trie: from the looping state, a token of an exit is allowed exactly
+    /// when its ending is (its start keeps the state where it was).
+    pub endings: VocabIndex,
+    /// Token ids by ending: ending `e`'s tokens are `ending_ids[ending_start[e]..ending_start[e + 1]]`.
+    pub ending_start: Vec<u32>,
+    /// See [`LoopExits::ending_start`].
+    pub ending_ids: Vec<u32>,
 }
 
 /// UTF-8 decoding progress along a trie path, as [`valid_utf8_from`] judges it.
@@ -104,7 +120,7 @@ impl LoopExits {
             set_bits(&mut within, node.tok_start as usize, node.tok_end as usize);
             i += 1;
         }
-        let by_byte =
+        let by_byte: Vec<(u8, Vec<u32>)> =
             groups.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).map(|(b, v)| (b as u8, v)).collect();
         debug_assert!(vocab.node_tokens.iter().enumerate().all(|(k, &id)| {
             let t = vocab.grammar_piece(id as i32);
@@ -117,8 +133,41 @@ impl LoopExits {
                 within_ids[(id >> 6) as usize] |= 1u64 << (id & 63);
             }
         }
-        LoopExits { within, within_ids, by_byte, mid_char }
+        let (endings, ending_start, ending_ids) = endings_of(vocab, &by_byte);
+        LoopExits { within, within_ids, by_byte, mid_char, endings, ending_start, ending_ids }
     }
+}
+
+/// The trie of the distinct endings below the exits in `by_byte` and each ending's token ids.
+fn endings_of(vocab: &VocabIndex, by_byte: &[(u8, Vec<u32>)]) -> (VocabIndex, Vec<u32>, Vec<u32>) {
+    let mut index: HashMap<&[u8], usize> = HashMap::new();
+    let mut texts: Vec<&[u8]> = Vec::new();
+    let mut ids: Vec<Vec<u32>> = Vec::new();
+    for (_, group) in by_byte {
+        for &n in group {
+            let node = vocab.nodes[n as usize];
+            let cut = node.depth as usize - 1;
+            for &id in &vocab.node_tokens[node.tok_start as usize..node.subtree_tok_end as usize] {
+                let ending = &vocab.grammar_piece(id as i32)[cut..];
+                let e = *index.entry(ending).or_insert_with(|| {
+                    texts.push(ending);
+                    ids.push(Vec::new());
+                    texts.len() - 1
+                });
+                ids[e].push(id);
+            }
+        }
+    }
+    let pieces = texts.iter().map(|t| t.to_vec().into_boxed_slice()).collect();
+    let trie = VocabIndex::from_pieces(pieces, vec![false; texts.len()]);
+    let mut start = Vec::with_capacity(ids.len() + 1);
+    let mut flat = Vec::new();
+    for v in ids {
+        start.push(flat.len() as u32);
+        flat.extend_from_slice(&v);
+    }
+    start.push(flat.len() as u32);
+    (trie, start, flat)
 }
 
 #[cfg(test)]
@@ -179,5 +228,34 @@ mod tests {
         assert!(bytes.contains(&0xF8) && bytes.contains(&0xC0), "invalid leads exit on a boundary");
         // "\xE6a": the ASCII byte arrives while a character is pending.
         assert!(e.mid_char.iter().any(|(_, pending)| pending == b"\xE6"));
+    }
+
+    #[test]
+    fn endings_hold_every_exit_token_once_under_its_ending() {
+        let v = vocab();
+        let e = LoopExits::new(&v, &string_chars());
+        let mut seen = Vec::new();
+        for k in 0..e.endings.n_vocab() {
+            let ending = e.endings.piece(k as i32);
+            for &id in &e.ending_ids[e.ending_start[k] as usize..e.ending_start[k + 1] as usize] {
+                assert!(v.grammar_piece(id as i32).ends_with(ending));
+                seen.push(id);
+            }
+        }
+        seen.sort_unstable();
+        let mut expected: Vec<u32> = e
+            .by_byte
+            .iter()
+            .flat_map(|(_, g)| g.iter())
+            .flat_map(|&n| {
+                let node = v.nodes[n as usize];
+                v.node_tokens[node.tok_start as usize..node.subtree_tok_end as usize].to_vec()
+            })
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(seen, expected);
+        // `a"`, `aé"`, `a"b` and `"` leave on the quote: ending `"` (three tokens) and `"b`.
+        let quote = (0..e.endings.n_vocab()).find(|&k| e.endings.piece(k as i32) == b"\"").unwrap();
+        assert_eq!(e.ending_start[quote + 1] - e.ending_start[quote], 3);
     }
 }

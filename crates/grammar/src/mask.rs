@@ -87,6 +87,8 @@ pub struct WalkScratch {
     /// subtree is one range. Kept as ranges (not a bit per position) so a mask costs one pass
     /// over the id bit set, not three (clear, fill, convert) over 262,144 bits.
     ranges: Vec<(u32, u32)>,
+    /// Token ids allowed besides the ranges (a looping state's exit tokens, by ending).
+    extra_ids: Vec<u32>,
     /// Trie nodes stepped through by the last walk (a cost measure for benchmarks).
     pub visited: usize,
 }
@@ -189,14 +191,18 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
         base = Some(exits);
     } else if dfa.end_ok(state) && loops >= 32 {
         let exits = vocab.loop_exits(&l);
-        for (b, group) in &exits.by_byte {
-            if dfa.step(state, *b) == DEAD {
-                continue;
-            }
-            for &n in group {
-                visited += walk_subtree(dfa, vocab, scratch, n as usize, state);
+        // The tokens leaving on a character boundary, by their distinct endings (from the
+        // exit byte on): one small trie walked from this very state.
+        let endings = &exits.endings;
+        visited += walk_subtree(dfa, endings, scratch, 0, state);
+        scratch.extra_ids.clear();
+        for &(from, to) in &scratch.ranges {
+            for &e in &endings.node_tokens[from as usize..to as usize] {
+                let (a, b) = (exits.ending_start[e as usize], exits.ending_start[e as usize + 1]);
+                scratch.extra_ids.extend_from_slice(&exits.ending_ids[a as usize..b as usize]);
             }
         }
+        scratch.ranges.clear();
         for (n, bytes) in &exits.mid_char {
             let parent = dfa.run(state, bytes);
             if parent != DEAD {
@@ -209,6 +215,10 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
     }
     scratch.visited = visited;
     ranges_to_ids(&mut scratch.ranges, base.as_deref().map(|e| &e.within_ids[..]), vocab, mask);
+    for &id in &scratch.extra_ids {
+        mask.set(id);
+    }
+    scratch.extra_ids.clear();
     if dfa.has_token_items(state) {
         for (t, negated) in dfa.token_items(state) {
             if negated {
