@@ -483,10 +483,15 @@ impl<'a> Converter<'a> {
         if let Some(Value::Array(types)) = ty {
             let alts: Vec<Value> = types
                 .iter()
-                .map(|t| {
-                    let mut m = obj.clone();
-                    m.insert("type".into(), t.clone());
-                    Value::Object(m)
+                .map(|t| match (strict, t.as_str()) {
+                    // Strict: the branch of one type carries only that type's keywords (and
+                    // those of every type), so no other type's keyword can steer it.
+                    (true, Some(name)) => Value::Object(super::ir::project(obj, name)),
+                    _ => {
+                        let mut m = obj.clone();
+                        m.insert("type".into(), t.clone());
+                        Value::Object(m)
+                    }
                 })
                 .collect();
             let mut rules = Vec::new();

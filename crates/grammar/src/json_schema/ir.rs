@@ -285,6 +285,21 @@ impl<'a> Node<'a> {
 
 static EMPTY_MAP: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
+/// The schema object `m` as the branch of its type union for type `name`: `type: name`, and
+/// every keyword except those constraining other types only (keywords of every type,
+/// annotations and unknown keywords stay; a type's vacuous keywords stay too, since
+/// `additionalProperties: true` still opens an object under `closed_objects`).
+pub(super) fn project(m: &Map<String, Value>, name: &str) -> Map<String, Value> {
+    let t = TypeSet::named(name).unwrap_or(TypeSet::EMPTY);
+    let mut out: Map<String, Value> = m
+        .iter()
+        .filter(|(k, _)| Group::of_keyword(k).is_none_or(|g| g.types().meets(t)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    out.insert("type".into(), Value::from(name));
+    out
+}
+
 /// The values a node lists: `const`, `enum`, or (both present) those of the enum equal to the
 /// constant.
 fn values_of(m: &Map<String, Value>) -> Option<Vec<&Value>> {
@@ -356,6 +371,22 @@ mod tests {
         assert_eq!(n.constrained_types(), TypeSet::STRING | TypeSet::NUMBER | TypeSet::ARRAY);
         assert_eq!(n.general.len(), 1);
         assert_eq!(n.unsupported, vec!["contains"]);
+    }
+
+    #[test]
+    fn a_type_branch_keeps_only_its_own_keywords() {
+        let m = json!({"type": ["string", "integer", "object"], "minLength": 2, "maximum": 5, "items": {},
+            "additionalProperties": true, "enum": [1, "ab"], "title": "t"});
+        let m = m.as_object().unwrap();
+        let keys = |name: &str| {
+            let mut k: Vec<String> = project(m, name).keys().cloned().collect();
+            k.sort();
+            k.join(",")
+        };
+        assert_eq!(keys("string"), "enum,minLength,title,type");
+        assert_eq!(keys("integer"), "enum,maximum,title,type");
+        assert_eq!(keys("object"), "additionalProperties,enum,title,type");
+        assert_eq!(project(m, "integer")["type"], json!("integer"));
     }
 
     #[test]
