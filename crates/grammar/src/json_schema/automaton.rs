@@ -14,6 +14,7 @@ use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use super::converter::{rule_name_chars, Converter};
 use super::pattern_strict::{class_to_gbnf, to_rust_syntax};
+use crate::fast_hash::FastMap;
 
 /// The code points a JSON string can hold: every Unicode scalar value.
 const UNIVERSE: [(u32, u32); 2] = [(0, 0xD7FF), (0xE000, 0x10FFFF)];
@@ -195,7 +196,7 @@ impl Dfa {
     /// Product automaton; a side without a transition is in its (rejecting) dead state.
     fn product(&self, other: &Dfa, keep: impl Fn(bool, bool) -> bool) -> Result<Dfa, String> {
         type Pair = (Option<usize>, Option<usize>);
-        let mut ids: HashMap<Pair, usize> = HashMap::new();
+        let mut ids: FastMap<Pair, usize> = FastMap::default();
         let mut pairs: Vec<Pair> = vec![(Some(0), Some(0))];
         ids.insert(pairs[0], 0);
         let mut out = Dfa { trans: vec![], accept: vec![] };
@@ -238,17 +239,28 @@ impl Dfa {
         let n = d.len();
         let mut block: Vec<usize> = d.accept.iter().map(|&a| usize::from(a)).collect();
         let mut count = 0;
+        // Each round's rows (targets replaced by their blocks) in one buffer, so a round
+        // allocates nothing per state; a chain of n states takes n rounds.
+        let mut flat: Vec<(u32, u32, usize)> = Vec::with_capacity(d.trans.iter().map(Vec::len).sum());
+        let mut ends: Vec<usize> = Vec::with_capacity(n);
         loop {
-            let mut sigs: HashMap<(usize, Row), usize> = HashMap::new();
-            let mut next = vec![0; n];
+            flat.clear();
+            ends.clear();
             for s in 0..n {
-                let mut row: Vec<(u32, u32, usize)> = Vec::new();
+                let start = flat.len();
                 for &(lo, hi, t) in &d.trans[s] {
-                    match row.last_mut() {
+                    match flat[start..].last_mut() {
                         Some(l) if l.2 == block[t] && l.1 + 1 == lo => l.1 = hi,
-                        _ => row.push((lo, hi, block[t])),
+                        _ => flat.push((lo, hi, block[t])),
                     }
                 }
+                ends.push(flat.len());
+            }
+            let mut next = vec![0; n];
+            let mut sigs: FastMap<(usize, &[(u32, u32, usize)]), usize> =
+                FastMap::with_capacity_and_hasher(n, Default::default());
+            for s in 0..n {
+                let row = &flat[if s == 0 { 0 } else { ends[s - 1] }..ends[s]];
                 let k = sigs.len();
                 next[s] = *sigs.entry((block[s], row)).or_insert(k);
             }
@@ -487,7 +499,7 @@ impl Nfa {
     fn determinize(&self, start: usize, end: usize) -> Result<Dfa, String> {
         let mut first = vec![start];
         self.closure(&mut first);
-        let mut ids: HashMap<Vec<usize>, usize> = HashMap::new();
+        let mut ids: FastMap<Vec<usize>, usize> = FastMap::default();
         ids.insert(first.clone(), 0);
         let mut sets = vec![first];
         let mut d = Dfa { trans: vec![], accept: vec![] };
