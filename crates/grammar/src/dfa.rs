@@ -93,14 +93,11 @@ pub struct Dfa {
     /// Whether partial sequences may share [`ANY_VALUE`] states (not with token items, whose
     /// stacks can join a pending sequence without having been checked against it).
     any_value_ok: bool,
-    /// Per character class, the ASCII bytes it matches (bit `b`), for [`Dfa::fill_ascii_row`].
+    /// Per character class, the ASCII bytes it matches (bit `b`), for [`Dfa::fill_ascii_group`].
     ascii_sets: Arc<[u128]>,
     /// Per character class, whether it holds some code point a lead byte from 0xC2 up can
     /// start (U+0080 and beyond, llama.cpp's over-long 0xF8..0xFF reading included).
     high_classes: Arc<[bool]>,
-    /// Reused by [`Dfa::fill_ascii_row`]: byte groups and the classes seen.
-    groups_scratch: Vec<u128>,
-    seen_scratch: Vec<u32>,
 }
 
 /// Every code point a lead byte can begin (see [`Partial::range`]): 0xC2 starts U+0080, and
@@ -129,8 +126,6 @@ impl Dfa {
             any_value_ok: false,
             ascii_sets: Arc::from([]),
             high_classes: Arc::from([]),
-            groups_scratch: Vec::new(),
-            seen_scratch: Vec::new(),
         };
         dfa.high_classes =
             dfa.arena.grammar.classes.iter().map(|c| c.intersects(HIGH_CODE_POINTS.0, HIGH_CODE_POINTS.1)).collect();
@@ -321,7 +316,7 @@ impl Dfa {
     fn step_slow(&mut self, s: u32, b: u8) -> u32 {
         if self.states[s as usize].key.partial.remain == 0 {
             if b < 0x80 {
-                self.fill_ascii_row(s);
+                self.fill_ascii_group(s, b);
                 return self.trans[(s as usize) << 8 | b as usize];
             }
             if !self.high_live(s) {
@@ -338,53 +333,38 @@ impl Dfa {
         next
     }
 
-    /// Fills all 128 ASCII transitions of `s` at once: bytes that advance the same stacks
-    /// lead to the same state, so each group of such bytes costs one stack advance. The groups
-    /// are found by splitting the bytes 1..=127 by each distinct class on top of a stack.
-    fn fill_ascii_row(&mut self, s: u32) {
+    /// Fills the transitions of `s` on every ASCII byte that advances exactly the stacks `b`
+    /// advances (its group: the bytes inside the same classes on top as `b`), which all lead
+    /// to one state, built by one stack advance. Only the asked group is built: a trie walk
+    /// asks for the bytes its tokens hold, and a state's other successors (a value's `t`, `f`,
+    /// `n`, digits ... when no token there starts so) may never be needed.
+    fn fill_ascii_group(&mut self, s: u32, b: u8) {
         let mut stacks = std::mem::take(&mut self.row_scratch);
         stacks.clear();
         stacks.extend_from_slice(&self.states[s as usize].key.stacks);
-        let mut groups = std::mem::take(&mut self.groups_scratch);
-        groups.clear();
-        groups.push(!1u128); // bytes 1..=127 (NUL is always dead)
+        let mut group = !1u128; // bytes 1..=127 (NUL is always dead)
         let mut any = 0u128;
-        let mut seen = std::mem::take(&mut self.seen_scratch);
-        seen.clear();
         for &st in stacks.iter() {
             if st == EMPTY {
                 continue;
             }
             let Elem::Char(c) = self.arena.top_elem(st) else { continue };
-            if seen.contains(&c) {
-                continue;
-            }
-            seen.push(c);
             let m = self.ascii_sets[c as usize];
             any |= m;
-            let n = groups.len();
-            for i in 0..n {
-                let (a, b) = (groups[i] & m, groups[i] & !m);
-                if a != 0 && b != 0 {
-                    groups[i] = a;
-                    groups.push(b);
-                }
-            }
+            group &= if m >> b & 1 == 1 { m } else { !m };
         }
         let row = (s as usize) << 8;
         self.trans[row] = DEAD;
-        for &g in &groups {
-            let next = if g & any == 0 { DEAD } else { self.advance(&stacks, g.trailing_zeros()) };
-            let mut bits = g;
+        if b != 0 {
+            let next = if group & any == 0 { DEAD } else { self.advance(&stacks, b as u32) };
+            let mut bits = group;
             while bits != 0 {
-                let b = bits.trailing_zeros() as usize;
-                self.trans[row | b] = next;
+                let k = bits.trailing_zeros() as usize;
+                self.trans[row | k] = next;
                 bits &= bits - 1;
             }
         }
         self.row_scratch = stacks;
-        self.groups_scratch = groups;
-        self.seen_scratch = seen;
     }
 
     /// Whether some character stack of `s` (no character pending) could take a code point

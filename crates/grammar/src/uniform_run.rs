@@ -236,6 +236,12 @@ impl Dfa {
         if key.partial.remain != 0 {
             return None;
         }
+        // The run's bytes are among the ASCII bytes `s` accepts (checked first: most states,
+        // a key's letters, accept too few to be worth a run, and need nothing built).
+        if self.ascii_live(s).count_ones() < MIN_BYTES {
+            return None;
+        }
+        let key = &self.states[s as usize].key;
         // Split the bytes 1..=127 by each distinct class on top of a character stack: bytes in
         // one part advance exactly the same stacks (their signature), so lead to one state.
         let mut class_ids: Vec<u32> = Vec::with_capacity(8);
