@@ -20,14 +20,16 @@
 //!   holding it are sorted, by value, and the draw runs on them (`fast::top_p_wide`); the
 //!   selected id is read off the row (replaying llama.cpp's sort of one bucket on a tie).
 //! * plain temperature then `mirostat-v2`: the kept prefix is built from the exact sorted sum
-//!   (`fast::mirostat_v2`) and the sampler finishes on it.
+//!   (`fast::mirostat_v2`) and the sampler finishes on it; a long prefix (or one with equal
+//!   values) is sorted by value alone, and the selected id read off the row (replaying
+//!   llama.cpp's sort of one bucket on a tie), which defers the candidates like the last kind.
 //! * `dist` alone, or `top-n-sigma` → plain temperature → `dist`: the draw is decided from
 //!   bounds on block sums of the exponentials (`fast::dist`, `fast::top_n_sigma`), with exact arithmetic
 //!   only where a bound is too wide to decide.
 //!
 //! When a fast path cannot decide exactly, it leaves the step to the full path before anything
 //! is consumed. The first three leave exactly the full path's candidates (the wide top-p
-//! path defers them like the last kind). The last kind never
+//! path and mirostat's value path defer them like the last kind). The last kind never
 //! builds the final candidate array (building it would cost more than the whole draw): after
 //! such a step [`TokenSampler::candidates_complete`] is `false` and
 //! [`TokenSampler::candidates`] holds only the selected token (`id`, final `logit`, `p` NaN,
@@ -39,15 +41,16 @@ use crate::candidates::{Candidates, Token, TokenData};
 use crate::chain::Chain;
 use crate::error::SampleError;
 use crate::fast::dist::{dist_list, dist_row, DistScratch};
-use crate::fast::mirostat_v2::{mirostat_prefix, Miro, MiroScratch};
+use crate::fast::mirostat_v2::{id_at as miro_id_at, mirostat_prefix, Miro, MiroScratch};
 use crate::fast::row::{scan_row, Row, RowScan, Scan};
-use crate::fast::top_k::{top_k_from_row, BadLogit};
+use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
 use crate::fast::top_p_wide::{id_at as wide_id_at, wide_nucleus, WideScratch};
 use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
+use crate::softmax::softmax;
 use crate::step::{Role, Step};
 use half::slice::HalfFloatSliceExt;
 
@@ -72,6 +75,7 @@ struct FastScratch {
     /// The sparse prefix's effect at the last fast step: touched ids (sorted) and their logits.
     sparse: Candidates,
     heap: Vec<TokenData>,
+    top_k: TopKScratch,
     dist: DistScratch,
     /// The max pass of the top-p paths.
     scan: RowScan,
@@ -92,10 +96,23 @@ struct FastScratch {
 struct Deferred {
     /// First chain member after the sparse prefix (members before it are in `sparse`).
     start: usize,
-    /// The `dist` member.
-    dist_at: usize,
+    /// The member that selected (`dist` or `mirostat-v2`); members `start..end_at` are
+    /// replayed on the rebuilt array.
+    end_at: usize,
+    /// What that member did.
+    end: End,
     /// The selected index in the final array.
     selected: usize,
+}
+
+/// The selecting member of a deferred step.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    /// `dist`: the final array is the whole (sorted or not) view, normalised.
+    Dist,
+    /// `mirostat-v2`: the final array is the sorted prefix of `keep` candidates, normalised
+    /// again (the sampler's state had already moved; it is not touched).
+    Mirostat { keep: usize },
 }
 
 /// Which fast path a chain allows: compiled once per chain (and row length) from the closed
@@ -199,10 +216,20 @@ impl TokenSampler {
                     }
                 }
             }
-            for s in &mut self.chain.samplers_mut()[d.start..d.dist_at] {
+            for s in &mut self.chain.samplers_mut()[d.start..d.end_at] {
                 s.apply(&mut self.cands);
             }
-            dist_normalize(&mut self.cands, d.selected);
+            match d.end {
+                End::Dist => dist_normalize(&mut self.cands, d.selected),
+                End::Mirostat { keep } => {
+                    // mirostat v2's apply without its draw: sort and normalise, keep the
+                    // prefix, normalise it again.
+                    softmax(&mut self.cands, true);
+                    self.cands.truncate(keep);
+                    softmax(&mut self.cands, true);
+                    self.cands.set_selected(Some(d.selected));
+                }
+            }
         }
         &self.cands
     }
@@ -290,7 +317,8 @@ impl TokenSampler {
             Plan::TopK { at, k } => {
                 self.sparse_prefix(row, at);
                 let f = &mut self.fast;
-                top_k_from_row(row, k, f.sparse.as_slice(), &mut f.heap).map_err(|BadLogit(i)| bad_logit(row, i))?;
+                top_k_from_row(row, k, f.sparse.as_slice(), &mut f.heap, &mut f.top_k)
+                    .map_err(|BadLogit(i)| bad_logit(row, i))?;
                 self.cands.fill_from(&f.heap);
                 self.cands.set_sorted(true);
                 for s in &mut self.chain.samplers_mut()[at + 1..] {
@@ -394,7 +422,7 @@ impl TokenSampler {
                         if raw == 0.0 {
                             logit = logit.copysign(raw);
                         }
-                        self.defer_token(at, dist_at, i, id, logit);
+                        self.defer_token(at, dist_at, End::Dist, i, id, logit);
                         self.selected().map(Some)
                     }
                     Nucleus::Nucleus => {
@@ -423,6 +451,23 @@ impl TokenSampler {
                         miro.finish(&mut self.cands);
                         self.selected().map(Some)
                     }
+                    Miro::Values => {
+                        miro.finish_normalized(&mut self.cands);
+                        let keep = self.cands.len();
+                        let i = match self.cands.selected() {
+                            Some(i) if i < keep => i,
+                            _ => return self.selected().map(Some),
+                        };
+                        let id = miro_id_at(r, i, &mut f.miro);
+                        // The exact value of that token (the sorted values hold `+0.0` for
+                        // both zeros).
+                        let logit = match temp {
+                            Some(t) => r.get(id as usize) / t,
+                            None => r.get(id as usize),
+                        };
+                        self.defer_token(at, miro_at, End::Mirostat { keep }, i, id, logit);
+                        self.selected().map(Some)
+                    }
                 }
             }
         }
@@ -431,14 +476,15 @@ impl TokenSampler {
     /// Leaves only the selected token in `cands` and records how to rebuild the rest (for
     /// steps whose final array is in id order: the index is the token).
     fn defer(&mut self, start: usize, dist_at: usize, selected: usize, logit: f32) {
-        self.defer_token(start, dist_at, selected, selected as Token, logit);
+        self.defer_token(start, dist_at, End::Dist, selected, selected as Token, logit);
     }
 
-    /// [`TokenSampler::defer`] for a final array at index `selected` holding token `id`.
-    fn defer_token(&mut self, start: usize, dist_at: usize, selected: usize, id: Token, logit: f32) {
+    /// [`TokenSampler::defer`] for a final array at index `selected` holding token `id`, left
+    /// by `end` at member `end_at`.
+    fn defer_token(&mut self, start: usize, end_at: usize, end: End, selected: usize, id: Token, logit: f32) {
         self.cands.fill_from(&[TokenData { id, logit, p: f32::NAN }]);
         self.cands.set_selected(Some(0));
-        self.fast.deferred = Some(Deferred { start, dist_at, selected });
+        self.fast.deferred = Some(Deferred { start, end_at, end, selected });
     }
 
     fn selected(&self) -> Result<Token, SampleError> {
@@ -626,10 +672,11 @@ pub fn sigma_tier_counts() -> [u64; 2] {
     crate::fast::top_n_sigma::tier_counts()
 }
 
-/// How often the mirostat-v2 fast path built the kept prefix / left the step to the full path:
-/// `[prefix, full]`. For benchmarks and tests.
+/// How often the mirostat-v2 fast path built the kept prefix / left the step to the full path
+/// / built the prefix from values alone (a long prefix or equal values in it; counted in the
+/// first too): `[prefix, full, values]`. For benchmarks and tests.
 #[doc(hidden)]
-pub fn mirostat_tier_counts() -> [u64; 2] {
+pub fn mirostat_tier_counts() -> [u64; 3] {
     crate::fast::mirostat_v2::tier_counts()
 }
 

@@ -444,3 +444,38 @@ fn real_shaped_rows_match() {
     assert!(tp1[0] - tp0[0] >= 9, "top-p nucleus built {} times", tp1[0] - tp0[0]);
     assert!(miro1[0] - miro0[0] >= 40, "mirostat prefix built {} times", miro1[0] - miro0[0]);
 }
+
+/// mirostat v2 once `mu` has grown past every surprise (confident rows, large `eta`): the kept
+/// prefix holds most of the vocabulary, so it is built from values alone and the selected id
+/// read off the row — with equal logits everywhere (bf16-rounded rows and a 1/4096 grid), so the
+/// selected value is often tied and llama.cpp's sort of its bucket is replayed; `mu` passes 120,
+/// where kept terms are subnormal. Same tokens, `mu` stream and (materialised) candidates as the
+/// full path at every step.
+#[test]
+fn mirostat_value_path_matches() {
+    let n = 65_536;
+    let before = nucleus_sampler::session::mirostat_tier_counts();
+    for seed in 1..5u64 {
+        let mut g = Gen((seed * 0x51_7CC1_B727) | 1);
+        let mut row = real_shaped(n, &mut g);
+        if seed % 2 == 0 {
+            for v in row.iter_mut() {
+                *v = half::bf16::from_f32(*v).to_f32();
+            }
+        }
+        for (tau, eta, temp) in [(5.0f32, 1.0f32, 1.0f32), (9.0, 1.0, 0.7), (3.0, 0.5, 1.0)] {
+            let p = SamplingParams {
+                seed: seed as u32,
+                mirostat: MirostatMode::V2,
+                mirostat_tau: tau,
+                mirostat_eta: eta,
+                temp,
+                ..Default::default()
+            };
+            compare(TokenSampler::new(p.build(n, None).unwrap()), &row, &[], 40).unwrap();
+        }
+    }
+    let after = nucleus_sampler::session::mirostat_tier_counts();
+    assert!(after[2] - before[2] >= 100, "value path took {} steps", after[2] - before[2]);
+    assert_eq!(after[1], before[1], "no step was left to the full path");
+}

@@ -10,8 +10,17 @@
 //! `s1` and the kept count exactly. The kept tokens lie in the top buckets of llama.cpp's
 //! bucket sort; only those buckets are sorted, with its algorithms, in id order, which gives
 //! its tie order. The rest of the sampler (second softmax, draw, `mu` update) then runs
-//! unchanged on that prefix. Otherwise (a flat step) the caller runs the full path; nothing
-//! has been consumed yet.
+//! unchanged on that prefix.
+//!
+//! When the kept prefix is long (once `mu` has grown, mirostat keeps most of a real row: both
+//! sides then sort ~200,000 candidates, with ties), or when equal values fall inside it, the
+//! prefix is built from values alone ([`Miro::Values`]): everything after the sort (both
+//! softmaxes, the draw, the surprise of the drawn token and so the new `mu`) reads the sorted
+//! candidates only through their values, which are the same for every order sorted by value,
+//! so the kept values are radix-sorted without their ids and the sampler finishes on them;
+//! then [`id_at`] reads the selected index's id off the row — the one token with that value,
+//! or, when it is tied, the id llama.cpp's sort of that one bucket puts there. Otherwise (no
+//! bound decides) the caller runs the full path; nothing has been consumed yet.
 
 use crate::candidates::{Candidates, TokenData};
 use crate::fast::bounds::{grid_chunk, seq_block};
@@ -19,10 +28,14 @@ use crate::fast::expf::expf_exact_slice;
 use crate::fast::row::collect_into;
 use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
+use crate::fast::value_sort::{desc_key, key_value, radix_sort};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
 
 /// Up to this many tokens are gathered for the sum; beyond it every token's term is used.
 const MAX_GATHER: usize = 32768;
+
+/// Kept prefixes longer than this are built from values alone ([`Miro::Values`]).
+const VALUES_FROM: usize = 1024;
 
 /// Per-block scan results.
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,13 +57,21 @@ pub(crate) struct MiroScratch {
     groups: Vec<TokenData>,
     spare: Vec<TokenData>,
     counts: Vec<u32>,
+    /// Radix histograms of the value path.
+    radix: Vec<usize>,
+    /// What [`id_at`] needs from the last [`Miro::Values`] step: the temperature, the row's
+    /// largest logit, the lowest non-empty bucket, and the sorted kept values' keys.
+    val_t: Option<f32>,
+    val_lmax: f32,
+    val_low: usize,
 }
 
-/// How often the prefix was built here / left to the full path, process-wide.
-static TIERS: TierCounts<2> = TierCounts::new();
+/// How often the prefix was built here / left to the full path / built from values,
+/// process-wide.
+static TIERS: TierCounts<3> = TierCounts::new();
 
-/// `[prefix built, full path]` so far in this process.
-pub(crate) fn tier_counts() -> [u64; 2] {
+/// `[prefix built (either way), full path, of which from values]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 3] {
     TIERS.get()
 }
 
@@ -62,6 +83,10 @@ pub(crate) enum Miro {
     Full,
     /// `out` holds the kept prefix (sorted, at least one token).
     Prefix,
+    /// `out` holds the kept prefix's values in llama.cpp's order with ids not filled in
+    /// (`-1`), and their second softmax: finish the sampler on it
+    /// (`MirostatV2::finish_normalized`), then read the selected index's id with [`id_at`].
+    Values,
 }
 
 simd_dispatch!(
@@ -121,6 +146,10 @@ pub(crate) fn mirostat_prefix(
     let r = prefix(row, t, mu, s, out);
     match r {
         Miro::Prefix => TIERS.bump(0),
+        Miro::Values => {
+            TIERS.bump(0);
+            TIERS.bump(2);
+        }
         Miro::Full => TIERS.bump(1),
         Miro::Bad(_) => {}
     }
@@ -129,9 +158,7 @@ pub(crate) fn mirostat_prefix(
 
 fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut Candidates) -> Miro {
     let n = row.len();
-    // With mu >= 120 a kept token may have a subnormal probability (surprise > 126), where the
-    // bounds below do not hold: let the full path decide.
-    if !mu.is_finite() || mu >= 120.0 {
+    if !mu.is_finite() {
         return Miro::Full;
     }
     let nb = n.div_ceil(BLOCK);
@@ -207,7 +234,11 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     let (size, last_v) = match e_star {
         None => (1usize, m),
         Some(es) => {
-            if !gather(row, l_of(mf + (es as f64).ln() - 1e-3, t, lmax), s, usize::MAX) {
+            // expf's result is e's rounding: to within a relative 2^-24 when normal, but
+            // only to half of the smallest subnormal below 2^-126 (a large `mu` keeps such
+            // terms), so there `e >= e*` only says `exp(x) >= e* / 2`.
+            let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
+            if !gather(row, l_of(mf + (es as f64).ln() - margin, t, lmax), s, usize::MAX) {
                 return Miro::Full;
             }
             exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
@@ -229,11 +260,15 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
             }
         }
     };
+    let ib_global = bucket_of(scaled(lmin, t));
+    if size > VALUES_FROM {
+        // `s.vals` holds every token at or above the last kept value.
+        return values(t, lmax, last_v, size, ib_global, s, out);
+    }
 
     // 4. llama.cpp's order of the top `size`: every bucket above the last kept token's is
     // wholly in front; those buckets and the last one are sorted as its bucket sort does.
     let bstar = bucket_of(last_v);
-    let ib_global = bucket_of(scaled(lmin, t));
     // Values with bucket >= bstar: 6.4 v + 64 >= bstar, i.e. v >= (bstar - 64) / 6.4.
     let l_edge = if bstar == 0 { f32::NEG_INFINITY } else { l_of((bstar as f64 - 64.0) / 6.4 - 1e-3, t, lmax) };
     if !gather(row, l_edge, s, usize::MAX) {
@@ -272,7 +307,11 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
         }
         let cnt = s.counts[j] as usize;
         let g = &mut s.groups[pos..pos + cnt];
-        sort_bucket(g, j == ib_global, size - pos, &mut s.spare);
+        if !sort_bucket(g, size - pos) {
+            // Equal values inside the prefix: their order is libstdc++'s introsort's, which
+            // only matters for the selected token; `s.vals` holds every kept token.
+            return values(t, lmax, last_v, size, ib_global, s, out);
+        }
         pos += cnt;
     }
     if s.groups.len() < size {
@@ -284,17 +323,14 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
 }
 
 /// Puts the first `need` positions of one bucket (candidates in id order) as llama.cpp's bucket
-/// sort does: `std::sort`, or `std::partial_sort` over the whole range for the lowest non-empty
-/// bucket; positions from `need` on are left in no particular order. When the `need` largest
-/// values are distinct and the next value differs from the last of them, both algorithms give
-/// the one descending order there, which a selection and a fast sort of those positions find
-/// (a real model's top bucket, every logit at or above 10, can hold thousands of tokens, of
-/// which mirostat keeps a few); with equal values there the libstdc++ emulation runs over the
-/// whole bucket.
-fn sort_bucket(g: &mut [TokenData], lowest: bool, need: usize, spare: &mut Vec<TokenData>) {
+/// sort does (`std::sort`, or `std::partial_sort` for the lowest non-empty bucket), when the
+/// `need` largest values are distinct and the next value differs from the last of them: both
+/// algorithms then give the one descending order there, which a selection and a fast sort of
+/// those positions find (a real model's top bucket, every logit at or above 10, can hold
+/// thousands of tokens, of which mirostat keeps a few). False, with the bucket in no
+/// particular order, when equal values fall there (the caller takes the value path).
+fn sort_bucket(g: &mut [TokenData], need: usize) -> bool {
     let desc = |a: &TokenData, b: &TokenData| b.logit.total_cmp(&a.logit);
-    spare.clear();
-    spare.extend_from_slice(g);
     // Positions 0..=check are compared pairwise: the prefix and the first value after it.
     let check = if need < g.len() {
         g.select_nth_unstable_by(need, desc);
@@ -304,16 +340,78 @@ fn sort_bucket(g: &mut [TokenData], lowest: bool, need: usize, spare: &mut Vec<T
         g.sort_unstable_by(desc);
         g.len()
     };
-    if g[..check].windows(2).all(|w| w[0].logit != w[1].logit) {
-        return;
+    g[..check].windows(2).all(|w| w[0].logit != w[1].logit)
+}
+
+/// The value path: the kept prefix (every token of `s.vals` whose value is at least `last_v`,
+/// `size` of them) as sorted values without ids, into `out`; remembers what [`id_at`] needs.
+fn values(
+    t: Option<f32>,
+    lmax: f32,
+    last_v: f32,
+    size: usize,
+    low_bucket: usize,
+    s: &mut MiroScratch,
+    out: &mut Candidates,
+) -> Miro {
+    s.keys.clear();
+    s.keys.extend(s.vals.iter().map(|&l| scaled(l, t)).filter(|&v| v >= last_v).map(desc_key));
+    if s.keys.len() != size {
+        return Miro::Full;
     }
-    g.copy_from_slice(spare);
-    if lowest {
-        let n = g.len();
-        std_partial_sort(g, n, logit_before);
+    radix_sort(&mut s.keys, &mut s.tmp, &mut s.radix);
+    // The sampler's second softmax (`softmax` on a sorted array): `expf(v - v0)`, their
+    // sequential f32 sum, each divided by it.
+    let v0 = key_value(s.keys[0]);
+    s.xs.clear();
+    s.xs.extend(s.keys.iter().map(|&k| key_value(k) - v0));
+    s.es.clear();
+    s.es.resize(size, 0.0);
+    expf_exact_slice(&s.xs, &mut s.es);
+    let sum = sorted_sum(&s.es);
+    s.groups.clear();
+    s.groups.extend(s.keys.iter().zip(&s.es).map(|(&k, &e)| TokenData { id: -1, logit: key_value(k), p: e / sum }));
+    out.fill_from(&s.groups);
+    out.set_sorted(true);
+    s.val_t = t;
+    s.val_lmax = lmax;
+    s.val_low = low_bucket;
+    Miro::Values
+}
+
+/// The id llama.cpp's full path has at sorted index `i` of the last [`Miro::Values`] prefix
+/// (`row` the same row): the one token with that value, or, when the value is tied, the id
+/// llama.cpp's sort of the bucket holding it puts there (replayed with its own algorithm over
+/// the bucket in id order, as its stable scatter leaves it).
+pub(crate) fn id_at(row: Row<'_>, i: usize, s: &mut MiroScratch) -> i32 {
+    let t = s.val_t;
+    let v = key_value(s.keys[i]);
+    // Every token with value `v` is kept, so it is in `s.ids` / `s.vals` (id order).
+    let mut same = s.ids.iter().zip(&s.vals).filter(|&(_, &l)| scaled(l, t) == v);
+    let first = same.next().map(|(&id, _)| id);
+    if let (Some(id), None) = (first, same.next()) {
+        return id;
+    }
+    let bk = bucket_of(v);
+    let l_edge = if bk == 0 { f32::NEG_INFINITY } else { l_of((bk as f64 - 64.0) / 6.4 - 1e-3, t, s.val_lmax) };
+    gather(row, l_edge, s, usize::MAX);
+    let mut above = 0usize;
+    s.spare.clear();
+    for (&id, &l) in s.ids.iter().zip(&s.vals) {
+        let x = scaled(l, t);
+        match bucket_of(x).cmp(&bk) {
+            std::cmp::Ordering::Greater => above += 1,
+            std::cmp::Ordering::Equal => s.spare.push(TokenData { id, logit: x, p: 0.0 }),
+            std::cmp::Ordering::Less => {}
+        }
+    }
+    if bk == s.val_low {
+        let n = s.spare.len();
+        std_partial_sort(&mut s.spare, n, logit_before);
     } else {
-        std_sort(g, logit_before);
+        std_sort(&mut s.spare, logit_before);
     }
+    s.spare[i - above].id
 }
 
 /// A logit threshold (rounded down, with margin) under which every value `v = l / t` is

@@ -5,8 +5,9 @@
 //! `mirostat_v2`); what they share lives in its own module and they import nothing from each
 //! other: [`row`] (block size, patched row view, max pass, gather, tier counters), [`bounds`]
 //! (rounding helpers, exact replays of llama.cpp's sequential sums), [`expf`] (the glibc
-//! `expf` replica and exp bounds) and [`simd`] (the AVX-512 / AVX2 / scalar kernels and their
-//! run-time dispatch).
+//! `expf` replica and exp bounds), [`simd`] (the AVX-512 / AVX2 / scalar kernels and their
+//! run-time dispatch) and [`value_sort`] (descending-order keys of values and their radix
+//! sort, for the paths that sort values without ids).
 
 pub(crate) mod bounds;
 pub(crate) mod dist;
@@ -18,3 +19,4 @@ pub(crate) mod top_k;
 pub(crate) mod top_n_sigma;
 pub(crate) mod top_p;
 pub(crate) mod top_p_wide;
+pub(crate) mod value_sort;

@@ -7,10 +7,28 @@
 //! only the rare elements that beat it are replayed one by one, in order. The result (set *and*
 //! tie order) is exactly llama.cpp's. The same pass checks the row for NaN and `+inf`. The
 //! block scan runs on the active SIMD level ([`Level::active`]), like every other kernel.
+//!
+//! On a real model's row the heap's worst rises slowly (hundreds of sift-ins, each a walk down
+//! the heap), so an unpatched row first takes a cheaper pass ([`distinct_top`]): when the `k`
+//! largest values are distinct and the `k + 1`-th is smaller than all of them, every order
+//! sorted by logit — `std::partial_sort`'s included — is the one descending order of those `k`
+//! tokens, so only the set matters. The pass collects every value at or above a threshold that
+//! stays below the row's `k + 1`-th largest (it rises as values are collected), then selects
+//! and checks the top `k + 1`. Equal values there send the step to the heap replay.
 
 use crate::candidates::TokenData;
-use crate::fast::simd::Level;
+use crate::fast::simd::{first_nan_or_inf, flag_nan_inf, simd_dispatch, Level, Simd};
+use crate::fast::value_sort::desc_key;
 use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
+
+/// Buffers of [`distinct_top`], reused between steps.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TopKScratch {
+    ids: Vec<i32>,
+    vals: Vec<f32>,
+    sel: Vec<f32>,
+    keys: Vec<u64>,
+}
 
 /// Why the scan stopped: the row holds a NaN or `+inf` at this index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,9 +42,142 @@ pub(crate) fn top_k_from_row(
     k: usize,
     patches: &[TokenData],
     heap: &mut Vec<TokenData>,
+    s: &mut TopKScratch,
 ) -> Result<(), BadLogit> {
+    if patches.is_empty() && distinct_top(logits, k, heap, s)? {
+        return Ok(());
+    }
     // SAFETY: the active level never exceeds what this CPU supports.
     unsafe { top_k_from_row_on(Level::active(), logits, k, patches, heap) }
+}
+
+/// The top `k` of `logits` (`0 < k < len`) into `heap`, sorted descending, when the `k + 1`
+/// largest values are distinct (see the module documentation); `Ok(false)` otherwise (`heap`
+/// then holds nothing useful). Finds the first NaN or `+inf` like the heap replay.
+fn distinct_top(logits: &[f32], k: usize, heap: &mut Vec<TokenData>, s: &mut TopKScratch) -> Result<bool, BadLogit> {
+    // The buffer never holds more than a cut's worth plus one vector group and the tail (with
+    // a vector's spare room for the compressing stores): reserved once, so no row allocates.
+    let most = collect_cap(k) + 512;
+    for v in [&mut s.sel, &mut s.vals] {
+        v.clear();
+        v.reserve(most);
+    }
+    s.ids.clear();
+    s.ids.reserve(most);
+    s.keys.clear();
+    s.keys.reserve(most);
+    collect_top(logits, k, &mut s.ids, &mut s.vals, &mut s.sel).map_err(BadLogit)?;
+    // The `k + 1` largest of the collected values (every value above the threshold, which
+    // never passed the row's `k + 1`-th largest): keys ascend as values descend, ids ascending
+    // among equal values.
+    s.keys.clear();
+    s.keys.extend(s.ids.iter().zip(&s.vals).map(|(&id, &v)| (u64::from(desc_key(v)) << 32) | id as u32 as u64));
+    if s.keys.len() <= k {
+        return Ok(false);
+    }
+    s.keys.select_nth_unstable(k);
+    let top = &mut s.keys[..=k];
+    top.sort_unstable();
+    if top.windows(2).any(|w| w[0] >> 32 == w[1] >> 32) {
+        return Ok(false);
+    }
+    heap.clear();
+    heap.extend(top[..k].iter().map(|&key| {
+        let id = key as u32 as usize;
+        TokenData { id: id as i32, logit: logits[id], p: 0.0 }
+    }));
+    Ok(true)
+}
+
+/// Values collected before the buffer is cut back to the `k + 1` largest.
+fn collect_cap(k: usize) -> usize {
+    (4 * (k + 1)).max(256)
+}
+
+simd_dispatch!(
+    /// Appends to `ids` / `vals` (in id order between cuts) every value of `x` at or above a
+    /// running threshold: `-inf` at first, then, each time the buffer reaches
+    /// [`collect_cap`], the `k + 1`-th largest value collected (the buffer is cut to the
+    /// values at or above it). The threshold never exceeds the row's `k + 1`-th largest value,
+    /// so the buffer ends holding every value above it. `Err(i)`: the first NaN or `+inf`.
+    fn collect_top(x: &[f32], k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &mut Vec<f32>) -> Result<(), usize> = collect_top_k
+);
+
+#[inline(always)]
+unsafe fn collect_top_k<S: Simd>(
+    x: &[f32],
+    k: usize,
+    ids: &mut Vec<i32>,
+    vals: &mut Vec<f32>,
+    sel: &mut Vec<f32>,
+) -> Result<(), usize> {
+    const G: usize = 8; // vectors per group
+    let cap = collect_cap(k);
+    let n = x.len();
+    let p = x.as_ptr();
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
+    // tail is done lane by lane.
+    unsafe {
+        let inf = S::splat(f32::INFINITY);
+        let mut thr = f32::NEG_INFINITY;
+        let mut t = S::splat(thr);
+        let mut i = 0;
+        while i + G * S::N <= n {
+            let mut v = [S::splat(0.0); G];
+            for (j, vj) in v.iter_mut().enumerate() {
+                *vj = S::load(p.add(i + j * S::N));
+            }
+            let mut bad = S::none();
+            for j in (0..G).step_by(2) {
+                bad = flag_nan_inf::<S>(bad, v[j], v[j + 1], inf);
+            }
+            if S::any(bad) {
+                return Err(i + first_nan_or_inf(&x[i..]));
+            }
+            let m =
+                S::max(S::max(S::max(v[0], v[1]), S::max(v[2], v[3])), S::max(S::max(v[4], v[5]), S::max(v[6], v[7])));
+            if S::any(S::nlt(m, t)) {
+                for (j, &vj) in v.iter().enumerate() {
+                    S::push_masked(S::nlt(vj, t), vj, i + j * S::N, ids, vals);
+                }
+                if ids.len() >= cap {
+                    thr = cut(k, ids, vals, sel);
+                    t = S::splat(thr);
+                }
+            }
+            i += G * S::N;
+        }
+        for (j, &v) in x[i..].iter().enumerate() {
+            if v.is_nan() || v == f32::INFINITY {
+                return Err(i + j);
+            }
+            if v >= thr {
+                ids.push((i + j) as i32);
+                vals.push(v);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Cuts the buffer (more than `k + 1` values, no NaN) to the values at or above its `k + 1`-th
+/// largest, which it returns.
+fn cut(k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &mut Vec<f32>) -> f32 {
+    sel.clear();
+    sel.extend_from_slice(vals);
+    let (_, &mut thr, _) = sel.select_nth_unstable_by(k, |a, b| b.total_cmp(a));
+    let mut w = 0;
+    for r in 0..vals.len() {
+        if vals[r] >= thr {
+            vals[w] = vals[r];
+            ids[w] = ids[r];
+            w += 1;
+        }
+    }
+    vals.truncate(w);
+    ids.truncate(w);
+    thr
 }
 
 /// [`top_k_from_row`] with its block scans on `level`.
@@ -248,9 +399,14 @@ mod tests {
                 ];
                 for p in [&patches[..], &[]] {
                     let want = reference(&l, k, p);
-                    let mut heap = Vec::new();
-                    top_k_from_row(&l, k, p, &mut heap).unwrap();
-                    assert_eq!(heap, want, "seed {seed} n {n} k {k}");
+                    for level in supported_levels() {
+                        let mut heap = Vec::new();
+                        let got = crate::fast::simd::with_level(level, || {
+                            top_k_from_row(&l, k, p, &mut heap, &mut TopKScratch::default())
+                        });
+                        assert_eq!(got, Some(Ok(())));
+                        assert_eq!(heap, want, "{level:?} seed {seed} n {n} k {k}");
+                    }
                     for level in supported_levels() {
                         let mut heap = Vec::new();
                         // SAFETY: the level is supported.
@@ -293,20 +449,68 @@ mod tests {
         }
     }
 
+    /// The distinct-values pass: on rows with distinct values (and on rows whose top holds a
+    /// tie, which it refuses), at every level, it gives `std::partial_sort`'s top k; it names
+    /// the first NaN or `+inf` wherever it lies (in a vector group or in the tail).
+    #[test]
+    fn distinct_top_equals_std_partial_sort() {
+        for (seed, n) in [(7u32, 1025usize), (8, 4096), (9, 70_001)] {
+            let mut l = lcg(seed, n, 1 << 22);
+            for level in supported_levels() {
+                for k in [1, 2, 40, 128] {
+                    let want = reference(&l, k, &[]);
+                    let mut heap = Vec::new();
+                    let mut s = TopKScratch::default();
+                    let got = crate::fast::simd::with_level(level, || distinct_top(&l, k, &mut heap, &mut s));
+                    let distinct = want.windows(2).all(|w| w[0].logit != w[1].logit)
+                        && reference(&l, k + 1, &[])[k].logit != want[k - 1].logit;
+                    assert_eq!(got, Some(Ok(distinct)), "{level:?} seed {seed} k {k}");
+                    if distinct {
+                        assert_eq!(heap, want, "{level:?} seed {seed} n {n} k {k}");
+                    }
+                }
+                // A tie at the top: refused.
+                let mut t = l.clone();
+                let top = reference(&t, 1, &[])[0];
+                t[n / 3] = top.logit;
+                let got = crate::fast::simd::with_level(level, || {
+                    distinct_top(&t, 5, &mut Vec::new(), &mut TopKScratch::default())
+                });
+                assert_eq!(got, Some(Ok(false)), "{level:?}");
+                for bad_at in [0, 17, n / 2, n - 3] {
+                    for bad in [f32::NAN, f32::INFINITY] {
+                        let keep = l[bad_at];
+                        l[bad_at] = bad;
+                        l[n - 1] = f32::NAN; // a later one is not the one reported
+                        let got = crate::fast::simd::with_level(level, || {
+                            distinct_top(&l, 40, &mut Vec::new(), &mut TopKScratch::default())
+                        });
+                        assert_eq!(got, Some(Err(BadLogit(bad_at))), "{level:?} at {bad_at}");
+                        l[bad_at] = keep;
+                        l[n - 1] = 0.5;
+                    }
+                }
+            }
+        }
+    }
+
     thread_local! {
         /// The level this thread's last block scan was dispatched on (test builds only).
         pub(super) static SCANNED_ON: std::cell::Cell<Option<Level>> = const { std::cell::Cell::new(None) };
     }
 
-    /// `top_k_from_row` scans on the forced level (not on the CPU's best one) and still finds a
-    /// NaN deep in the row at every level.
+    /// `top_k_from_row`'s heap replay (a patched row) scans on the forced level (not on the
+    /// CPU's best one) and still finds a NaN deep in the row at every level.
     #[test]
     fn follows_the_forced_level() {
         let mut l = lcg(6, 5000, 30);
         l[4321] = f32::NAN;
+        let patch = [TokenData { id: 2, logit: 1.0, p: 0.0 }];
         for level in supported_levels() {
             SCANNED_ON.with(|c| c.set(None));
-            let got = crate::fast::simd::with_level(level, || top_k_from_row(&l, 7, &[], &mut Vec::new()));
+            let got = crate::fast::simd::with_level(level, || {
+                top_k_from_row(&l, 7, &patch, &mut Vec::new(), &mut TopKScratch::default())
+            });
             assert_eq!(got, Some(Err(BadLogit(4321))), "{level:?}");
             assert_eq!(SCANNED_ON.with(|c| c.get()), Some(level));
         }

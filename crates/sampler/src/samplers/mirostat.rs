@@ -73,7 +73,11 @@ impl MirostatCore {
     /// `-log2 p`.
     pub(super) fn draw_and_update(&mut self, c: &mut Candidates) {
         softmax(c, true);
+        self.draw_normalized(c);
+    }
 
+    /// [`MirostatCore::draw_and_update`] once `c`'s `p` already hold that softmax.
+    pub(super) fn draw_normalized(&mut self, c: &mut Candidates) {
         let data = c.as_slice();
         let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
         let observed_surprise = -data[idx].p.log2();

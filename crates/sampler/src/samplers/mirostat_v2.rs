@@ -76,6 +76,12 @@ impl MirostatV2 {
     pub(crate) fn finish(&mut self, c: &mut Candidates) {
         self.core.draw_and_update(c);
     }
+
+    /// [`MirostatV2::finish`] once the fast path has also computed the second softmax (`p` of
+    /// the sorted kept prefix, exactly as `softmax` leaves it): the draw and the `mu` update.
+    pub(crate) fn finish_normalized(&mut self, c: &mut Candidates) {
+        self.core.draw_normalized(c);
+    }
 }
 
 #[cfg(test)]
