@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 
 use super::any_of::total_types;
 use super::converter::as_count;
-use super::ir::{Node, TypeSet};
-use super::shape::{declared_types, json_type_matches, merge_all_of, merge_schemas, overlaps, resolve};
+use super::ir::{declared_types as ir_declared, Node, TypeSet};
+use super::shape::{declared_types, merge_all_of, merge_schemas, resolve};
 
 /// How deep the prover follows properties, items and nested unions.
 const DEPTH: usize = 12;
@@ -162,6 +162,13 @@ fn disjoint_at(root: &Value, a: &Value, b: &Value, depth: usize) -> bool {
             return disjoint_at(root, &merged, y, depth + 1);
         }
     }
+    // Types no instance of both can have (`number` split into integers and the rest, so a
+    // non-integer constant is disjoint from `integer`).
+    if let (Some(x), Some(y)) = (ir_declared(root, a), ir_declared(root, b)) {
+        if !x.meets(y) {
+            return true;
+        }
+    }
     // Decided type by type when either side admits several.
     let (ta, tb) = (admitted(root, a), admitted(root, b));
     let common = common_types(&ta, &tb);
@@ -177,17 +184,6 @@ fn disjoint_at(root: &Value, a: &Value, b: &Value, depth: usize) -> bool {
             _ => false,
         });
     }
-    let sem_a = declared_types(root, a);
-    let sem_b = declared_types(root, b);
-    let gen_a = generated_types(root, a);
-    let gen_b = generated_types(root, b);
-    let excl = |g: &Option<Vec<String>>, s: &Option<Vec<String>>| match (g, s) {
-        (Some(g), Some(s)) => !g.iter().any(|t| overlaps(t, s)),
-        _ => false,
-    };
-    if excl(&gen_a, &sem_b) && excl(&gen_b, &sem_a) {
-        return true;
-    }
     let (va, vb) = (values(root, a), values(root, b));
     if let (Some(va), Some(vb)) = (&va, &vb) {
         if !va.iter().any(|x| vb.contains(x)) {
@@ -195,8 +191,8 @@ fn disjoint_at(root: &Value, a: &Value, b: &Value, depth: usize) -> bool {
         }
     }
     for (v, other) in [(&va, b), (&vb, a)] {
-        if let (Some(v), Some(t)) = (v, declared_types(root, other)) {
-            if !v.iter().any(|x| t.iter().any(|t| json_type_matches(x, t))) {
+        if let (Some(v), Some(t)) = (v, ir_declared(root, other)) {
+            if !v.iter().any(|x| TypeSet::of_value(x).meets(t)) {
                 return true;
             }
         }
@@ -406,6 +402,17 @@ mod tests {
             // alternative matches) but lost to the narrowing.
             &[r#"{"request":"r","item":[]}"#, r#"{"request":"r","item":1}"#, r#"{"name":"n"}"#],
         );
+    }
+
+    #[test]
+    fn non_integer_values_are_disjoint_from_integers() {
+        // 1.5 and 2.25 are numbers but not integers: no instance matches both alternatives.
+        let s = json!({"oneOf": [{"enum": [1.5, 2.25, "a"]}, {"type": "integer"}]});
+        assert!(super::disjoint(&s, &s["oneOf"][0], &s["oneOf"][1]));
+        check(s, &["1.5", "2.25", r#""a""#, "3", "-7"], &["1.25", r#""b""#, "null"]);
+        // An integral constant is an integer: not provably disjoint this way.
+        let s = json!({"oneOf": [{"const": 2}, {"type": "integer"}]});
+        assert!(!super::disjoint(&s, &s["oneOf"][0], &s["oneOf"][1]));
     }
 
     #[test]
