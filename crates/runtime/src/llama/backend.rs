@@ -42,6 +42,7 @@ pub fn backend() -> Result<&'static LlamaBackend> {
             // SAFETY: installs a plain function with no user data; llama.cpp calls it from any
             // thread, and it only touches a thread-local buffer and stderr.
             unsafe { llama_cpp_sys_2::llama_log_set(Some(log_callback), std::ptr::null_mut()) };
+            keep_matmul_batch_invariant();
             LlamaBackend::init().ok()
         })
         .as_ref()
@@ -49,6 +50,31 @@ pub fn backend() -> Result<&'static LlamaBackend> {
             path: Default::default(),
             detail: "llama.cpp's backend was already initialised by other code in this process".into(),
         })
+}
+
+/// The environment variable that switches ggml's tiled K-quant matmul on or off (read once, at
+/// the first matrix product of the process).
+const TILED_MATMUL_VAR: &str = "GGML_CPU_TILED_MM";
+
+/// Turns off ggml's tiled matmul for K-quants unless the user chose otherwise. It serves only
+/// batches of eight or more rows, so a token decoded alone and the same token inside a prefill
+/// chunk would get differently rounded logits and K/V (Gemma 3 Q4_K_M: up to 3.7 apart), and no
+/// cached prefix could stand in for a fresh prefill. Off, every batch shape takes the same
+/// kernels (measured: no clear prefill loss on Gemma 3 270M, within this machine's noise).
+fn keep_matmul_batch_invariant() {
+    if std::env::var_os(TILED_MATMUL_VAR).is_none() {
+        // Runs once, before llama.cpp starts any thread and before the first ggml compute reads
+        // the variable; other Rust threads of a host program reading the environment at this
+        // very moment are the remaining (documented) risk of set_var.
+        std::env::set_var(TILED_MATMUL_VAR, "0");
+    }
+}
+
+/// Whether ggml's tiled K-quant matmul is off in this process (see
+/// [`keep_matmul_batch_invariant`]); a user who sets `GGML_CPU_TILED_MM=1` trades the
+/// prompt cache's determinism for its speed, and models then say they are not batch invariant.
+pub(crate) fn tiled_matmul_off() -> bool {
+    std::env::var_os(TILED_MATMUL_VAR).is_some_and(|v| v.to_str().and_then(|v| v.trim().parse::<i64>().ok()) == Some(0))
 }
 
 /// Forgets this thread's recent log lines (call before an operation whose errors you want).

@@ -10,7 +10,7 @@ use llama_cpp_2::model::LlamaModel;
 use nucleus_grammar::VocabIndex;
 use nucleus_sampler::Vocab;
 
-use super::backend::{backend, clear_recent, clear_repacked, repacked, take_recent};
+use super::backend::{backend, clear_recent, clear_repacked, repacked, take_recent, tiled_matmul_off};
 use super::context::LlamaCppContext;
 use super::tokenizer::LlamaTokenizer;
 use crate::error::{Result, RuntimeError};
@@ -48,7 +48,7 @@ impl LlamaCppModel {
         let params = LlamaModelParams::default();
         let model = LlamaModel::load_from_file(backend, path, &params)
             .map_err(|e| RuntimeError::LoadFailed { path: path.to_path_buf(), detail: detail_or(take_recent(), e) })?;
-        let batch_invariant = !repacked();
+        let batch_invariant = !repacked() && tiled_matmul_off();
         let model = Arc::new(model);
         let tokenizer = Arc::new(LlamaTokenizer::new(model.clone()));
         let architecture = model.meta_val_str("general.architecture").unwrap_or_default();
@@ -121,12 +121,13 @@ impl Model for LlamaCppModel {
         Some(&self.grammar_cache)
     }
 
-    /// True unless llama.cpp repacked some weights at load: on x86 with AVX2 (and on ARM) it
-    /// stores Q4_0, Q4_K, Q5_K, Q6_K, Q8_0, IQ4_NL... weights interleaved for kernels that
-    /// multiply four rows at once and takes other kernels for the rows left over, so a token
-    /// decoded alone gets other bits than inside a batch of four or more (Gemma 3 270M
-    /// Q4_K_M: logits off by up to 1.3). Building llama.cpp with `GGML_CPU_REPACK=OFF` makes
-    /// every model invariant; SmolLM2 Q4_1 is invariant either way.
+    /// True unless llama.cpp repacked some weights at load or its tiled K-quant matmul is on.
+    /// Repacked weights (Q4_0, Q4_K, Q6_K, ... interleaved for kernels that multiply four rows
+    /// at once, other kernels for the rows left over) and the tiled matmul (batches of eight
+    /// rows or more) both give a token decoded alone other bits than inside a batch (Gemma 3
+    /// 270M Q4_K_M: logits off by up to 3.7). This repository builds llama.cpp with
+    /// `GGML_CPU_REPACK=OFF` (.cargo/config.toml) and the backend turns the tiled matmul off,
+    /// so every model is invariant unless the user sets `GGML_CPU_TILED_MM=1`.
     fn batch_invariant(&self) -> bool {
         self.batch_invariant
     }
