@@ -14,12 +14,12 @@ use crate::sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
 /// Prompt tokens per forward pass when a prompt is evaluated, chunks starting at multiples of it.
 ///
 /// For a batch-invariant model ([`crate::Model::batch_invariant`]: flash attention off, no
-/// tinyBLAS, no repacked weights) the chunk size changes no bit; the server uses it as the unit
-/// in which prompts are interleaved with other slots' decode steps. For a model whose weights
-/// llama.cpp repacked, bits depend on how a batch splits into rows of four, so [`generate`] (and
-/// so `nucleus generate` and the Python, Node and C bindings) and the server's default
-/// `--prefill-chunk` use the same chunks and a seeded cold request still gets the same answer on
-/// all of them.
+/// tinyBLAS, no repacked weights, no tiled K-quant matmul — the defaults here) the chunk size
+/// changes no bit; the server uses it as the unit in which prompts are interleaved with other
+/// slots' decode steps. Should a model be batch dependent anyway (e.g. `GGML_CPU_TILED_MM=1`),
+/// [`generate`] (and so `nucleus generate` and the Python, Node and C bindings) and the server's
+/// default `--prefill-chunk` use the same chunks, so a seeded cold request still gets the same
+/// answer on all of them.
 pub const PREFILL_CHUNK: usize = 64;
 
 /// What a finished generation reports.

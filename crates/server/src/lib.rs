@@ -199,8 +199,9 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
     let prompt_cache = model.batch_invariant();
     if !prompt_cache {
         eprintln!(
-            "nucleus serve: prompt cache off for this model: llama.cpp repacked its weights, so a cached prefix \
-             would not give the bits of a fresh prefill (build llama.cpp with GGML_CPU_REPACK=OFF to turn it on)"
+            "nucleus serve: prompt cache off for this model: its logits depend on how tokens are batched (llama.cpp \
+             repacked its weights, or GGML_CPU_TILED_MM is on), so a cached prefix would not give the bits of a \
+             fresh prefill"
         );
     }
     let engine = EngineHandle::spawn(

@@ -1,8 +1,8 @@
 //! The deterministic prompt cache: what each slot's KV cache holds, and how much of a new
 //! prompt can start from it.
 //!
-//! With flash attention off, llama.cpp built without tinyBLAS and no repacked weights
-//! ([`nucleus_runtime::Model::batch_invariant`]), a token's K/V values are the same bits however
+//! With flash attention off, and llama.cpp built without tinyBLAS or weight repacking and run
+//! without its tiled K-quant matmul ([`nucleus_runtime::Model::batch_invariant`]), a token's K/V values are the same bits however
 //! it was batched: in a long prefill, a short chunk or a single-token decode step. So a slot
 //! remembers every token its KV holds — prompt and generated — and a new prompt keeps the longest
 //! prefix it shares with them and evaluates only the rest: the KV then holds exactly the bits a
