@@ -31,7 +31,10 @@ pub struct LoopExits {
     /// The distinct endings of the tokens below the [`LoopExits::by_byte`] exits (from the
     /// exit byte on) as a trie: from the looping state, a token of an exit is allowed exactly
     /// when its ending is (its start keeps the state where it was).
-    pub endings: VocabIndex,
+    /// `None` when the exits hold many tokens (a loop on a narrow byte set, which most tokens
+    /// leave): their endings would be nearly as many as the tokens, and building their trie
+    /// would cost more than it saves; the exits are then walked in the vocabulary's trie.
+    pub endings: Option<VocabIndex>,
     /// Token ids by ending: ending `e`'s tokens are `ending_ids[ending_start[e]..ending_start[e + 1]]`.
     pub ending_start: Vec<u32>,
     /// See [`LoopExits::ending_start`].
@@ -133,10 +136,24 @@ impl LoopExits {
                 within_ids[(id >> 6) as usize] |= 1u64 << (id & 63);
             }
         }
-        let (endings, ending_start, ending_ids) = endings_of(vocab, &by_byte);
+        let exit_tokens: usize = by_byte
+            .iter()
+            .flat_map(|(_, g)| g.iter())
+            .map(|&n| (nodes[n as usize].subtree_tok_end - nodes[n as usize].tok_start) as usize)
+            .sum();
+        let (endings, ending_start, ending_ids) = if exit_tokens <= vocab.node_tokens.len() / ENDINGS_SHARE {
+            let (t, s, i) = endings_of(vocab, &by_byte);
+            (Some(t), s, i)
+        } else {
+            (None, Vec::new(), Vec::new())
+        };
         LoopExits { within, within_ids, by_byte, mid_char, endings, ending_start, ending_ids }
     }
 }
+
+/// Endings are kept when the exits hold at most this share (1/n) of the vocabulary's tokens
+/// (a JSON string body: about 1,400 of Gemma 3's 262,144).
+const ENDINGS_SHARE: usize = 16;
 
 /// The trie of the distinct endings below the exits in `by_byte` and each ending's token ids.
 fn endings_of(vocab: &VocabIndex, by_byte: &[(u8, Vec<u32>)]) -> (VocabIndex, Vec<u32>, Vec<u32>) {
@@ -234,10 +251,12 @@ mod tests {
     fn endings_hold_every_exit_token_once_under_its_ending() {
         let v = vocab();
         let e = LoopExits::new(&v, &string_chars());
+        // This small vocabulary's tokens mostly leave the loop (no endings kept): build them.
+        let (endings, ending_start, ending_ids) = endings_of(&v, &e.by_byte);
         let mut seen = Vec::new();
-        for k in 0..e.endings.n_vocab() {
-            let ending = e.endings.piece(k as i32);
-            for &id in &e.ending_ids[e.ending_start[k] as usize..e.ending_start[k + 1] as usize] {
+        for k in 0..endings.n_vocab() {
+            let ending = endings.piece(k as i32);
+            for &id in &ending_ids[ending_start[k] as usize..ending_start[k + 1] as usize] {
                 assert!(v.grammar_piece(id as i32).ends_with(ending));
                 seen.push(id);
             }
@@ -255,7 +274,7 @@ mod tests {
         expected.sort_unstable();
         assert_eq!(seen, expected);
         // `a"`, `aé"`, `a"b` and `"` leave on the quote: ending `"` (three tokens) and `"b`.
-        let quote = (0..e.endings.n_vocab()).find(|&k| e.endings.piece(k as i32) == b"\"").unwrap();
-        assert_eq!(e.ending_start[quote + 1] - e.ending_start[quote], 3);
+        let quote = (0..endings.n_vocab()).find(|&k| endings.piece(k as i32) == b"\"").unwrap();
+        assert_eq!(ending_start[quote + 1] - ending_start[quote], 3);
     }
 }

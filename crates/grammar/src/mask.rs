@@ -193,16 +193,26 @@ pub fn compute_mask(dfa: &mut Dfa, state: u32, vocab: &VocabIndex, mask: &mut To
         let exits = vocab.loop_exits(&l);
         // The tokens leaving on a character boundary, by their distinct endings (from the
         // exit byte on): one small trie walked from this very state.
-        let endings = &exits.endings;
-        visited += walk_subtree(dfa, endings, scratch, 0, state);
         scratch.extra_ids.clear();
-        for &(from, to) in &scratch.ranges {
-            for &e in &endings.node_tokens[from as usize..to as usize] {
-                let (a, b) = (exits.ending_start[e as usize], exits.ending_start[e as usize + 1]);
-                scratch.extra_ids.extend_from_slice(&exits.ending_ids[a as usize..b as usize]);
+        if let Some(endings) = &exits.endings {
+            visited += walk_subtree(dfa, endings, scratch, 0, state);
+            for &(from, to) in &scratch.ranges {
+                for &e in &endings.node_tokens[from as usize..to as usize] {
+                    let (a, b) = (exits.ending_start[e as usize], exits.ending_start[e as usize + 1]);
+                    scratch.extra_ids.extend_from_slice(&exits.ending_ids[a as usize..b as usize]);
+                }
+            }
+            scratch.ranges.clear();
+        } else {
+            for (b, group) in &exits.by_byte {
+                if dfa.step(state, *b) == DEAD {
+                    continue;
+                }
+                for &n in group {
+                    visited += walk_subtree(dfa, vocab, scratch, n as usize, state);
+                }
             }
         }
-        scratch.ranges.clear();
         for (n, bytes) in &exits.mid_char {
             let parent = dfa.run(state, bytes);
             if parent != DEAD {
