@@ -19,8 +19,11 @@ use crate::fast_hash::FastMap;
 /// The code points a JSON string can hold: every Unicode scalar value.
 const UNIVERSE: [(u32, u32); 2] = [(0, 0xD7FF), (0xE000, 0x10FFFF)];
 
+/// One transition: the code points `lo..=hi` lead to `target`.
+type Transition = (u32, u32, usize);
+
 /// Transitions of one state: sorted, disjoint `(lo, hi, target)`.
-type Row = Vec<(u32, u32, usize)>;
+type Row = Vec<Transition>;
 
 /// States allowed in an automaton (and NFA states while building one).
 pub const MAX_STATES: usize = 4000;
@@ -257,7 +260,7 @@ impl Dfa {
                 ends.push(flat.len());
             }
             let mut next = vec![0; n];
-            let mut sigs: FastMap<(usize, &[(u32, u32, usize)]), usize> =
+            let mut sigs: FastMap<(usize, &[Transition]), usize> =
                 FastMap::with_capacity_and_hasher(n, Default::default());
             for s in 0..n {
                 let row = &flat[if s == 0 { 0 } else { ends[s - 1] }..ends[s]];

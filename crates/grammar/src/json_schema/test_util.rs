@@ -136,7 +136,7 @@ fn compile_sizes() {
         let name = e.file_name().to_string_lossy().to_string();
         rows.push((g.gbnf.len(), g.gbnf.lines().count(), t1 - t0, t2 - t1, name));
     }
-    rows.sort_by(|a, b| b.0.cmp(&a.0));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     let total: usize = rows.iter().map(|r| r.0).sum();
     println!("{} grammars, {total} bytes of GBNF", rows.len());
     for (len, lines, conv, build, name) in rows.iter().take(12) {
