@@ -297,7 +297,11 @@ impl Scheduler {
     /// Copies the slot's tokens and their KV into the memory cache before they are cut.
     fn stash(&mut self, slot: usize) {
         let cache = &self.caches[slot];
-        if !self.memory.enabled() || cache.len() == 0 || self.memory.covers(cache) {
+        if !self.memory.enabled()
+            || cache.len() == 0
+            || !self.memory.could_fit(cache.len())
+            || self.memory.covers(cache)
+        {
             return;
         }
         if self.ctx.seq_len(slot) != cache.len() {

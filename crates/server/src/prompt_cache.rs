@@ -93,12 +93,15 @@ pub(crate) struct MemoryCache<S: KvCopy = SavedSequence> {
     budget: usize,
     bytes: usize,
     clock: u64,
+    /// The largest bytes per token a copy has taken so far (KV size grows linearly with the
+    /// tokens), so a copy that could not fit is not made at all.
+    per_token: usize,
 }
 
 impl<S: KvCopy> MemoryCache<S> {
     /// A cache holding at most `budget` bytes of KV copies (0 keeps nothing).
     pub(crate) fn new(budget: usize) -> Self {
-        MemoryCache { entries: Vec::new(), budget, bytes: 0, clock: 0 }
+        MemoryCache { entries: Vec::new(), budget, bytes: 0, clock: 0, per_token: 0 }
     }
 
     /// Whether anything may be stored at all.
@@ -135,6 +138,12 @@ impl<S: KvCopy> MemoryCache<S> {
         (&e.cache, &e.saved)
     }
 
+    /// Whether a copy of `tokens` tokens could fit in the budget, judging by the copies made so
+    /// far (true until one was made).
+    pub(crate) fn could_fit(&self, tokens: usize) -> bool {
+        tokens.saturating_mul(self.per_token) <= self.budget
+    }
+
     /// Whether an entry already holds these tokens (or more of the same sequence).
     pub(crate) fn covers(&self, cache: &SlotCache) -> bool {
         self.entries.iter().any(|e| cache.is_prefix_of(&e.cache))
@@ -144,6 +153,9 @@ impl<S: KvCopy> MemoryCache<S> {
     /// every prompt they serve); the least recently used go while over budget. A copy larger
     /// than the whole budget is not kept.
     pub(crate) fn insert(&mut self, cache: SlotCache, saved: S) {
+        if cache.len() > 0 {
+            self.per_token = self.per_token.max(saved.bytes().div_ceil(cache.len()));
+        }
         if saved.bytes() > self.budget || cache.len() == 0 || self.covers(&cache) {
             return;
         }
@@ -240,6 +252,7 @@ mod tests {
         assert_eq!(m.best(&[1, 1, 0]).1, 2);
         m.insert(held(&[5, 5]), Copy(31)); // larger than the budget: not kept
         assert_eq!((m.len(), m.bytes()), (3, 30));
+        assert!(m.could_fit(1) && !m.could_fit(2), "16 bytes per token seen: two tokens would not fit");
         assert!(!MemoryCache::<Copy>::new(0).enabled());
     }
 }
