@@ -308,6 +308,29 @@ pub(crate) fn logit_before(a: &TokenData, b: &TokenData) -> bool {
     a.logit > b.logit
 }
 
+/// Puts the first `need` positions of `g` (one sort bucket, candidates in id order) as
+/// llama.cpp's bucket sort does — `std::sort`, or `std::partial_sort` to at least `need` —
+/// when those positions and the next one hold distinct values: every algorithm that sorts by
+/// logit then gives the one descending order there, which a selection and a fast sort find
+/// (a real model's top bucket can hold thousands of tokens, of which a few are needed). False
+/// when equal values fall there: `g` is then in no particular order and the caller must run
+/// the libstdc++ emulation on the bucket as it was (a copy it kept). Positions from `need` on
+/// are left in no particular order either way.
+pub(crate) fn sorted_prefix_if_distinct(g: &mut [TokenData], need: usize) -> bool {
+    let desc = |a: &TokenData, b: &TokenData| b.logit.total_cmp(&a.logit);
+    // Positions 0..check are compared pairwise: the prefix and the first value after it.
+    let check = if need < g.len() {
+        g.select_nth_unstable_by(need, desc);
+        g[..need + 1].sort_unstable_by(desc);
+        need + 1
+    } else {
+        g.sort_unstable_by(desc);
+        g.len()
+    };
+    // `!=` also treats -0.0 and +0.0 as equal, as llama.cpp's comparison does.
+    g[..check].windows(2).all(|w| w[0].logit != w[1].logit)
+}
+
 /// llama.cpp's bucket index for a logit: 128 buckets over [-10, 10), with x86's `int()`
 /// so that NaN and `+inf` land in bucket 0 (as upstream does), then clamped to 0..=127.
 #[inline]

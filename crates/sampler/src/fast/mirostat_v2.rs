@@ -29,7 +29,7 @@ use crate::fast::row::collect_into;
 use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
 use crate::fast::value_sort::{desc_key, key_value, radix_sort};
-use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
+use crate::sort::{bucket_of, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
 
 /// Up to this many tokens are gathered for the sum; beyond it every token's term is used.
 const MAX_GATHER: usize = 32768;
@@ -307,7 +307,7 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
         }
         let cnt = s.counts[j] as usize;
         let g = &mut s.groups[pos..pos + cnt];
-        if !sort_bucket(g, size - pos) {
+        if !sorted_prefix_if_distinct(g, size - pos) {
             // Equal values inside the prefix: their order is libstdc++'s introsort's, which
             // only matters for the selected token; `s.vals` holds every kept token.
             return values(t, lmax, last_v, size, ib_global, s, out);
@@ -320,27 +320,6 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     out.fill_from(&s.groups[..size]);
     out.set_sorted(true);
     Miro::Prefix
-}
-
-/// Puts the first `need` positions of one bucket (candidates in id order) as llama.cpp's bucket
-/// sort does (`std::sort`, or `std::partial_sort` for the lowest non-empty bucket), when the
-/// `need` largest values are distinct and the next value differs from the last of them: both
-/// algorithms then give the one descending order there, which a selection and a fast sort of
-/// those positions find (a real model's top bucket, every logit at or above 10, can hold
-/// thousands of tokens, of which mirostat keeps a few). False, with the bucket in no
-/// particular order, when equal values fall there (the caller takes the value path).
-fn sort_bucket(g: &mut [TokenData], need: usize) -> bool {
-    let desc = |a: &TokenData, b: &TokenData| b.logit.total_cmp(&a.logit);
-    // Positions 0..=check are compared pairwise: the prefix and the first value after it.
-    let check = if need < g.len() {
-        g.select_nth_unstable_by(need, desc);
-        g[..need + 1].sort_unstable_by(desc);
-        need + 1
-    } else {
-        g.sort_unstable_by(desc);
-        g.len()
-    };
-    g[..check].windows(2).all(|w| w[0].logit != w[1].logit)
 }
 
 /// The value path: the kept prefix (every token of `s.vals` whose value is at least `last_v`,

@@ -20,7 +20,7 @@ use crate::fast::bounds::{f32_down, f32_up, seq_block};
 use crate::fast::expf::{exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
 use crate::fast::row::{collect_into, Row, RowScan, TierCounts, BLOCK};
 use crate::fast::simd::{simd_dispatch, Scalar, Simd};
-use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
+use crate::sort::{bucket_of, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
 
 /// Candidates llama.cpp's adaptive top-p sorts first.
 const FIRST: usize = 256;
@@ -36,6 +36,8 @@ pub(crate) struct TopPScratch {
     es: Vec<f32>,
     sids: Vec<i32>,
     svals: Vec<f32>,
+    /// One bucket as gathered (id order), for the libstdc++ emulation on ties.
+    spare: Vec<TokenData>,
 }
 
 /// How often the nucleus was built here / left to the full path, process-wide.
@@ -159,7 +161,7 @@ fn nucleus(
         bucket_of(m)
     };
     let mut widen = 8;
-    let (ib, start_ib) = loop {
+    let (ib, _) = loop {
         let thr = if edge_bucket == 0 { f32::NEG_INFINITY } else { ((edge_bucket as f64 - 64.0) / 6.4 - 1e-4) as f32 };
         gather(row, thr, d, s);
         s.counts.clear();
@@ -203,16 +205,26 @@ fn nucleus(
             start[bk] += 1;
         }
     }
+    let k = FIRST.min(n);
     let mut pos = 0usize;
-    for j in (ib + 1..NBUCKETS).rev() {
+    for j in (ib..NBUCKETS).rev() {
+        // Only the first `k` positions are read (the cut lies within them): a bucket whose
+        // needed positions hold distinct values is put in order without the libstdc++
+        // emulation, which runs only on a bucket with equal values there.
         let cnt = s.counts[j] as usize;
-        std_sort(&mut s.groups[pos..pos + cnt], logit_before);
+        let g = &mut s.groups[pos..pos + cnt];
+        s.spare.clear();
+        s.spare.extend_from_slice(g);
+        if !sorted_prefix_if_distinct(g, k - pos) {
+            g.copy_from_slice(&s.spare);
+            if j == ib {
+                std_partial_sort(g, k - pos, logit_before);
+            } else {
+                std_sort(g, logit_before);
+            }
+        }
         pos += cnt;
     }
-    debug_assert_eq!(pos, start_ib);
-    let cnt = s.counts[ib] as usize;
-    let k = FIRST.min(n);
-    std_partial_sort(&mut s.groups[pos..pos + cnt], k - pos, logit_before);
 
     // 3. The cut from the coarse bracket: each step of llama.cpp's sum is off by at most
     // ulp(s)/2 <= U/2, n of them.
