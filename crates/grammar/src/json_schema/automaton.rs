@@ -236,46 +236,13 @@ impl Dfa {
         Ok(d)
     }
 
-    /// Trimmed (useless states removed) and minimized (Moore's partition refinement).
+    /// Trimmed (useless states removed) and minimized (Hopcroft's partition refinement).
     fn minimized(&self) -> Dfa {
         let d = self.trimmed();
         let n = d.len();
-        let mut block: Vec<usize> = d.accept.iter().map(|&a| usize::from(a)).collect();
-        let mut count = 0;
-        // Each round's rows (targets replaced by their blocks) in one buffer, so a round
-        // allocates nothing per state; a chain of n states takes n rounds.
-        let mut flat: Vec<(u32, u32, usize)> = Vec::with_capacity(d.trans.iter().map(Vec::len).sum());
-        let mut ends: Vec<usize> = Vec::with_capacity(n);
-        loop {
-            flat.clear();
-            ends.clear();
-            for s in 0..n {
-                let start = flat.len();
-                for &(lo, hi, t) in &d.trans[s] {
-                    match flat[start..].last_mut() {
-                        Some(l) if l.2 == block[t] && l.1 + 1 == lo => l.1 = hi,
-                        _ => flat.push((lo, hi, block[t])),
-                    }
-                }
-                ends.push(flat.len());
-            }
-            let mut next = vec![0; n];
-            let mut sigs: FastMap<(usize, &[Transition]), usize> =
-                FastMap::with_capacity_and_hasher(n, Default::default());
-            for s in 0..n {
-                let row = &flat[if s == 0 { 0 } else { ends[s - 1] }..ends[s]];
-                let k = sigs.len();
-                next[s] = *sigs.entry((block[s], row)).or_insert(k);
-            }
-            let new_count = sigs.len();
-            block = next;
-            if new_count == count {
-                break;
-            }
-            count = new_count;
-        }
+        let block = d.equivalence_classes();
         // Renumber blocks so the start state's block is 0, in discovery order.
-        let mut order: Vec<usize> = vec![usize::MAX; n];
+        let mut order: Vec<usize> = vec![usize::MAX; n + 1];
         let mut reps: Vec<usize> = Vec::new();
         let mut stack = vec![0usize];
         if n > 0 {
@@ -307,6 +274,121 @@ impl Dfa {
         out
     }
 
+    /// The class of each state under language equivalence (Hopcroft's algorithm over the
+    /// code point ranges the transitions cut the alphabet into, with an explicit dead state
+    /// for missing transitions): O(m·n·log n) for n states and m ranges, where refining
+    /// round by round (Moore) takes one round per state of a long chain (`{1,255}`).
+    fn equivalence_classes(&self) -> Vec<usize> {
+        let n = self.len();
+        if n == 0 {
+            return Vec::new();
+        }
+        let dead = n;
+        let states = n + 1;
+        // The alphabet's atoms: maximal ranges no transition boundary cuts.
+        let mut cuts: Vec<u32> = self.trans.iter().flatten().flat_map(|&(lo, hi, _)| [lo, hi + 1]).collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let atoms = cuts.len().saturating_sub(1);
+        // next[s * atoms + a]: the target of state s on atom a (the dead state when none).
+        let mut next = vec![dead; states * atoms];
+        for (s, row) in self.trans.iter().enumerate() {
+            for &(lo, hi, t) in row {
+                let first = cuts.partition_point(|&c| c < lo);
+                let end = cuts.partition_point(|&c| c <= hi);
+                for a in first..end {
+                    next[s * atoms + a] = t;
+                }
+            }
+        }
+        // Predecessors by atom, as one CSR table: pred_of[a][t] = sources.
+        let key = |a: usize, t: usize| a * states + t;
+        let mut start = vec![0usize; atoms * states + 1];
+        for s in 0..states {
+            for a in 0..atoms {
+                start[key(a, next[s * atoms + a]) + 1] += 1;
+            }
+        }
+        for i in 1..start.len() {
+            start[i] += start[i - 1];
+        }
+        let mut fill = start.clone();
+        let mut preds = vec![0usize; states * atoms];
+        for s in 0..states {
+            for a in 0..atoms {
+                let k = key(a, next[s * atoms + a]);
+                preds[fill[k]] = s;
+                fill[k] += 1;
+            }
+        }
+        // Blocks: accepting and the rest (the dead state among the rest).
+        let mut block_of: Vec<usize> = (0..states).map(|s| usize::from(s < n && self.accept[s])).collect();
+        let mut blocks: Vec<Vec<usize>> = vec![Vec::new(), Vec::new()];
+        for s in 0..states {
+            blocks[block_of[s]].push(s);
+        }
+        if blocks[1].is_empty() {
+            blocks.pop();
+        }
+        let mut waiting: Vec<(usize, usize)> = Vec::new();
+        let mut queued: Vec<bool> = Vec::new(); // block * atoms + atom
+        let smallest = if blocks.len() == 2 && blocks[1].len() < blocks[0].len() { 1 } else { 0 };
+        queued.resize(blocks.len() * atoms, false);
+        for a in 0..atoms {
+            waiting.push((smallest, a));
+            queued[smallest * atoms + a] = true;
+        }
+        let mut marked = vec![false; states];
+        let mut touched: Vec<usize> = Vec::new();
+        let mut hit: Vec<usize> = vec![0; blocks.len()];
+        while let Some((b, a)) = waiting.pop() {
+            queued[b * atoms + a] = false;
+            // States leading into block b on atom a.
+            let mut xs: Vec<usize> = Vec::new();
+            for &t in &blocks[b] {
+                xs.extend_from_slice(&preds[start[key(a, t)]..start[key(a, t) + 1]]);
+            }
+            for &s in &xs {
+                if !marked[s] {
+                    marked[s] = true;
+                    let y = block_of[s];
+                    if hit[y] == 0 {
+                        touched.push(y);
+                    }
+                    hit[y] += 1;
+                }
+            }
+            for &y in &touched {
+                if hit[y] < blocks[y].len() {
+                    // Split y: the marked members move to a new block.
+                    let (inside, outside): (Vec<usize>, Vec<usize>) = blocks[y].iter().partition(|&&s| marked[s]);
+                    let z = blocks.len();
+                    for &s in &inside {
+                        block_of[s] = z;
+                    }
+                    blocks[y] = outside;
+                    blocks.push(inside);
+                    hit.push(0);
+                    queued.resize(blocks.len() * atoms, false);
+                    for c in 0..atoms {
+                        let pick = if queued[y * atoms + c] || blocks[z].len() <= blocks[y].len() { z } else { y };
+                        if !queued[pick * atoms + c] {
+                            queued[pick * atoms + c] = true;
+                            waiting.push((pick, c));
+                        }
+                    }
+                }
+                hit[y] = 0;
+            }
+            touched.clear();
+            for &s in &xs {
+                marked[s] = false;
+            }
+        }
+        block_of.truncate(n);
+        block_of
+    }
+
     /// Only states reachable from the start that can reach acceptance (the start kept as 0).
     fn trimmed(&self) -> Dfa {
         let n = self.len();
@@ -321,14 +403,20 @@ impl Dfa {
                 }
             }
         }
+        // Live states: those reaching acceptance, found backwards from the accepting ones.
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for s in 0..n {
+            for &(_, _, t) in &self.trans[s] {
+                preds[t].push(s);
+            }
+        }
         let mut live = self.accept.clone();
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for s in 0..n {
-                if !live[s] && self.trans[s].iter().any(|t| live[t.2]) {
+        let mut stack: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
+        while let Some(t) = stack.pop() {
+            for &s in &preds[t] {
+                if !live[s] {
                     live[s] = true;
-                    changed = true;
+                    stack.push(s);
                 }
             }
         }
@@ -622,6 +710,64 @@ mod tests {
         assert!(!twelve.accepts("0123456789abc"));
         assert!(word.intersect(&Dfa::literals(&["A"])).unwrap().is_empty());
         assert!(Dfa::literals(&["", "a"]).accepts(""));
+    }
+
+    /// Moore's refinement, round by round: the number of classes of a trimmed DFA.
+    fn moore_classes(d: &Dfa) -> usize {
+        let mut block: Vec<usize> = d.accept.iter().map(|&a| usize::from(a)).collect();
+        let mut count = 0;
+        loop {
+            let mut sigs: HashMap<(usize, Vec<(u32, u32, usize)>), usize> = HashMap::new();
+            let mut next = vec![0; d.len()];
+            for s in 0..d.len() {
+                let mut row: Vec<(u32, u32, usize)> = Vec::new();
+                for &(lo, hi, t) in &d.trans[s] {
+                    match row.last_mut() {
+                        Some(l) if l.2 == block[t] && l.1 + 1 == lo => l.1 = hi,
+                        _ => row.push((lo, hi, block[t])),
+                    }
+                }
+                let k = sigs.len();
+                next[s] = *sigs.entry((block[s], row)).or_insert(k);
+            }
+            block = next;
+            if sigs.len() == count {
+                return count;
+            }
+            count = sigs.len();
+        }
+    }
+
+    #[test]
+    fn hopcroft_matches_moore() {
+        let pats = [
+            "^[a-z_]+$",
+            "[0-9a-f]+",
+            "^a|b$",
+            "^\\d{2,3}$",
+            "^[0-9a-zA-Z_-]{1,40}$",
+            "^(a|b|ab)*$",
+            "ab+c",
+            "^(x[0-9]|y[a-f])*z?$",
+            "^.{3,7}$",
+            "^[^@]+@[^@]+\\.[a-z]{2,}$",
+            "é+",
+            "^(a*b*)*c$",
+            "",
+        ];
+        let mut dfas: Vec<Dfa> = pats.iter().map(|p| Dfa::from_pattern(p).unwrap()).collect();
+        dfas.push(Dfa::literals(&["ab", "abc", "b", "", "ba"]));
+        dfas.push(Dfa::length(2, Some(30)).unwrap());
+        let n = dfas.len();
+        for i in 0..n {
+            for j in 0..n {
+                for d in [dfas[i].intersect(&dfas[j]), dfas[i].minus(&dfas[j])].into_iter().flatten() {
+                    assert_eq!(d.len(), moore_classes(&d.trimmed()).max(1), "{i} {j}");
+                    // Already minimal: minimizing again changes nothing.
+                    assert_eq!(d.minimized(), d);
+                }
+            }
+        }
     }
 
     #[test]
