@@ -717,7 +717,7 @@ mod tests {
         let mut block: Vec<usize> = d.accept.iter().map(|&a| usize::from(a)).collect();
         let mut count = 0;
         loop {
-            let mut sigs: HashMap<(usize, Vec<(u32, u32, usize)>), usize> = HashMap::new();
+            let mut sigs: HashMap<(usize, Row), usize> = HashMap::new();
             let mut next = vec![0; d.len()];
             for s in 0..d.len() {
                 let mut row: Vec<(u32, u32, usize)> = Vec::new();
