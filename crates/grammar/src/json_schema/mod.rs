@@ -17,7 +17,9 @@
 //!   format; numeric bounds of any sign and scale and `multipleOf` steps as digit automata
 //!   (`numeric_range`); open-ended tuples and `uniqueItems` over small finite item sets
 //!   (`arrays`). Keywords constrain only their own type: a schema without `type` admits every
-//!   other type.
+//!   other type (the typed view in `ir` sorts each keyword into its type's group). Object keys
+//!   and string constants are written in canonical JSON text (one spelling per key, escapes
+//!   included), and the output is compacted (`compact`: equal rules merged, short names).
 
 mod any_of;
 mod arrays;
