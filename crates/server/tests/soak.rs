@@ -51,7 +51,7 @@ impl Kind {
     /// The mix: about a third of the requests generate (short prompts, a few tokens; chat,
     /// with its longer templated prompt, one in sixteen), the rest are refused or cheap.
     fn of(i: usize) -> Kind {
-        let chat = if (i / 16) % 2 == 0 { Kind::StreamedChat } else { Kind::Chat };
+        let chat = if (i / 16).is_multiple_of(2) { Kind::StreamedChat } else { Kind::Chat };
         [
             Kind::Completion,
             Kind::Malformed,
