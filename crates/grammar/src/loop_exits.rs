@@ -31,8 +31,9 @@ pub struct LoopExits {
     /// The distinct endings of the tokens below the [`LoopExits::by_byte`] exits (from the
     /// exit byte on) as a trie: from the looping state, a token of an exit is allowed exactly
     /// when its ending is (its start keeps the state where it was).
-    /// `None` when the exits hold many tokens (a loop on a narrow byte set, which most tokens
-    /// leave): their endings would be nearly as many as the tokens, and building their trie
+    /// `None` when the exits hold many tokens, more than 1/16 of the vocabulary's (a loop on a
+    /// narrow byte set, which most tokens leave; a JSON string body's exits hold about 1,400 of
+    /// Gemma 3's 262,144 tokens): their endings would be nearly as many as the tokens, and building their trie
     /// would cost more than it saves; the exits are then walked in the vocabulary's trie.
     pub endings: Option<VocabIndex>,
     /// Token ids by ending: ending `e`'s tokens are `ending_ids[ending_start[e]..ending_start[e + 1]]`.
@@ -141,7 +142,7 @@ impl LoopExits {
             .flat_map(|(_, g)| g.iter())
             .map(|&n| (nodes[n as usize].subtree_tok_end - nodes[n as usize].tok_start) as usize)
             .sum();
-        let (endings, ending_start, ending_ids) = if exit_tokens <= vocab.node_tokens.len() / ENDINGS_SHARE {
+        let (endings, ending_start, ending_ids) = if exit_tokens <= vocab.node_tokens.len() / vocab.endings_share {
             let (t, s, i) = endings_of(vocab, &by_byte);
             (Some(t), s, i)
         } else {
@@ -150,10 +151,6 @@ impl LoopExits {
         LoopExits { within, within_ids, by_byte, mid_char, endings, ending_start, ending_ids }
     }
 }
-
-/// Endings are kept when the exits hold at most this share (1/n) of the vocabulary's tokens
-/// (a JSON string body: about 1,400 of Gemma 3's 262,144).
-const ENDINGS_SHARE: usize = 16;
 
 /// The trie of the distinct endings below the exits in `by_byte` and each ending's token ids.
 fn endings_of(vocab: &VocabIndex, by_byte: &[(u8, Vec<u32>)]) -> (VocabIndex, Vec<u32>, Vec<u32>) {

@@ -65,6 +65,8 @@ pub struct VocabIndex {
     /// Cache of [`LoopExits`] by byte set, shared by every grammar using this vocabulary
     /// (JSON grammars share a handful of sets: string characters, key characters).
     exits: Arc<Mutex<ExitsCache>>,
+    /// [`LoopExits`] keep their endings trie when the exits hold at most 1/this of the tokens.
+    pub(crate) endings_share: usize,
 }
 
 /// Byte set -> its loop exits, most recently used last.
@@ -208,6 +210,7 @@ impl VocabIndex {
             max_depth,
             by_text,
             exits: Arc::new(Mutex::new(Vec::new())),
+            endings_share: 16,
         }
     }
 
@@ -216,6 +219,14 @@ impl VocabIndex {
             Some(i) => &p[..i],
             None => p,
         }
+    }
+
+    /// Makes every looping byte set keep its endings trie however many tokens leave it (the
+    /// default keeps it only when few do), so tests can check that path on small vocabularies.
+    #[doc(hidden)]
+    pub fn keep_loop_endings_always(&mut self) {
+        self.endings_share = 1;
+        self.exits.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Number of token ids.
