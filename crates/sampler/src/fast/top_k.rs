@@ -17,7 +17,7 @@
 //! and checks the top `k + 1`. Equal values there send the step to the heap replay.
 
 use crate::candidates::TokenData;
-use crate::fast::simd::{first_nan_or_inf, flag_nan_inf, simd_dispatch, Level, Simd};
+use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Level, Simd};
 use crate::fast::value_sort::desc_key;
 use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
 
@@ -128,12 +128,16 @@ unsafe fn collect_top_k<S: Simd>(
             for (j, vj) in v.iter_mut().enumerate() {
                 *vj = S::load(p.add(i + j * S::N));
             }
-            let mut bad = S::none();
-            for j in (0..G).step_by(2) {
-                bad = flag_nan_inf::<S>(bad, v[j], v[j + 1], inf);
-            }
-            if S::any(bad) {
-                return Err(i + first_nan_or_inf(&x[i..]));
+            // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
+            // finite overflow: the group is then checked value by value). One compare where a
+            // compare per vector would load the compare port.
+            let sum =
+                S::add(S::add(S::add(v[0], v[1]), S::add(v[2], v[3])), S::add(S::add(v[4], v[5]), S::add(v[6], v[7])));
+            if S::any(S::nlt(sum, inf)) {
+                let g = &x[i..i + G * S::N];
+                if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+                    return Err(i + first_nan_or_inf(g));
+                }
             }
             let m =
                 S::max(S::max(S::max(v[0], v[1]), S::max(v[2], v[3])), S::max(S::max(v[4], v[5]), S::max(v[6], v[7])));
