@@ -58,7 +58,7 @@ pub(crate) struct MiroScratch {
     spare: Vec<TokenData>,
     counts: Vec<u32>,
     /// Radix histograms of the value path.
-    radix: Vec<usize>,
+    radix: Vec<u32>,
     /// What [`id_at`] needs from the last [`Miro::Values`] step: the temperature, the row's
     /// largest logit, the lowest non-empty bucket, and the sorted kept values' keys.
     val_t: Option<f32>,

@@ -42,7 +42,7 @@ pub(crate) struct WideScratch {
     keys: Vec<u32>,
     tmp: Vec<u32>,
     /// Radix histograms.
-    radix: Vec<usize>,
+    radix: Vec<u32>,
     /// `logit - max` and `expf` of it, in sorted order.
     xs: Vec<f32>,
     es: Vec<f32>,

@@ -22,7 +22,10 @@ pub(crate) fn key_value(k: u32) -> f32 {
 
 /// Sorts `v` ascending (LSD radix, 11 bits a pass, the three histograms taken in one read;
 /// passes whose digit is the same for every key are skipped).
-pub(crate) fn radix_sort(v: &mut Vec<u32>, tmp: &mut Vec<u32>, cnt: &mut Vec<usize>) {
+pub(crate) fn radix_sort(v: &mut Vec<u32>, tmp: &mut Vec<u32>, cnt: &mut Vec<u32>) {
+    // u32 counts (a slice never holds 2^32 keys here: at most a vocabulary) keep the three
+    // histograms in 24 KB, inside L1.
+    debug_assert!(v.len() < u32::MAX as usize);
     const BITS: u32 = 11;
     const R: usize = 1 << BITS;
     const MASK: u32 = R as u32 - 1;
@@ -38,7 +41,7 @@ pub(crate) fn radix_sort(v: &mut Vec<u32>, tmp: &mut Vec<u32>, cnt: &mut Vec<usi
     for pass in 0..3 {
         let shift = BITS * pass as u32;
         let c = &mut cnt[pass * R..(pass + 1) * R];
-        if c.contains(&v.len()) {
+        if c.contains(&(v.len() as u32)) {
             continue;
         }
         let mut off = 0;
@@ -49,7 +52,7 @@ pub(crate) fn radix_sort(v: &mut Vec<u32>, tmp: &mut Vec<u32>, cnt: &mut Vec<usi
         }
         for &k in v.iter() {
             let d = ((k >> shift) & MASK) as usize;
-            tmp[c[d]] = k;
+            tmp[c[d] as usize] = k;
             c[d] += 1;
         }
         std::mem::swap(v, tmp);
