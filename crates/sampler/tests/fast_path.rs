@@ -6,6 +6,15 @@ use nucleus_sampler::samplers::{dry::Dry, logit_bias::LogitBias, penalties::Pena
 use nucleus_sampler::{Candidates, Chain, MirostatMode, SamplerType, SamplingParams, TokenSampler};
 use proptest::prelude::*;
 
+/// Held by every test here that runs mirostat v2. The tier counters are process-wide and the
+/// harness runs tests on several threads, so without it `mirostat_value_path_matches` would
+/// count other tests' full-path steps as its own.
+static MIROSTAT_COUNTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn mirostat_counts() -> std::sync::MutexGuard<'static, ()> {
+    MIROSTAT_COUNTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn row_strategy() -> impl Strategy<Value = Vec<f32>> {
     (1024usize..6000, any::<u32>(), 1u32..4000, prop::bool::ANY).prop_map(|(n, seed, levels, spikes)| {
         let mut x = seed;
@@ -224,6 +233,7 @@ proptest! {
     fn mirostat_v2_matches(row in big_row_strategy(), seed in any::<u32>(), tau in prop::sample::select(vec![1.0f32, 3.0, 5.0, 9.0]),
                            eta in prop::sample::select(vec![0.1f32, 0.5, 1.0]), temp in prop::sample::select(vec![0.8f32, 1.0, 1.3]),
                            bias in prop::bool::ANY, hist in prop::collection::vec(0i32..3000, 0..16)) {
+        let _counts = mirostat_counts();
         let n = row.len() as i32;
         let p = SamplingParams {
             seed,
@@ -341,6 +351,7 @@ impl nucleus_sampler::Sampler for BanBest {
 /// skipped: every chain kind gives the full path's token, and `apply` runs every step.
 #[test]
 fn custom_sampler_is_never_skipped() {
+    let _counts = mirostat_counts();
     use nucleus_sampler::Step;
     let n = 4096;
     let mut row: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32 / 250.0).collect();
@@ -425,6 +436,7 @@ fn wide_top_p_matches_on_flat_rows() {
 /// once `mu` has grown (confident steps); both bit for bit with the full path, over many steps.
 #[test]
 fn real_shaped_rows_match() {
+    let _counts = mirostat_counts();
     let n = 262_144;
     let (tp0, miro0) =
         (nucleus_sampler::session::top_p_tier_counts(), nucleus_sampler::session::mirostat_tier_counts());
@@ -453,6 +465,7 @@ fn real_shaped_rows_match() {
 /// full path at every step.
 #[test]
 fn mirostat_value_path_matches() {
+    let _counts = mirostat_counts();
     let n = 65_536;
     let before = nucleus_sampler::session::mirostat_tier_counts();
     for seed in 1..5u64 {
