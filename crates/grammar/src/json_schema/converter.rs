@@ -246,8 +246,11 @@ impl<'a> Converter<'a> {
             let target = self.resolve_pointer(reference, ptr)?;
             self.resolving.insert(reference.to_string());
             let target_ptr = reference.trim_start_matches('#').to_string();
-            ref_name = self.visit(target, &ref_name, &target_ptr)?;
+            let visited = self.visit(target, &ref_name, &target_ptr);
+            // Done resolving whether or not it failed: a target no value satisfies stays "in
+            // progress" otherwise, and the next reference to it would name a rule never written.
             self.resolving.remove(reference);
+            ref_name = visited?;
         }
         Ok(ref_name)
     }
