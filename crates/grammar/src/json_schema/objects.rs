@@ -412,8 +412,10 @@ impl Converter<'_> {
                     out.push_str(&format_literal(unit));
                 } else {
                     let c = unit.chars().next().unwrap_or(' ');
+                    // A class's own syntax characters as hex escapes (the grammar parser
+                    // knows `\]` but not `\-` or `\^`).
                     let e = match c {
-                        ']' | '-' | '^' => format!("\\{c}"),
+                        ']' | '-' | '^' => format!("\\x{:02X}", c as u32),
                         c => c.to_string(),
                     };
                     raw_rejects.push_str(&e);
