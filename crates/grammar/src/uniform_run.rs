@@ -22,6 +22,13 @@ const MIN_BYTES: u32 = 8;
 /// Most states a closure may hold before the search gives up.
 const CLOSURE_STATES: usize = 128;
 
+/// Most stacks a state may hold for the closure search to step from it. Each byte of an
+/// ambiguous recursive grammar (an operator that may also open a nested term) can multiply a
+/// state's stacks, and the search follows up to [`CLOSURE_STATES`] bytes deep where a token
+/// walk follows a token's few: past this size the search gives up (the mask is then walked
+/// token by token, with the same result).
+const CLOSURE_STACKS: usize = 512;
+
 /// A closed byte set of a state (see [`Dfa::closure_of`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Closure {
@@ -154,7 +161,10 @@ impl Dfa {
             let mut dead_all = [u64::MAX, u64::MAX, 0, 0];
             let mut changed = false;
             while let Some(r) = queue.pop() {
-                if seen.len() > CLOSURE_STATES || !self.end_ok(r) {
+                if seen.len() > CLOSURE_STATES
+                    || !self.end_ok(r)
+                    || self.states[r as usize].key.stacks.len() > CLOSURE_STACKS
+                {
                     return None;
                 }
                 let mut next = Vec::new();
