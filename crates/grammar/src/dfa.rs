@@ -279,9 +279,14 @@ impl Dfa {
             let (lo, hi) = partial.range();
             let overlong = partial.remain == 1 && partial.value < 2;
             end_ok = !overlong
-                && key.stacks.iter().any(|&st| match self.arena.top_elem(st) {
-                    Elem::Char(c) => g.classes[c as usize].partial_ok_llama(lo, hi),
-                    _ => false,
+                && key.stacks.iter().any(|&st| {
+                    // A finished (empty) stack matches no character; it has no top to read (a
+                    // token item's result merged in while a character was pending can be one).
+                    st != EMPTY
+                        && match self.arena.top_elem(st) {
+                            Elem::Char(c) => g.classes[c as usize].partial_ok_llama(lo, hi),
+                            _ => false,
+                        }
                 });
         }
         let id = self.states.len() as u32;
