@@ -336,19 +336,8 @@ impl Converter<'_> {
         if self.opts.strict {
             return Ok(self.not_strings_strict(strings));
         }
-        #[derive(Default)]
-        struct Node {
-            children: BTreeMap<char, Node>,
-            end: bool,
-        }
-        let mut trie = Node::default();
-        for s in strings {
-            let mut n = &mut trie;
-            for c in s.chars() {
-                n = n.children.entry(c).or_default();
-            }
-            n.end = true;
-        }
+        type Node = NameTrie<char>;
+        let trie = Node::of(strings, |c| c);
         let ch = self.add_primitive("char", "char")?;
         fn visit(n: &Node, ch: &str, out: &mut String) {
             let mut rejects = String::new();
@@ -382,19 +371,8 @@ impl Converter<'_> {
     /// key has exactly one spelling and the excluded names are excluded exactly. Built on a
     /// trie of the names' canonical text units (a character or one escape).
     fn not_strings_strict(&mut self, strings: &[&str]) -> String {
-        #[derive(Default)]
-        struct Node {
-            children: BTreeMap<String, Node>,
-            end: bool,
-        }
-        let mut trie = Node::default();
-        for s in strings {
-            let mut n = &mut trie;
-            for c in s.chars() {
-                n = n.children.entry(canonical_unit(c)).or_default();
-            }
-            n.end = true;
-        }
+        type Node = NameTrie<String>;
+        let trie = Node::of(strings, canonical_unit);
         // Repetitions and optional groups as rules written once (each `x*` or `(...)?` in a
         // body is one more rule for the grammar parser to generate).
         let esc = self.add_rule("key-escape", KEY_ESCAPE);
@@ -452,6 +430,29 @@ impl Converter<'_> {
         visit(&trie, &ch, &esc, &rest, &mut out);
         out.push_str(&format!("{} ) [\"] space", if trie.end { "" } else { " |" }));
         out
+    }
+}
+
+/// A trie of names, one edge per text unit (a character, or its canonical JSON text): the
+/// "none of these names" key rules are written by walking it.
+struct NameTrie<K> {
+    children: BTreeMap<K, NameTrie<K>>,
+    /// A name ends here.
+    end: bool,
+}
+
+impl<K: Ord> NameTrie<K> {
+    /// The trie of `names`, each split into units by `unit`.
+    fn of(names: &[&str], unit: impl Fn(char) -> K) -> Self {
+        let mut trie = NameTrie { children: BTreeMap::new(), end: false };
+        for name in names {
+            let mut n = &mut trie;
+            for c in name.chars() {
+                n = n.children.entry(unit(c)).or_insert_with(|| NameTrie { children: BTreeMap::new(), end: false });
+            }
+            n.end = true;
+        }
+        trie
     }
 }
 
