@@ -1,5 +1,5 @@
-//! [`generate`]: the single-sequence loop — prefill the prompt, then sample, report and decode
-//! one token at a time until a stop condition — with the timings users ask for.
+//! [`generate`]: one sequence from a prompt to a stop condition — the generation engine
+//! ([`crate::engine`]) with a single slot — with the timings users ask for.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use nucleus_sampler::{SamplingParams, Token};
 
+use crate::engine::{Engine, Finished, Pass, SlotFailure, SlotJob, SlotSink};
 use crate::error::{Result, RuntimeError};
-use crate::model::{Context, Model};
-use crate::sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
+use crate::model::{Context, Model, SeqId};
+use crate::sequence::{Sequence, SequenceOptions, Step, StopReason, TokenEvent};
 
 /// Prompt tokens per forward pass when a prompt is evaluated, chunks starting at multiples of it.
 ///
@@ -88,7 +89,8 @@ pub fn generate(
 }
 
 /// Like [`generate`] with a sequence the caller built (e.g. with a grammar constraint,
-/// [`Sequence::set_grammar`]).
+/// [`Sequence::set_grammar`]). It runs on the generation [`Engine`] with one slot, the same
+/// engine the server runs its slots on.
 pub fn generate_sequence(
     ctx: &mut dyn Context,
     prompt: &[Token],
@@ -96,8 +98,7 @@ pub fn generate_sequence(
     cancel: Option<&AtomicBool>,
     on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
 ) -> Result<GenerationStats> {
-    const SEQ: usize = 0;
-    let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    const SLOT: usize = 0;
     if prompt.is_empty() {
         return Err(RuntimeError::EmptyPrompt);
     }
@@ -105,51 +106,67 @@ pub fn generate_sequence(
         return Err(RuntimeError::PromptTooLong { prompt: prompt.len(), n_ctx: ctx.n_ctx() });
     }
     seq.accept_prompt(prompt);
-    ctx.clear(SEQ);
+    ctx.clear(SLOT);
 
+    let mut engine = Engine::new(1, ctx.n_ctx(), PREFILL_CHUNK.min(ctx.n_batch()).max(1));
+    let prompt_only = seq.options().max_tokens == Some(0);
+    let job = SlotJob { tag: (), prompt: prompt.into(), sequence: seq, cached: 0, score_prompt: None, prompt_only };
     let t0 = Instant::now();
-    let mut stop = None;
-    for chunk in prompt.chunks(PREFILL_CHUNK.min(ctx.n_batch()).max(1)) {
-        if cancelled() {
-            stop = Some(StopReason::Cancelled);
-            break;
-        }
-        ctx.prefill(SEQ, chunk)?;
+    let mut sink = OneSlot { cancel, on_token, prompt_end: t0, outcome: None };
+    if engine.start(ctx, SLOT, job, &mut sink).is_err() {
+        return Err(RuntimeError::BadSequence { seq: SLOT, problem: "the slot is taken" });
     }
-    let prompt_time = t0.elapsed();
-
-    let t1 = Instant::now();
-    if stop.is_none() && seq.options().max_tokens == Some(0) {
-        stop = Some(StopReason::MaxTokens);
+    while !engine.is_idle() {
+        engine.prefill(ctx, &mut sink);
+        engine.step(ctx, &mut sink);
     }
-    let stop = match stop {
-        Some(s) => s,
-        None => loop {
-            if cancelled() {
-                seq.cancel();
-                break StopReason::Cancelled;
-            }
-            let can_continue = ctx.seq_len(SEQ) < ctx.n_ctx();
-            let step = seq.step(ctx.logits(SEQ)?, can_continue)?;
-            let flow = on_token(&step.event);
-            if let Some(reason) = step.finished {
-                break reason;
-            }
-            let token = step.event.token;
-            if flow.is_break() {
-                seq.cancel();
-                break StopReason::Cancelled;
-            }
-            ctx.decode(&[(SEQ, token)])?;
-        },
+    let end = Instant::now();
+    let (stop, seq) = match sink.outcome {
+        Some(Ok(done)) => done,
+        Some(Err(e)) => return Err(e),
+        None => return Err(RuntimeError::BadSequence { seq: SLOT, problem: "the generation did not end" }),
     };
     Ok(GenerationStats {
         prompt_tokens: prompt.len(),
         generated_tokens: seq.generated().len(),
-        prompt_time,
-        generation_time: t1.elapsed(),
+        prompt_time: sink.prompt_end - t0,
+        generation_time: end - sink.prompt_end,
         sampling_time: seq.sample_time(),
         stop,
         tokens: seq.generated().to_vec(),
     })
+}
+
+/// The one-slot driver: the caller's callback and cancel flag, and what the stats need.
+struct OneSlot<'a, 'f> {
+    cancel: Option<&'a AtomicBool>,
+    on_token: &'a mut (dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()> + 'f),
+    /// When the last prompt chunk was evaluated (the start, until one is).
+    prompt_end: Instant,
+    /// How it ended.
+    outcome: Option<Result<(StopReason, Sequence)>>,
+}
+
+impl SlotSink<()> for OneSlot<'_, '_> {
+    fn pass(&mut self, pass: Pass<'_>, _took: Duration) {
+        if let Pass::Prefill { .. } = pass {
+            self.prompt_end = Instant::now();
+        }
+    }
+
+    fn cancelled(&mut self, _slot: SeqId, _tag: &()) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    fn token(&mut self, _slot: SeqId, _tag: &mut (), step: &Step<'_>) -> ControlFlow<()> {
+        (self.on_token)(&step.event)
+    }
+
+    fn finished(&mut self, _slot: SeqId, done: Finished<()>) {
+        self.outcome = Some(Ok((done.reason, done.sequence)));
+    }
+
+    fn failed(&mut self, _slot: SeqId, _tag: (), failure: SlotFailure) {
+        self.outcome = Some(Err(failure.into_error()));
+    }
 }

@@ -20,7 +20,9 @@
 //! ```
 //!
 //! * [`model`]: the backend traits ([`Model`], [`Context`], [`Tokenizer`]); [`llama`] implements them.
-//! * [`sequence`]: per-sequence state (sampler, UTF-8, stop strings, limits); [`generate()`] drives one.
+//! * [`sequence`]: per-sequence state (sampler, UTF-8, stop strings, limits).
+//! * [`engine`]: slots of a context running sequences (chunked prefill, one decode call for
+//!   all slots); [`generate()`] is the engine with one slot, the server's scheduler drives many.
 //! * [`constraint`]: grammar / JSON Schema / JSON-object constraints for a sequence.
 //! * [`chat`] renders chat templates; [`prompt`] turns prompts into tokens.
 //! * [`catalog`], [`pull`] and [`resolve`] find, download and verify models by name.
@@ -28,6 +30,7 @@
 pub mod catalog;
 pub mod chat;
 pub mod constraint;
+pub mod engine;
 pub mod error;
 pub mod generate;
 pub mod llama;
@@ -35,6 +38,7 @@ pub mod model;
 pub mod prompt;
 pub mod pull;
 pub mod resolve;
+mod score;
 pub mod sequence;
 pub mod step_report;
 pub mod stop;
@@ -44,6 +48,7 @@ pub mod utf8;
 pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
 pub use chat::{ChatMessage, ChatTemplate, ChatToolCall, TemplateSource};
 pub use constraint::{grammar_sampler, token_trie, tool_arguments_gbnf, ConstraintError, OutputConstraint};
+pub use engine::{Engine, SlotJob, SlotSink};
 pub use error::RuntimeError;
 pub use generate::{generate, generate_sequence, GenerationStats, PREFILL_CHUNK};
 pub use llama::{LlamaCppContext, LlamaCppModel};

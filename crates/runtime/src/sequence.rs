@@ -1,14 +1,14 @@
 //! [`Sequence`]: one generation's state between forward passes — sampler, detokenizer, stop
-//! strings, limits — fed one row of logits at a time. The single-sequence loop
-//! ([`crate::generate`]) and a batching server drive the same object.
+//! strings, limits — fed one row of logits at a time. The generation engine
+//! ([`crate::engine`]) drives it, in [`crate::generate`] and in the server alike.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nucleus_grammar::continuations::TrieConstraint;
 use nucleus_grammar::GrammarSampler;
-use nucleus_sampler::probs::{top_n_post, top_n_raw, RawDistribution, TokenProb};
-use nucleus_sampler::{Candidates, Logits, SamplingParams, Token, TokenSampler};
+use nucleus_sampler::probs::{top_n_post, TokenProb};
+use nucleus_sampler::{Candidates, SamplingParams, Token, TokenSampler};
 
 use crate::error::{Result, RuntimeError};
 use crate::model::{Model, Tokenizer};
@@ -218,9 +218,7 @@ impl Sequence {
                 logprob = Some(if p > 0.0 { p.ln() } else { f32::MIN });
                 top_n_post(cands, k, &mut self.top);
             } else {
-                let dist = RawDistribution::of(Logits::F32(logits));
-                logprob = Some(dist.logprob(logits[token as usize]));
-                top_n_raw(Logits::F32(logits), &dist, k, &mut self.top);
+                logprob = crate::score::raw_score(logits, token, k, &mut self.top);
             }
         }
 

@@ -1,0 +1,298 @@
+//! The generation engine: slots of one [`Context`], each running a [`Sequence`] from its
+//! prompt to a stop. It is the one loop behind both [`crate::generate`] (an engine with one
+//! slot) and the server's scheduler (one slot per `--parallel` sequence), so a seeded request
+//! is evaluated, sampled, scored and stopped by the same code wherever it runs.
+//!
+//! A driver hands jobs to free slots ([`Engine::start`]) and then alternates two calls:
+//! * [`Engine::prefill`] evaluates waiting prompts in chunks of the engine's chunk size: all of
+//!   them when no slot is generating, else at most `n_batch` tokens' worth, so prompts are
+//!   interleaved with the other slots' decode steps instead of stalling them. A slot whose
+//!   prompt is in samples its first token at once, from the logits of that very call.
+//! * [`Engine::step`] decodes every slot's next token in one forward pass, then samples each
+//!   slot's following token (or scores its next prompt token, for echo with logprobs).
+//!
+//! Everything that happens is reported to the driver's [`SlotSink`]: forward passes (metrics,
+//! and the prompt cache's record of what each slot's KV holds), prompt scores, tokens, and
+//! slots that end. Choosing slots, admission, prompt caching and clients are the driver's
+//! business; the context is passed to each call, so the driver may copy, cut or restore a free
+//! slot's KV between calls. Each slot keeps its own sampler chain and RNG, and a token's logits
+//! do not depend on how it was batched (a batch-invariant model), so what a slot generates
+//! depends neither on its neighbours nor on how its prompt was split.
+
+mod sink;
+mod slot;
+
+use std::time::Instant;
+
+use nucleus_sampler::probs::TokenProb;
+use nucleus_sampler::Token;
+
+pub use sink::{Finished, Pass, PromptToken, SlotFailure, SlotSink};
+pub use slot::SlotJob;
+
+use crate::error::RuntimeError;
+use crate::model::{Context, SeqId};
+use crate::score::raw_score;
+use crate::sequence::StopReason;
+use slot::{Phase, Scoring, Slot};
+
+/// Slots running sequences in one context; `T` is the driver's data for each slot.
+pub struct Engine<T> {
+    slots: Vec<Option<Slot<T>>>,
+    /// Most tokens one slot may hold (prompt and generated).
+    slot_ctx: usize,
+    /// Prompt tokens per prefill call.
+    chunk: usize,
+    /// Scratch for a scored prompt token's alternatives.
+    top: Vec<TokenProb>,
+}
+
+/// What became of a slot after its logits were used.
+enum Outcome {
+    Running,
+    Done(StopReason),
+    Failed(RuntimeError),
+}
+
+impl<T> Engine<T> {
+    /// An engine of `slots` slots (sequence ids `0..slots` of the contexts it is given), each
+    /// holding at most `slot_ctx` tokens, evaluating prompts `chunk` tokens per call.
+    pub fn new(slots: usize, slot_ctx: usize, chunk: usize) -> Self {
+        Engine { slots: (0..slots).map(|_| None).collect(), slot_ctx, chunk: chunk.max(1), top: Vec::new() }
+    }
+
+    /// Number of slots.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the engine has no slots at all.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Whether no slot is running.
+    pub fn is_idle(&self) -> bool {
+        self.slots.iter().all(Option::is_none)
+    }
+
+    /// The slots not running, in order.
+    pub fn free_slots(&self) -> Vec<SeqId> {
+        (0..self.slots.len()).filter(|&i| self.slots[i].is_none()).collect()
+    }
+
+    /// The running slots and their data.
+    pub fn running(&self) -> impl Iterator<Item = (SeqId, &T)> {
+        self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|s| (i, &s.tag)))
+    }
+
+    /// Puts `job` in `slot`, which must be free (else the job is handed back, boxed). The slot's KV must
+    /// hold exactly the job's `cached` prompt tokens. A scored prompt gets its first token
+    /// evaluated now and the rest through decode steps; any other prompt is evaluated by
+    /// [`Engine::prefill`]. A job that cannot run (an empty prompt, a fully cached one) fails
+    /// through the sink.
+    pub fn start(
+        &mut self,
+        ctx: &mut dyn Context,
+        slot: SeqId,
+        job: SlotJob<T>,
+        sink: &mut dyn SlotSink<T>,
+    ) -> Result<(), Box<SlotJob<T>>> {
+        if self.slots.get(slot).is_none_or(Option::is_some) {
+            return Err(Box::new(job));
+        }
+        let len = job.prompt.len();
+        let problem = if len == 0 {
+            Some(RuntimeError::EmptyPrompt)
+        } else if job.cached >= len {
+            Some(RuntimeError::BadSequence { seq: slot, problem: "a prompt's last token must be evaluated" })
+        } else if job.score_prompt.is_some() && job.cached > 0 {
+            Some(RuntimeError::BadSequence { seq: slot, problem: "a scored prompt is evaluated from its start" })
+        } else {
+            None
+        };
+        if let Some(e) = problem {
+            ctx.clear(slot);
+            sink.failed(slot, job.tag, SlotFailure::Own(e));
+            return Ok(());
+        }
+        let SlotJob { tag, prompt, sequence, cached, score_prompt, prompt_only } = job;
+        let scoring = score_prompt.map(|top| Scoring { next: 1, top });
+        // A scored prompt goes in token by token through decode steps, after this first one.
+        let phase = Phase::Prefill { next: if scoring.is_some() { len } else { cached } };
+        self.slots[slot] = Some(Slot { tag, prompt: prompt.clone(), seq: sequence, prompt_only, scoring, phase });
+        if scoring.is_some() {
+            let first = &prompt[..1];
+            let t0 = Instant::now();
+            let r = ctx.prefill(slot, first);
+            sink.pass(Pass::Prefill { slot, tokens: first }, t0.elapsed());
+            if r.is_ok() {
+                sink.appended(slot, first);
+            }
+            if let Some(s) = self.slots[slot].as_mut() {
+                let token = PromptToken { index: 0, id: prompt[0], logprob: None, top: &[] };
+                sink.prompt_token(slot, &mut s.tag, token);
+            }
+            match r {
+                Ok(()) => self.advance(ctx, slot, sink),
+                Err(e) => self.fail(ctx, slot, SlotFailure::Own(e), sink),
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates waiting prompts in chunks, slot by slot: all of them when no slot is
+    /// generating, else `n_batch` tokens' worth. A slot whose prompt is in samples its first
+    /// token (or ends, for a prompt-only job).
+    pub fn prefill(&mut self, ctx: &mut dyn Context, sink: &mut dyn SlotSink<T>) {
+        let chunk = self.chunk;
+        let generating = self.slots.iter().flatten().any(|s| matches!(s.phase, Phase::Decode { .. }));
+        let per_step = (ctx.n_batch() / chunk).max(1);
+        let mut chunks_left = if generating { per_step } else { usize::MAX };
+        for slot in 0..self.slots.len() {
+            while chunks_left > 0 {
+                let Some(s) = self.slots[slot].as_mut() else { break };
+                let Phase::Prefill { next: from } = s.phase else { break };
+                let len = s.prompt.len();
+                if from >= len {
+                    break;
+                }
+                if sink.cancelled(slot, &s.tag) {
+                    s.seq.cancel();
+                    self.finish(slot, StopReason::Cancelled, sink);
+                    break;
+                }
+                let to = (from + chunk).min(len);
+                let prompt = s.prompt.clone();
+                s.phase = Phase::Prefill { next: to };
+                chunks_left -= 1;
+                let tokens = &prompt[from..to];
+                let t0 = Instant::now();
+                let r = ctx.prefill(slot, tokens);
+                sink.pass(Pass::Prefill { slot, tokens }, t0.elapsed());
+                if r.is_ok() {
+                    sink.appended(slot, tokens);
+                }
+                match r {
+                    Ok(()) if to == len => self.advance(ctx, slot, sink),
+                    Ok(()) => {}
+                    Err(e) => self.fail(ctx, slot, SlotFailure::Own(e), sink),
+                }
+            }
+        }
+    }
+
+    /// Decodes every slot's pending token in one forward pass, then uses each slot's new logits.
+    pub fn step(&mut self, ctx: &mut dyn Context, sink: &mut dyn SlotSink<T>) {
+        let steps: Vec<(SeqId, Token)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s.as_ref()?.phase {
+                Phase::Decode { token } => Some((i, token)),
+                Phase::Prefill { .. } => None,
+            })
+            .collect();
+        if steps.is_empty() {
+            return;
+        }
+        let t0 = Instant::now();
+        let r = ctx.decode(&steps);
+        sink.pass(Pass::Decode { steps: &steps }, t0.elapsed());
+        match r {
+            Ok(()) => {
+                for &(slot, token) in &steps {
+                    sink.appended(slot, &[token]);
+                    self.advance(ctx, slot, sink);
+                }
+            }
+            Err(e) => {
+                let e = std::sync::Arc::new(e);
+                for &(slot, _) in &steps {
+                    self.fail(ctx, slot, SlotFailure::Batch(e.clone()), sink);
+                }
+            }
+        }
+    }
+
+    /// Takes a running slot away (its client left, or a deadline passed): its sequence is
+    /// cancelled and handed back with its data. The slot's KV stays as it is.
+    pub fn remove(&mut self, slot: SeqId) -> Option<(T, crate::Sequence)> {
+        let mut s = self.slots.get_mut(slot)?.take()?;
+        s.seq.cancel();
+        Some((s.tag, s.seq))
+    }
+
+    /// Uses the slot's fresh logits: the next prompt score, or the next sampled token.
+    fn advance(&mut self, ctx: &mut dyn Context, slot: SeqId, sink: &mut dyn SlotSink<T>) {
+        let Some(s) = self.slots[slot].as_mut() else { return };
+        match advance_slot(&*ctx, slot, s, self.slot_ctx, sink, &mut self.top) {
+            Outcome::Running => {}
+            Outcome::Done(reason) => self.finish(slot, reason, sink),
+            Outcome::Failed(e) => self.fail(ctx, slot, SlotFailure::Own(e), sink),
+        }
+    }
+
+    fn finish(&mut self, slot: SeqId, reason: StopReason, sink: &mut dyn SlotSink<T>) {
+        if let Some(s) = self.slots[slot].take() {
+            sink.finished(slot, Finished { tag: s.tag, reason, sequence: s.seq, prompt: s.prompt });
+        }
+    }
+
+    /// Ends a slot with an error; after a failed call its KV is not to be trusted, so it is
+    /// cleared.
+    fn fail(&mut self, ctx: &mut dyn Context, slot: SeqId, failure: SlotFailure, sink: &mut dyn SlotSink<T>) {
+        ctx.clear(slot);
+        if let Some(s) = self.slots[slot].take() {
+            sink.failed(slot, s.tag, failure);
+        }
+    }
+}
+
+/// One slot's work on its fresh logits.
+fn advance_slot<T>(
+    ctx: &dyn Context,
+    slot: SeqId,
+    s: &mut Slot<T>,
+    slot_ctx: usize,
+    sink: &mut dyn SlotSink<T>,
+    top: &mut Vec<TokenProb>,
+) -> Outcome {
+    let logits = match ctx.logits(slot) {
+        Ok(l) => l,
+        Err(e) => return Outcome::Failed(e),
+    };
+    if let Some(sc) = s.scoring {
+        if let Some(&id) = s.prompt.get(sc.next) {
+            let logprob = raw_score(logits, id, sc.top, top);
+            sink.prompt_token(slot, &mut s.tag, PromptToken { index: sc.next, id, logprob, top });
+            s.scoring = Some(Scoring { next: sc.next + 1, ..sc });
+            s.phase = Phase::Decode { token: id };
+            return Outcome::Running;
+        }
+        s.scoring = None;
+    }
+    if s.prompt_only {
+        return Outcome::Done(StopReason::MaxTokens);
+    }
+    if sink.cancelled(slot, &s.tag) {
+        s.seq.cancel();
+        return Outcome::Done(StopReason::Cancelled);
+    }
+    let can_continue = ctx.seq_len(slot) < slot_ctx;
+    let step = match s.seq.step(logits, can_continue) {
+        Ok(step) => step,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let flow = sink.token(slot, &mut s.tag, &step);
+    let token = step.event.token;
+    if let Some(reason) = step.finished {
+        return Outcome::Done(reason);
+    }
+    if flow.is_break() {
+        s.seq.cancel();
+        return Outcome::Done(StopReason::Cancelled);
+    }
+    s.phase = Phase::Decode { token };
+    Outcome::Running
+}
