@@ -12,11 +12,12 @@
 //! into NaNs (XTC with threshold 0 keeping only a masked token, a dynamic temperature that
 //! underflows): those steps are compared like any other, since the result is deterministic.
 
+use nucleus_sampler::StepSpec;
 use rand::seq::SliceRandom;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::spec::SamplerSpec;
+use crate::spec::SpecExt;
 
 /// One differential test case.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +27,7 @@ pub struct Case {
     /// The logits of each step.
     pub rows: Rows,
     /// The chain, in order (ends with a selector).
-    pub chain: Vec<SamplerSpec>,
+    pub chain: Vec<StepSpec>,
     /// Tokens accepted into both chains before the first step (like a prompt).
     pub history: Vec<i32>,
     /// Number of apply/accept steps.
@@ -480,7 +481,7 @@ impl Gen {
 
     // ---- one sampler each; weights favour realistic values, with "off" and edge values ----
 
-    fn top_k(&mut self) -> SamplerSpec {
+    fn top_k(&mut self) -> StepSpec {
         let v = self.vocab as i32;
         let k = match self.rng.random_range(0..12) {
             0 => 0,
@@ -495,14 +496,14 @@ impl Gen {
             10 => self.rng.random_range(1..=v.max(1)),
             _ => self.rng.random_range(129..=5000),
         };
-        SamplerSpec::TopK { k }
+        StepSpec::TopK { k }
     }
 
-    fn top_p(&mut self) -> SamplerSpec {
+    fn top_p(&mut self) -> StepSpec {
         if self.edge() {
             let c = self.cum_p();
             let p = self.near(c);
-            return SamplerSpec::TopP { p, min_keep: self.min_keep() };
+            return StepSpec::TopP { p, min_keep: self.min_keep() };
         }
         let p = match self.rng.random_range(0..12) {
             0 => 1.0,
@@ -514,16 +515,16 @@ impl Gen {
             7 => 1e-6,
             _ => self.uf(0.05, 0.999),
         };
-        SamplerSpec::TopP { p, min_keep: self.min_keep() }
+        StepSpec::TopP { p, min_keep: self.min_keep() }
     }
 
-    fn min_p(&mut self) -> SamplerSpec {
+    fn min_p(&mut self) -> StepSpec {
         if self.edge() {
             // min-p keeps `logit >= max + logf(p)`: aim `logf(p)` at a logit gap.
             let j = self.top_index();
             let gap = self.top[j].0 - self.top[0].0;
             let p = self.near(gap.exp());
-            return SamplerSpec::MinP { p, min_keep: self.min_keep() };
+            return StepSpec::MinP { p, min_keep: self.min_keep() };
         }
         let p = match self.rng.random_range(0..12) {
             0 => 0.0,
@@ -535,14 +536,14 @@ impl Gen {
             7 => 1e-6,
             _ => self.uf(0.001, 0.5),
         };
-        SamplerSpec::MinP { p, min_keep: self.min_keep() }
+        StepSpec::MinP { p, min_keep: self.min_keep() }
     }
 
-    fn typical(&mut self) -> SamplerSpec {
+    fn typical(&mut self) -> StepSpec {
         if self.edge() {
             let c = self.cum_p();
             let p = self.near(c);
-            return SamplerSpec::Typical { p, min_keep: self.min_keep() };
+            return StepSpec::Typical { p, min_keep: self.min_keep() };
         }
         let p = match self.rng.random_range(0..10) {
             0 => 1.0,
@@ -551,7 +552,7 @@ impl Gen {
             4 => 0.5,
             _ => self.uf(0.05, 0.999),
         };
-        SamplerSpec::Typical { p, min_keep: self.min_keep() }
+        StepSpec::Typical { p, min_keep: self.min_keep() }
     }
 
     fn temp_value(&mut self) -> f32 {
@@ -565,11 +566,11 @@ impl Gen {
         }
     }
 
-    fn temp(&mut self) -> SamplerSpec {
-        SamplerSpec::Temp { t: self.temp_value() }
+    fn temp(&mut self) -> StepSpec {
+        StepSpec::Temp { t: self.temp_value() }
     }
 
-    fn temp_ext(&mut self) -> SamplerSpec {
+    fn temp_ext(&mut self) -> StepSpec {
         let t = self.temp_value();
         let delta = match self.rng.random_range(0..10) {
             0..=4 => 0.0,
@@ -582,10 +583,10 @@ impl Gen {
             3 => 0.0,
             _ => self.uf(0.25, 3.0),
         };
-        SamplerSpec::TempExt { t, delta, exponent }
+        StepSpec::TempExt { t, delta, exponent }
     }
 
-    fn xtc(&mut self) -> SamplerSpec {
+    fn xtc(&mut self) -> StepSpec {
         let probability = match self.rng.random_range(0..10) {
             0 => 0.0,
             1 | 2 => 0.5,
@@ -605,10 +606,10 @@ impl Gen {
                 _ => self.uf(0.001, 0.5),
             }
         };
-        SamplerSpec::Xtc { probability, threshold, min_keep: self.min_keep(), seed: self.seed() }
+        StepSpec::Xtc { probability, threshold, min_keep: self.min_keep(), seed: self.seed() }
     }
 
-    fn top_n_sigma(&mut self) -> SamplerSpec {
+    fn top_n_sigma(&mut self) -> StepSpec {
         if self.edge() && self.top.len() > 1 {
             // The mask is `logit < max - n * std`: aim `n * std` at a logit gap.
             let j = self.rng.random_range(1..self.top.len());
@@ -620,7 +621,7 @@ impl Gen {
                 let n = (self.top[0].0 - self.top[j].0) / std;
                 if n > 0.0 && n.is_finite() {
                     let n = self.near(n);
-                    return SamplerSpec::TopNSigma { n };
+                    return StepSpec::TopNSigma { n };
                 }
             }
         }
@@ -631,10 +632,10 @@ impl Gen {
             4 => 0.001,
             _ => self.uf(0.1, 4.0),
         };
-        SamplerSpec::TopNSigma { n }
+        StepSpec::TopNSigma { n }
     }
 
-    fn penalties(&mut self) -> SamplerSpec {
+    fn penalties(&mut self) -> StepSpec {
         let last_n = match self.rng.random_range(0..10) {
             0 => 0,
             1 => -1,
@@ -648,10 +649,10 @@ impl Gen {
         };
         let freq = if self.p(0.5) { 0.0 } else { self.uf(-0.5, 1.0) };
         let present = if self.p(0.5) { 0.0 } else { self.uf(-0.5, 1.0) };
-        SamplerSpec::Penalties { n_vocab: self.vocab as i32, last_n, repeat, freq, present }
+        StepSpec::Penalties { n_vocab: self.vocab, last_n, repeat, freq, present }
     }
 
-    fn dry(&mut self) -> SamplerSpec {
+    fn dry(&mut self) -> StepSpec {
         let multiplier = match self.rng.random_range(0..8) {
             0 => 0.0,
             1..=3 => 0.8,
@@ -699,10 +700,10 @@ impl Gen {
         } else {
             multiplier
         };
-        SamplerSpec::Dry { n_vocab: self.vocab as i32, multiplier, base, allowed_length, last_n, breakers }
+        StepSpec::Dry { n_vocab: self.vocab, multiplier, base, allowed_length, last_n, breakers }
     }
 
-    fn logit_bias(&mut self) -> SamplerSpec {
+    fn logit_bias(&mut self) -> StepSpec {
         let n = match self.rng.random_range(0..10) {
             0 => 0,
             1..=5 => self.rng.random_range(1..=3),
@@ -724,10 +725,10 @@ impl Gen {
             };
             biases.push((token, bias));
         }
-        SamplerSpec::LogitBias { n_vocab: v, biases }
+        StepSpec::LogitBias { n_vocab: self.vocab, biases }
     }
 
-    fn mirostat(&mut self) -> SamplerSpec {
+    fn mirostat(&mut self) -> StepSpec {
         let tau = if self.p(0.5) { 5.0 } else { self.uf(0.5, 10.0) };
         let eta = if self.p(0.5) { 0.1 } else { self.uf(0.01, 1.0) };
         let m = match self.rng.random_range(0..10) {
@@ -735,10 +736,10 @@ impl Gen {
             7 => self.pick(&[0, 1, 2]),
             _ => self.rng.random_range(3..=300),
         };
-        SamplerSpec::Mirostat { n_vocab: self.vocab as i32, seed: self.seed(), tau, eta, m }
+        StepSpec::Mirostat { n_vocab: self.vocab, seed: self.seed(), tau, eta, m }
     }
 
-    fn mirostat_v2(&mut self) -> SamplerSpec {
+    fn mirostat_v2(&mut self) -> StepSpec {
         let tau = if self.edge() {
             // The first cut is at surprise `-log2(p) > mu = 2 * tau`.
             let j = self.top_index();
@@ -757,10 +758,10 @@ impl Gen {
             self.uf(0.1, 10.0)
         };
         let eta = if self.p(0.5) { 0.1 } else { self.uf(0.01, 1.0) };
-        SamplerSpec::MirostatV2 { seed: self.seed(), tau, eta }
+        StepSpec::MirostatV2 { seed: self.seed(), tau, eta }
     }
 
-    fn adaptive_p(&mut self) -> SamplerSpec {
+    fn adaptive_p(&mut self) -> StepSpec {
         let target = if self.edge() {
             let j = self.top_index();
             let p = self.top[j].1;
@@ -781,10 +782,10 @@ impl Gen {
             4 => 1.2,
             _ => self.uf(0.0, 0.99),
         };
-        SamplerSpec::AdaptiveP { target, decay, seed: self.seed() }
+        StepSpec::AdaptiveP { target, decay, seed: self.seed() }
     }
 
-    fn filter(&mut self, which: usize) -> SamplerSpec {
+    fn filter(&mut self, which: usize) -> StepSpec {
         match which {
             0 => self.penalties(),
             1 => self.dry(),
@@ -800,11 +801,11 @@ impl Gen {
         }
     }
 
-    fn selector(&mut self) -> SamplerSpec {
+    fn selector(&mut self) -> StepSpec {
         match self.rng.random_range(0..100) {
-            0..=79 => SamplerSpec::Dist { seed: self.seed() },
+            0..=79 => StepSpec::Dist { seed: self.seed() },
             80..=91 => self.adaptive_p(),
-            _ => SamplerSpec::Greedy,
+            _ => StepSpec::Greedy,
         }
     }
 
@@ -812,8 +813,8 @@ impl Gen {
     /// paths target), as llama.cpp's common layer builds them: every filter present in the
     /// default order, the unused ones with their "off" value; parameters jittered now and
     /// then; sometimes a sparse prefix (logit bias, penalties, DRY).
-    fn bench_chain(&mut self) -> Vec<SamplerSpec> {
-        use SamplerSpec as S;
+    fn bench_chain(&mut self) -> Vec<StepSpec> {
+        use StepSpec as S;
         let jitter = self.p(0.3);
         let mut k = 40;
         let mut top_p = 0.95f32;
@@ -828,9 +829,9 @@ impl Gen {
         let seed = self.seed();
         // (penalties, dry, top_n_sigma, top_k, typical, top_p, min_p, xtc, temp_ext)
         let off = [
-            S::Penalties { n_vocab: self.vocab as i32, last_n: 64, repeat: 1.0, freq: 0.0, present: 0.0 },
+            S::Penalties { n_vocab: self.vocab, last_n: 64, repeat: 1.0, freq: 0.0, present: 0.0 },
             S::Dry {
-                n_vocab: self.vocab as i32,
+                n_vocab: self.vocab,
                 multiplier: 0.0,
                 base: 1.75,
                 allowed_length: 2,
@@ -845,8 +846,8 @@ impl Gen {
             S::Xtc { probability: 0.0, threshold: 0.1, min_keep: 0, seed },
             S::TempExt { t: 1.0, delta: 0.0, exponent: 1.0 },
         ];
-        let mut f: Vec<SamplerSpec> = off.to_vec();
-        let default = |f: &mut Vec<SamplerSpec>| {
+        let mut f: Vec<StepSpec> = off.to_vec();
+        let default = |f: &mut Vec<StepSpec>| {
             f[3] = S::TopK { k };
             f[5] = S::TopP { p: top_p, min_keep: 0 };
             f[6] = S::MinP { p: min_p, min_keep: 0 };
@@ -873,7 +874,7 @@ impl Gen {
             }
             4 => {
                 default(&mut f);
-                f[0] = S::Penalties { n_vocab: self.vocab as i32, last_n: 64, repeat: 1.1, freq: 0.1, present: 0.1 };
+                f[0] = S::Penalties { n_vocab: self.vocab, last_n: 64, repeat: 1.1, freq: 0.1, present: 0.1 };
             }
             5 => {
                 // (f) mirostat v2: temp, then mirostat-v2 (no filters).
@@ -908,7 +909,7 @@ impl Gen {
         chain
     }
 
-    fn chain(&mut self) -> Vec<SamplerSpec> {
+    fn chain(&mut self) -> Vec<StepSpec> {
         let mut chain = Vec::new();
         let branch = self.rng.random_range(0..100);
         if branch < 8 {

@@ -2,7 +2,7 @@
 //! `common_sampler_accept` from llama.cpp's `common` library — driven from Rust through
 //! `shim/common_shim.cpp`, so that [`nucleus_sampler::SamplingParams::build`] (chain order,
 //! defaults, no-op rules, sampler-order parsing) can be held to llama.cpp's own chain builder
-//! rather than to a re-statement of it (which [`crate::common_chain`] is).
+//! rather than to its own descriptions of the chain (which [`crate::common_chain`] uses).
 //!
 //! `common_sampler_init` needs a `llama_model` (for the vocabulary: DRY string breakers,
 //! `n_vocab`, suppressed tokens) and `common_sampler_sample` reads the logits from a

@@ -20,11 +20,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
-use nucleus_sampler::{Candidates, SampleError, Sampler, TokenData, TokenSampler};
+use nucleus_sampler::{Candidates, SampleError, Sampler, StepSpec, TokenData, TokenSampler};
 
 use crate::cases::{generate, Case, Layout, Rows};
 use crate::llama::LlamaCandidates;
-use crate::spec::{llama_chain, nucleus_chain, SamplerSpec};
+use crate::spec::{llama_chain, nucleus_chain, SpecExt};
 
 /// Relative tolerance for `p` and `logit`: `|a - b| <= REL_TOL * max(|a|, |b|)`.
 pub const REL_TOL: f32 = 1e-6;
@@ -424,7 +424,7 @@ pub fn case_for(seed: u64, index: u64) -> Case {
 pub fn is_well_defined(case: &Case) -> bool {
     let mut killed: Vec<i32> = Vec::new();
     for s in &case.chain {
-        if let SamplerSpec::LogitBias { biases, .. } = s {
+        if let StepSpec::LogitBias { biases, .. } = s {
             killed.extend(biases.iter().filter(|b| b.1 == f32::NEG_INFINITY).map(|b| b.0));
         }
     }
@@ -455,7 +455,7 @@ fn restrict(case: &Case, keep: &[usize]) -> Case {
         .map(|s| {
             let mut s = s.clone();
             match &mut s {
-                SamplerSpec::LogitBias { biases, .. } => {
+                StepSpec::LogitBias { biases, .. } => {
                     // Out-of-range ids stay out of range (they exercise the search path).
                     *biases = biases
                         .iter()
@@ -469,7 +469,7 @@ fn restrict(case: &Case, keep: &[usize]) -> Case {
                         })
                         .collect();
                 }
-                SamplerSpec::Dry { breakers, .. } => {
+                StepSpec::Dry { breakers, .. } => {
                     *breakers = breakers
                         .iter()
                         .filter_map(|b| {
@@ -785,7 +785,7 @@ pub fn assert_parity(case: &Case) {
 }
 
 /// Runs the nucleus chain alone (useful when writing regression tests).
-pub fn nucleus_only(specs: &[SamplerSpec], logits: &[f32]) -> Candidates {
+pub fn nucleus_only(specs: &[StepSpec], logits: &[f32]) -> Candidates {
     let mut c = Candidates::new();
     c.fill_f32(logits);
     let mut ch = nucleus_chain(specs);
@@ -852,7 +852,7 @@ pub fn trace(case: &Case, max_show: usize) -> String {
 mod tests {
     use super::*;
 
-    fn both(lspecs: &[SamplerSpec], nspecs: &[SamplerSpec], logits: &[f32]) -> Result<Outcome, Mismatch> {
+    fn both(lspecs: &[StepSpec], nspecs: &[StepSpec], logits: &[f32]) -> Result<Outcome, Mismatch> {
         let mut l = llama_chain(lspecs);
         let mut n = nucleus_chain(nspecs);
         let mut lc = LlamaCandidates::new();
@@ -869,15 +869,13 @@ mod tests {
     #[test]
     fn oracle_detects_differences() {
         let logits: Vec<f32> = (0..100).map(|i| ((i * 37 % 101) as f32) * 0.1).collect();
-        let d = SamplerSpec::Dist { seed: 5 };
-        assert!(
-            both(&[SamplerSpec::TopK { k: 40 }, d.clone()], &[SamplerSpec::TopK { k: 40 }, d.clone()], &logits).is_ok()
-        );
-        let e = both(&[SamplerSpec::TopK { k: 40 }, d.clone()], &[SamplerSpec::TopK { k: 39 }, d.clone()], &logits);
+        let d = StepSpec::Dist { seed: 5 };
+        assert!(both(&[StepSpec::TopK { k: 40 }, d.clone()], &[StepSpec::TopK { k: 40 }, d.clone()], &logits).is_ok());
+        let e = both(&[StepSpec::TopK { k: 40 }, d.clone()], &[StepSpec::TopK { k: 39 }, d.clone()], &logits);
         assert!(e.is_err());
-        let e = both(&[SamplerSpec::Temp { t: 0.8 }], &[SamplerSpec::Temp { t: 0.81 }], &logits).unwrap_err();
+        let e = both(&[StepSpec::Temp { t: 0.8 }], &[StepSpec::Temp { t: 0.81 }], &logits).unwrap_err();
         assert_eq!(e.kind, "logit");
-        let e = both(&[SamplerSpec::Dist { seed: 5 }], &[SamplerSpec::Dist { seed: 6 }], &logits).unwrap_err();
+        let e = both(&[StepSpec::Dist { seed: 5 }], &[StepSpec::Dist { seed: 6 }], &logits).unwrap_err();
         assert_eq!(e.kind, "selected");
     }
 

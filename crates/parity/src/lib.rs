@@ -6,13 +6,14 @@
 //! candidates (ids exact, `p` and `logit` within [`harness::REL_TOL`] relative).
 //!
 //! - [`llama`]: a small safe wrapper over llama.cpp's sampler API on plain logits;
-//! - [`spec`]: [`spec::SamplerSpec`], one sampler buildable on both sides;
+//! - [`spec`]: [`spec::SpecExt`], the llama.cpp side of nucleus-sampler's `StepSpec` (one
+//!   built-in step with its raw parameters), so one chain description runs on both sides;
 //! - [`cases`]: the deterministic random case generator;
 //! - [`harness`]: running, comparing, shrinking, and many cases on several threads;
 //! - [`common_sampler`]: llama.cpp's own `common_sampler_init` / `common_sampler_sample` (the
 //!   `common` library, through a C++ shim) on a real model, the reference for
-//!   `SamplingParams::build` (`tests/common_sampler.rs`); [`common_chain`] re-states its order
-//!   for model-free benchmarks;
+//!   `SamplingParams::build` (`tests/common_sampler.rs`); [`common_chain`] builds the llama.cpp
+//!   side of model-free benchmarks from the descriptions `SamplingParams::specs` gives;
 //! - [`reference_grammar`] and [`mask_walk`]: llama.cpp's grammar sampler and the mask walk that
 //!   compares nucleus-grammar's masks with it bit for bit (`tests/grammar_masks.rs`, `nucleus
 //!   bench --grammar`);
@@ -47,4 +48,4 @@ pub mod spec;
 
 pub use cases::{generate, Case};
 pub use harness::{run_case, run_many, RunOptions};
-pub use spec::SamplerSpec;
+pub use spec::SpecExt;

@@ -108,6 +108,7 @@ fn differential_llama_vs_nucleus() {
 #[ignore]
 fn coverage() {
     use nucleus_parity::llama::{LlamaCandidates, LlamaSampler};
+    use nucleus_parity::SpecExt;
     use std::collections::BTreeMap;
     let seed = harness_seed();
     let n = env_u64("NUCLEUS_PARITY_CASES").unwrap_or(5000);

@@ -3,7 +3,7 @@
 
 use nucleus_parity::cases::{Case, Layout, Rows};
 use nucleus_parity::harness::{assert_parity, trace};
-use nucleus_parity::SamplerSpec as S;
+use nucleus_sampler::StepSpec as S;
 
 fn explicit(rows: Vec<Vec<f32>>, chain: Vec<S>, history: Vec<i32>, steps: usize) -> Case {
     Case {

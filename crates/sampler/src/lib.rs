@@ -20,6 +20,8 @@
 //! * [`probs`] reports log-probabilities, top alternatives, entropy and perplexity.
 //! * [`Step`] is one chain member: a built-in sampler (a closed set the fast paths recognise)
 //!   or your own [`Sampler`] as [`Step::Custom`], which can go anywhere in a chain.
+//! * [`StepSpec`] describes a built-in step as plain data (its raw parameters) and builds it;
+//!   [`SamplingParams::specs`] gives the chain [`SamplingParams::build`] makes that way.
 //! * [`SimdLevel`] reports, and can lower, the SIMD backend of the whole-vocabulary kernels.
 
 #![warn(missing_docs)]
@@ -41,6 +43,7 @@ pub mod session;
 pub mod softmax;
 pub mod sort;
 pub mod step;
+pub mod step_spec;
 pub mod vocab;
 
 pub use batch::BatchSampler;
@@ -55,4 +58,5 @@ pub use sampler::Sampler;
 pub use sampler_type::SamplerType;
 pub use session::TokenSampler;
 pub use step::Step;
+pub use step_spec::StepSpec;
 pub use vocab::Vocab;

@@ -9,11 +9,8 @@ use crate::chain::Chain;
 use crate::error::ParamError;
 use crate::rng::DEFAULT_SEED;
 use crate::sampler_type::{SamplerType, DEFAULT_SAMPLERS};
-use crate::samplers::{
-    adaptive_p::AdaptiveP, dist::Dist, dry::Dry, infill::Infill, logit_bias::LogitBias, min_p::MinP,
-    mirostat::Mirostat, mirostat_v2::MirostatV2, penalties::Penalties, temp::Temp, temp_ext::TempExt, top_k::TopK,
-    top_n_sigma::TopNSigma, top_p::TopP, typical::Typical, xtc::Xtc,
-};
+use crate::samplers::{dry::token_breakers, infill::Infill};
+use crate::step_spec::StepSpec;
 use crate::vocab::Vocab;
 
 /// Which mirostat variant replaces the normal chain.
@@ -210,22 +207,49 @@ impl SamplingParams {
     /// when listed), or `temp` + mirostat. `vocab` is needed for DRY string breakers,
     /// `ignore_eos` and infill; without it DRY runs with no breakers.
     pub fn build(&self, n_vocab: usize, vocab: Option<Arc<dyn Vocab>>) -> Result<Chain, ParamError> {
-        self.validate(Some(n_vocab))?;
         let mut chain = Chain::new();
-
-        let mut bias = self.logit_bias.clone();
-        if self.ignore_eos {
-            let v = vocab.as_ref().ok_or_else(|| {
-                ParamError::new("ignore_eos", true, "needs a model vocabulary to know the end-of-generation tokens")
-            })?;
-            for t in 0..n_vocab as Token {
-                if v.is_eog(t) {
-                    bias.push((t, f32::NEG_INFINITY));
-                }
+        for member in self.members(n_vocab, vocab.as_deref())? {
+            match member {
+                Member::Step(spec) => chain.push(spec.build()),
+                Member::Infill => chain.push(Infill::new(vocab.clone().ok_or_else(infill_needs_vocab)?)),
             }
         }
-        if !bias.is_empty() {
-            chain.push(LogitBias::new(n_vocab, bias));
+        Ok(chain)
+    }
+
+    /// The chain [`SamplingParams::build`] makes, as descriptions (validated the same way):
+    /// what a model-free comparison or a printout needs. DRY's string breakers are resolved
+    /// through `vocab` into token sequences. Infill has no plain-data description (its one
+    /// parameter is the vocabulary), so a chain listing it is an error here.
+    pub fn specs(&self, n_vocab: usize, vocab: Option<&dyn Vocab>) -> Result<Vec<StepSpec>, ParamError> {
+        self.members(n_vocab, vocab)?
+            .into_iter()
+            .map(|member| match member {
+                Member::Step(spec) => Ok(spec),
+                Member::Infill => Err(ParamError::new(
+                    "samplers",
+                    "infill",
+                    "the infill sampler has no plain-data description (its parameter is the vocabulary)",
+                )),
+            })
+            .collect()
+    }
+
+    /// Validates, then lists the chain's members in llama.cpp's common order (the one place
+    /// that order is written).
+    fn members(&self, n_vocab: usize, vocab: Option<&dyn Vocab>) -> Result<Vec<Member>, ParamError> {
+        self.validate(Some(n_vocab))?;
+        let mut chain = Vec::new();
+
+        let mut biases = self.logit_bias.clone();
+        if self.ignore_eos {
+            let v = vocab.ok_or_else(|| {
+                ParamError::new("ignore_eos", true, "needs a model vocabulary to know the end-of-generation tokens")
+            })?;
+            biases.extend((0..n_vocab as Token).filter(|&t| v.is_eog(t)).map(|t| (t, f32::NEG_INFINITY)));
+        }
+        if !biases.is_empty() {
+            chain.push(Member::Step(StepSpec::LogitBias { n_vocab, biases }));
         }
 
         let seed = self.seed;
@@ -233,75 +257,101 @@ impl SamplingParams {
             MirostatMode::Off => {
                 let mut use_adaptive = false;
                 for &s in &self.samplers {
-                    match s {
-                        SamplerType::Penalties => chain.push(Penalties::new(
+                    let spec = match s {
+                        SamplerType::Penalties => StepSpec::Penalties {
                             n_vocab,
-                            self.penalty_last_n,
-                            self.penalty_repeat,
-                            self.penalty_freq,
-                            self.penalty_present,
-                        )),
-                        SamplerType::Dry => {
-                            let dry = match &vocab {
-                                Some(v) => {
-                                    let b: Vec<&str> = self.dry_sequence_breakers.iter().map(|s| s.as_str()).collect();
-                                    Dry::new(
-                                        v.as_ref(),
-                                        self.dry_multiplier,
-                                        self.dry_base,
-                                        self.dry_allowed_length,
-                                        self.dry_penalty_last_n,
-                                        &b,
-                                    )
-                                }
-                                None => Dry::from_token_breakers(
-                                    n_vocab,
-                                    self.dry_multiplier,
-                                    self.dry_base,
-                                    self.dry_allowed_length,
-                                    self.dry_penalty_last_n,
-                                    &[],
-                                ),
-                            };
-                            chain.push(dry);
-                        }
-                        SamplerType::TopNSigma => chain.push(TopNSigma::new(self.top_n_sigma)),
-                        SamplerType::TopK => chain.push(TopK::new(self.top_k)),
-                        SamplerType::TypicalP => chain.push(Typical::new(self.typ_p, self.min_keep)),
-                        SamplerType::TopP => chain.push(TopP::new(self.top_p, self.min_keep)),
-                        SamplerType::MinP => chain.push(MinP::new(self.min_p, self.min_keep)),
-                        SamplerType::Xtc => {
-                            chain.push(Xtc::new(self.xtc_probability, self.xtc_threshold, self.min_keep, seed))
-                        }
-                        SamplerType::Temperature => {
-                            chain.push(TempExt::new(self.temp, self.dynatemp_range, self.dynatemp_exponent))
-                        }
+                            last_n: self.penalty_last_n,
+                            repeat: self.penalty_repeat,
+                            freq: self.penalty_freq,
+                            present: self.penalty_present,
+                        },
+                        SamplerType::Dry => self.dry(n_vocab, vocab),
+                        SamplerType::TopNSigma => StepSpec::TopNSigma { n: self.top_n_sigma },
+                        SamplerType::TopK => StepSpec::TopK { k: self.top_k },
+                        SamplerType::TypicalP => StepSpec::Typical { p: self.typ_p, min_keep: self.min_keep },
+                        SamplerType::TopP => StepSpec::TopP { p: self.top_p, min_keep: self.min_keep },
+                        SamplerType::MinP => StepSpec::MinP { p: self.min_p, min_keep: self.min_keep },
+                        SamplerType::Xtc => StepSpec::Xtc {
+                            probability: self.xtc_probability,
+                            threshold: self.xtc_threshold,
+                            min_keep: self.min_keep,
+                            seed,
+                        },
+                        SamplerType::Temperature => StepSpec::TempExt {
+                            t: self.temp,
+                            delta: self.dynatemp_range,
+                            exponent: self.dynatemp_exponent,
+                        },
                         SamplerType::Infill => {
-                            let v = vocab.clone().ok_or_else(|| {
-                                ParamError::new("samplers", "infill", "the infill sampler needs a model vocabulary")
-                            })?;
-                            chain.push(Infill::new(v));
+                            vocab.ok_or_else(infill_needs_vocab)?;
+                            chain.push(Member::Infill);
+                            continue;
                         }
-                        SamplerType::AdaptiveP => use_adaptive = true,
-                    }
+                        SamplerType::AdaptiveP => {
+                            use_adaptive = true;
+                            continue;
+                        }
+                    };
+                    chain.push(Member::Step(spec));
                 }
                 if use_adaptive {
-                    chain.push(AdaptiveP::new(self.adaptive_target, self.adaptive_decay, seed));
+                    chain.push(Member::Step(StepSpec::AdaptiveP {
+                        target: self.adaptive_target,
+                        decay: self.adaptive_decay,
+                        seed,
+                    }));
                 } else {
-                    chain.push(Dist::new(seed));
+                    chain.push(Member::Step(StepSpec::Dist { seed }));
                 }
             }
             MirostatMode::V1 => {
-                chain.push(Temp::new(self.temp));
-                chain.push(Mirostat::new(n_vocab, seed, self.mirostat_tau, self.mirostat_eta, 100));
+                chain.push(Member::Step(StepSpec::Temp { t: self.temp }));
+                chain.push(Member::Step(StepSpec::Mirostat {
+                    n_vocab,
+                    seed,
+                    tau: self.mirostat_tau,
+                    eta: self.mirostat_eta,
+                    m: 100,
+                }));
             }
             MirostatMode::V2 => {
-                chain.push(Temp::new(self.temp));
-                chain.push(MirostatV2::new(seed, self.mirostat_tau, self.mirostat_eta));
+                chain.push(Member::Step(StepSpec::Temp { t: self.temp }));
+                chain.push(Member::Step(StepSpec::MirostatV2 { seed, tau: self.mirostat_tau, eta: self.mirostat_eta }));
             }
         }
         Ok(chain)
     }
+
+    /// DRY: with a vocabulary, its string breakers resolved as `llama_sampler_init_dry` does
+    /// (over the vocabulary's own size); without one, no breakers.
+    fn dry(&self, n_vocab: usize, vocab: Option<&dyn Vocab>) -> StepSpec {
+        let (n_vocab, breakers) = match vocab {
+            Some(v) => {
+                let strings: Vec<&str> = self.dry_sequence_breakers.iter().map(String::as_str).collect();
+                (v.n_vocab(), token_breakers(v, self.dry_multiplier, self.dry_base, self.dry_penalty_last_n, &strings))
+            }
+            None => (n_vocab, Vec::new()),
+        };
+        StepSpec::Dry {
+            n_vocab,
+            multiplier: self.dry_multiplier,
+            base: self.dry_base,
+            allowed_length: self.dry_allowed_length,
+            last_n: self.dry_penalty_last_n,
+            breakers,
+        }
+    }
+}
+
+/// One member of the chain [`SamplingParams::build`] makes: a described built-in step, or
+/// infill (built from the vocabulary itself).
+enum Member {
+    Step(StepSpec),
+    Infill,
+}
+
+fn infill_needs_vocab() -> ParamError {
+    ParamError::new("samplers", "infill", "the infill sampler needs a model vocabulary")
 }
 
 #[cfg(test)]
@@ -339,6 +389,21 @@ mod tests {
             .validate(Some(10))
             .is_ok());
         assert!(MirostatMode::from_i32(3).is_err());
+    }
+
+    #[test]
+    fn specs_are_the_built_chain() {
+        let p = SamplingParams { logit_bias: vec![(3, 1.0)], top_k: 7, ..Default::default() };
+        let specs = p.specs(10, None).unwrap();
+        assert_eq!(specs[0], StepSpec::LogitBias { n_vocab: 10, biases: vec![(3, 1.0)] });
+        assert_eq!(specs[4], StepSpec::TopK { k: 7 });
+        let mut from_specs = Chain::new();
+        for s in &specs {
+            from_specs.push(s.build());
+        }
+        assert_eq!(from_specs.describe(), p.build(10, None).unwrap().describe());
+        let p = SamplingParams { samplers: vec![SamplerType::Infill], ..Default::default() };
+        assert_eq!(p.specs(10, None).unwrap_err().field, "samplers");
     }
 
     #[test]

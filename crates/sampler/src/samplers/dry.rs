@@ -156,10 +156,8 @@ impl Dry {
         Self::build(n_vocab, multiplier, base, allowed_length, last_n, processed)
     }
 
-    /// Breakers as strings, resolved through the vocabulary like `llama_sampler_init_dry`:
-    /// each (cut at a NUL, skipped when empty, cut to 40 bytes) registers every token whose
-    /// text contains it (empty tail) or ends with a prefix of it (tail = the rest, tokenized,
-    /// at most 20 tokens, no duplicate tails per token).
+    /// Breakers as strings, resolved through the vocabulary like `llama_sampler_init_dry` (see
+    /// [`token_breakers`]).
     pub fn new(
         vocab: &dyn Vocab,
         multiplier: f32,
@@ -168,26 +166,8 @@ impl Dry {
         last_n: i32,
         breakers: &[&str],
     ) -> Self {
-        let n_vocab = vocab.n_vocab();
-        let mut processed: Vec<(Token, Vec<Token>)> = Vec::new();
-        if Self::is_enabled(multiplier, base, last_n.max(0) as usize) {
-            let mut word = Vec::new();
-            for b in breakers {
-                let mut s = b.as_bytes();
-                // A C string ends at the first NUL.
-                if let Some(z) = s.iter().position(|&c| c == 0) {
-                    s = &s[..z];
-                }
-                if s.is_empty() {
-                    continue;
-                }
-                if s.len() > MAX_BREAKER_BYTES {
-                    s = &s[..MAX_BREAKER_BYTES];
-                }
-                collect_overlaps(vocab, n_vocab, s, &mut word, &mut processed);
-            }
-        }
-        Self::build(n_vocab, multiplier, base, allowed_length, last_n, processed)
+        let breakers = token_breakers(vocab, multiplier, base, last_n, breakers);
+        Self::from_token_breakers(vocab.n_vocab(), multiplier, base, allowed_length, last_n, &breakers)
     }
 
     /// The tails registered for `head` (possibly none).
@@ -197,6 +177,40 @@ impl Dry {
         let hi = lo + self.breakers[lo..].partition_point(|b| b.0 == head);
         &self.breakers[lo..hi]
     }
+}
+
+/// String breakers resolved through the vocabulary as `llama_sampler_init_dry` does, in the
+/// token-sequence form of [`Dry::from_token_breakers`] (head token, then tail): each string
+/// (cut at a NUL, skipped when empty, cut to 40 bytes) registers every token whose text
+/// contains it (empty tail) or ends with a prefix of it (tail = the rest, tokenized, at most 20
+/// tokens, no duplicate tails per token). Empty when DRY is off, which then never reads them
+/// (llama.cpp skips the vocabulary scan too).
+pub(crate) fn token_breakers(
+    vocab: &dyn Vocab,
+    multiplier: f32,
+    base: f32,
+    last_n: i32,
+    breakers: &[&str],
+) -> Vec<Vec<Token>> {
+    let mut processed: Vec<(Token, Vec<Token>)> = Vec::new();
+    if Dry::is_enabled(multiplier, base, last_n.max(0) as usize) {
+        let mut word = Vec::new();
+        for b in breakers {
+            let mut s = b.as_bytes();
+            // A C string ends at the first NUL.
+            if let Some(z) = s.iter().position(|&c| c == 0) {
+                s = &s[..z];
+            }
+            if s.is_empty() {
+                continue;
+            }
+            if s.len() > MAX_BREAKER_BYTES {
+                s = &s[..MAX_BREAKER_BYTES];
+            }
+            collect_overlaps(vocab, vocab.n_vocab(), s, &mut word, &mut processed);
+        }
+    }
+    processed.into_iter().map(|(head, tail)| std::iter::once(head).chain(tail).collect()).collect()
 }
 
 /// Registers, for one breaker string `s`, every vocabulary token that contains it or whose
