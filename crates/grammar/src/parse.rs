@@ -44,6 +44,16 @@ struct Parser<'a> {
     src: &'a [u8],
     out: ParsedGrammar,
     class_ids: HashMap<CharClass, u32>,
+    /// The class id of each single ASCII character met so far (`u32::MAX`: not yet), so a
+    /// literal's characters are interned without building and hashing a class each.
+    ascii_class: [u32; 128],
+    /// Rule ids by the names written in the source (looked up without allocating).
+    names: HashMap<&'a [u8], u32>,
+    /// Generated helper rules: (id, id of the rule they were generated in), named
+    /// `{that rule's name}_{id}` once parsing is done.
+    generated: Vec<(u32, u32)>,
+    /// Rule ids given out so far (names in the source and generated ones).
+    n_symbols: u32,
     tokens: Option<&'a dyn TokenLookup>,
     /// Parenthesized groups open at the current position.
     depth: usize,
@@ -61,8 +71,17 @@ fn is_word_char(c: u8) -> bool {
 
 /// Parses GBNF text. `tokens` resolves `<text>` items; without it only `<[id]>` parses.
 pub fn parse_gbnf(src: &str, tokens: Option<&dyn TokenLookup>) -> Result<ParsedGrammar, ParseError> {
-    let mut p =
-        Parser { src: src.as_bytes(), out: ParsedGrammar::default(), class_ids: HashMap::new(), tokens, depth: 0 };
+    let mut p = Parser {
+        src: src.as_bytes(),
+        out: ParsedGrammar::default(),
+        class_ids: HashMap::new(),
+        ascii_class: [u32::MAX; 128],
+        names: HashMap::new(),
+        generated: Vec::new(),
+        n_symbols: 0,
+        tokens,
+        depth: 0,
+    };
     match p.parse_all() {
         Ok(()) => Ok(p.out),
         Err((pos, reason)) => {
@@ -103,6 +122,7 @@ impl<'a> Parser<'a> {
         while self.at(pos) != 0 {
             pos = self.parse_rule(pos)?;
         }
+        self.name_symbols();
         // Every referenced rule must be defined.
         for (id, rule) in self.out.rules.iter().enumerate() {
             if rule.is_none() {
@@ -158,19 +178,37 @@ impl<'a> Parser<'a> {
         Ok((v, end))
     }
 
-    fn symbol_id(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.out.symbol_ids.get(name) {
-            return id; // no String allocated for a name seen before
+    /// The id of the rule named by the source bytes `name` (a new one the first time).
+    fn symbol_id(&mut self, name: &'a [u8]) -> u32 {
+        let next = self.n_symbols;
+        let id = *self.names.entry(name).or_insert(next);
+        if id == next {
+            self.n_symbols += 1;
         }
-        let next = self.out.symbol_ids.len() as u32;
-        self.out.symbol_ids.insert(name.to_string(), next);
+        id
+    }
+
+    /// A new helper rule's id (named after rule `base` when parsing is done).
+    fn generate_symbol_id(&mut self, base: u32) -> u32 {
+        let next = self.n_symbols;
+        self.n_symbols += 1;
+        self.generated.push((next, base));
         next
     }
 
-    fn generate_symbol_id(&mut self, base: &str) -> u32 {
-        let next = self.out.symbol_ids.len() as u32;
-        self.out.symbol_ids.insert(format!("{base}_{next}"), next);
-        next
+    /// Fills [`ParsedGrammar::symbol_ids`]: every source name, and `{base}_{id}` for each
+    /// generated rule (source names hold no `_`, so the two kinds never collide).
+    fn name_symbols(&mut self) {
+        let mut by_id = vec![""; self.n_symbols as usize];
+        for (&name, &id) in &self.names {
+            // Names are ASCII word characters.
+            let name = std::str::from_utf8(name).unwrap_or("");
+            by_id[id as usize] = name;
+            self.out.symbol_ids.insert(name.to_string(), id);
+        }
+        for &(id, base) in &self.generated {
+            self.out.symbol_ids.insert(format!("{}_{id}", by_id[base as usize]), id);
+        }
     }
 
     fn add_rule(&mut self, id: u32, alts: Vec<Vec<Item>>) {
@@ -179,6 +217,19 @@ impl<'a> Parser<'a> {
             self.out.rules.resize(id + 1, None);
         }
         self.out.rules[id] = Some(alts);
+    }
+
+    /// The class id of the single character `ch`.
+    fn char_class(&mut self, ch: u32) -> u32 {
+        let Some(&cached) = self.ascii_class.get(ch as usize) else {
+            return self.class(CharClass { ranges: vec![(ch, ch)], negated: false });
+        };
+        if cached != u32::MAX {
+            return cached;
+        }
+        let id = self.class(CharClass { ranges: vec![(ch, ch)], negated: false });
+        self.ascii_class[ch as usize] = id;
+        id
     }
 
     fn class(&mut self, c: CharClass) -> u32 {
@@ -193,14 +244,14 @@ impl<'a> Parser<'a> {
 
     fn parse_rule(&mut self, pos: usize) -> PResult<usize> {
         let name_end = self.parse_name(pos)?;
-        let name = String::from_utf8_lossy(&self.src[pos..name_end]).into_owned();
         let mut p = self.parse_space(name_end, false);
-        let id = self.symbol_id(&name);
+        let src = self.src;
+        let id = self.symbol_id(&src[pos..name_end]);
         if !(self.at(p) == b':' && self.at(p + 1) == b':' && self.at(p + 2) == b'=') {
             return Err((p, format!("expecting ::= at {}", self.snippet(p))));
         }
         p = self.parse_space(p + 3, true);
-        p = self.parse_alternates(p, &name, id, false)?;
+        p = self.parse_alternates(p, id, id, false)?;
         match self.at(p) {
             b'\r' => p += if self.at(p + 1) == b'\n' { 2 } else { 1 },
             b'\n' => p += 1,
@@ -210,7 +261,9 @@ impl<'a> Parser<'a> {
         Ok(self.parse_space(p, true))
     }
 
-    fn parse_alternates(&mut self, pos: usize, rule_name: &str, rule_id: u32, nested: bool) -> PResult<usize> {
+    /// `rule_name` is the id of the source rule being parsed (generated rules are named
+    /// after it).
+    fn parse_alternates(&mut self, pos: usize, rule_name: u32, rule_id: u32, nested: bool) -> PResult<usize> {
         let mut alts = Vec::new();
         let mut seq = Vec::new();
         let mut p = self.parse_sequence(pos, rule_name, &mut seq, nested)?;
@@ -303,7 +356,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn parse_sequence(&mut self, pos: usize, rule_name: &str, seq: &mut Vec<Item>, nested: bool) -> PResult<usize> {
+    fn parse_sequence(&mut self, pos: usize, rule_name: u32, seq: &mut Vec<Item>, nested: bool) -> PResult<usize> {
         let mut last_sym_start = seq.len();
         let mut p = pos;
         while self.at(p) != 0 {
@@ -317,7 +370,7 @@ impl<'a> Parser<'a> {
                     }
                     let (ch, np) = self.parse_char(p)?;
                     p = np;
-                    let id = self.class(CharClass { ranges: vec![(ch, ch)], negated: false });
+                    let id = self.char_class(ch);
                     seq.push(Item::Char(id));
                 }
                 p = self.parse_space(p + 1, nested);
@@ -368,8 +421,8 @@ impl<'a> Parser<'a> {
                 p = self.parse_space(end, nested);
             } else if is_word_char(c) {
                 let end = self.parse_name(p)?;
-                let name = String::from_utf8_lossy(&self.src[p..end]).into_owned();
-                let id = self.symbol_id(&name);
+                let src = self.src;
+                let id = self.symbol_id(&src[p..end]);
                 p = self.parse_space(end, nested);
                 last_sym_start = seq.len();
                 seq.push(Item::Ref(id));
@@ -453,7 +506,7 @@ impl<'a> Parser<'a> {
         &mut self,
         seq: &mut Vec<Item>,
         start: usize,
-        rule_name: &str,
+        rule_name: u32,
         min: u64,
         max: Option<u64>,
         op: usize,

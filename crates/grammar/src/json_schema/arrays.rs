@@ -20,32 +20,32 @@ const SEP: &str = "\",\" space";
 
 /// The tuple part and the schema of the items after it (`prefixItems` + `items`, or a list
 /// `items` + `additionalItems`), with the keywords they come from.
-struct Layout {
-    tuple: Vec<Value>,
+/// Borrowed from the schema: no deep copy per nesting level.
+struct Layout<'v> {
+    tuple: &'v [Value],
     tuple_kw: &'static str,
-    rest: Value,
+    rest: &'v Value,
     rest_kw: &'static str,
 }
 
-fn layout(obj: &serde_json::Map<String, Value>, ptr: &str) -> Result<Layout, SchemaError> {
-    let t = Value::Bool(true);
+fn layout<'v>(obj: &'v serde_json::Map<String, Value>, ptr: &str) -> Result<Layout<'v>, SchemaError> {
+    static TRUE: Value = Value::Bool(true);
+    let t = &TRUE;
     Ok(match (obj.get("prefixItems"), obj.get("items")) {
         (Some(Value::Array(_)), Some(Value::Array(_))) => {
             return Err(err("items", ptr, "items cannot be a list next to prefixItems"))
         }
         (Some(Value::Array(p)), items) => {
-            Layout { tuple: p.clone(), tuple_kw: "prefixItems", rest: items.cloned().unwrap_or(t), rest_kw: "items" }
+            Layout { tuple: p, tuple_kw: "prefixItems", rest: items.unwrap_or(t), rest_kw: "items" }
         }
         (Some(_), _) => return Err(err("prefixItems", ptr, "must be an array")),
         (None, Some(Value::Array(list))) => Layout {
-            tuple: list.clone(),
+            tuple: list,
             tuple_kw: "items",
-            rest: obj.get("additionalItems").cloned().unwrap_or(t),
+            rest: obj.get("additionalItems").unwrap_or(t),
             rest_kw: "additionalItems",
         },
-        (None, items) => {
-            Layout { tuple: vec![], tuple_kw: "items", rest: items.cloned().unwrap_or(t), rest_kw: "items" }
-        }
+        (None, items) => Layout { tuple: &[], tuple_kw: "items", rest: items.unwrap_or(t), rest_kw: "items" },
     })
 }
 
@@ -133,7 +133,7 @@ impl Converter<'_> {
         let prefix = if name.is_empty() { String::new() } else { format!("{name}-") };
         let unique = obj.get("uniqueItems") == Some(&Value::Bool(true)) && max.is_none_or(|m| m > 1);
         if unique && l.tuple.is_empty() {
-            if let Some(groups) = finite_values(self.root, &l.rest) {
+            if let Some(groups) = finite_values(self.root, l.rest) {
                 if min > groups.len() {
                     return Err(err("minItems", ptr, "no array is valid: more distinct items required than exist"));
                 }
@@ -159,7 +159,7 @@ impl Converter<'_> {
         let rest = if max.is_some_and(|m| m <= n) || n < l.tuple.len() {
             None
         } else {
-            match self.visit(&l.rest, &format!("{prefix}item"), &format!("{ptr}/{}", l.rest_kw)) {
+            match self.visit(l.rest, &format!("{prefix}item"), &format!("{ptr}/{}", l.rest_kw)) {
                 Ok(r) => Some(r),
                 Err(e) if is_unsatisfiable(&e) => None,
                 Err(e) => return Err(e),

@@ -4,7 +4,7 @@
 //! unchanged; the text the grammar parser reads is about a third as long for the largest
 //! schemas, and it has fewer rules to build.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use crate::fast_hash::FastMap;
 
@@ -74,14 +74,14 @@ fn short_name(mut n: usize) -> String {
     }
 }
 
-/// The grammar text of `rules` (start rule `root`), compacted; `None` when a body cannot be
+/// The grammar text of `rules` (sorted by name; start rule `root`), compacted; `None` when a body cannot be
 /// read (the caller then writes the rules as they are).
-pub(super) fn compact(rules: &BTreeMap<String, String>) -> Option<String> {
-    let names: Vec<&str> = rules.keys().map(String::as_str).collect();
+pub(super) fn compact(rules: &[(&str, &str)]) -> Option<String> {
+    let names: Vec<&str> = rules.iter().map(|r| r.0).collect();
     let index: FastMap<&str, u32> = names.iter().enumerate().map(|(i, n)| (*n, i as u32)).collect();
     let mut texts: FastMap<&str, u32> = FastMap::default();
     let mut bodies: Vec<Body> = Vec::with_capacity(names.len());
-    for b in rules.values() {
+    for (_, b) in rules {
         bodies.push(split(b, &index, &mut texts)?);
     }
     let root = *index.get("root")?;
@@ -111,7 +111,7 @@ pub(super) fn compact(rules: &BTreeMap<String, String>) -> Option<String> {
     for (t, id) in texts {
         text_of[id as usize] = t;
     }
-    let mut out = String::with_capacity(rules.values().map(String::len).sum::<usize>() / 2);
+    let mut out = String::with_capacity(rules.iter().map(|r| r.1.len()).sum::<usize>() / 2);
     for (i, body) in bodies.iter().enumerate() {
         if rep[i] != i as u32 {
             continue;
@@ -180,8 +180,11 @@ fn merge_equal(bodies: &[Body], root: u32) -> Vec<u32> {
 mod tests {
     use super::*;
 
-    fn rules(list: &[(&str, &str)]) -> BTreeMap<String, String> {
-        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    /// `list` sorted by name, as the converter hands its rules over.
+    fn rules<'a>(list: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut v = list.to_vec();
+        v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        v
     }
 
     #[test]

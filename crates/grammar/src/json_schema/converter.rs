@@ -2,7 +2,8 @@
 //! llama.cpp's construction order and naming; strict-mode checks refuse what a branch would
 //! silently drop.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -24,7 +25,8 @@ use crate::error::SchemaError;
 /// Converter state: the rules emitted so far.
 pub struct Converter<'a> {
     pub(super) root: &'a Value,
-    rules: BTreeMap<String, String>,
+    /// Rule bodies by name (written out sorted by name).
+    rules: HashMap<String, String>,
     resolving: HashSet<String>,
     pub(super) opts: SchemaOptions,
     /// Keywords that were ignored (`keyword at pointer`).
@@ -53,6 +55,9 @@ pub(super) fn esc_ptr(s: &str) -> String {
 }
 
 pub(super) fn rule_name_chars(name: &str) -> String {
+    if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return name.to_string();
+    }
     let mut out = String::new();
     let mut in_bad = false;
     for c in name.chars() {
@@ -132,7 +137,7 @@ impl RuleSink for Converter<'_> {
 impl<'a> Converter<'a> {
     /// A converter for the document `root` (targets of `$ref`s are looked up in it).
     pub fn new(root: &'a Value, opts: SchemaOptions) -> Self {
-        let mut rules = BTreeMap::new();
+        let mut rules = HashMap::new();
         rules.insert("space".to_string(), SPACE_RULE.to_string());
         let draft7_or_older = root
             .get("$schema")
@@ -153,7 +158,7 @@ impl<'a> Converter<'a> {
     /// The grammar text: one rule per line, sorted by name.
     pub fn format_grammar(&self) -> String {
         let mut s = String::new();
-        for (k, v) in &self.rules {
+        for (k, v) in self.rules() {
             s.push_str(k);
             s.push_str(" ::= ");
             s.push_str(v);
@@ -162,22 +167,30 @@ impl<'a> Converter<'a> {
         s
     }
 
-    /// The rules emitted so far, by name.
-    pub(super) fn rules(&self) -> &BTreeMap<String, String> {
-        &self.rules
+    /// The rules emitted so far, sorted by name.
+    pub(super) fn rules(&self) -> Vec<(&str, &str)> {
+        let mut v: Vec<(&str, &str)> = self.rules.iter().map(|(k, b)| (k.as_str(), b.as_str())).collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        v
     }
 
+    /// Adds rule `name` (made a valid rule name; a number appended when a different rule
+    /// has that name) with `body`, and returns its name.
     pub(super) fn add_rule(&mut self, name: &str, body: &str) -> String {
         let esc = rule_name_chars(name);
         let key = match self.rules.get(&esc) {
             None => esc,
-            Some(b) if b == body => esc,
+            Some(b) if b == body => return esc,
             Some(_) => {
                 let mut i = 0;
-                while self.rules.get(&format!("{esc}{i}")).is_some_and(|b| b != body) {
-                    i += 1;
+                loop {
+                    let k = format!("{esc}{i}");
+                    match self.rules.get(&k) {
+                        Some(b) if b == body => return k,
+                        Some(_) => i += 1,
+                        None => break k,
+                    }
                 }
-                format!("{esc}{i}")
             }
         };
         self.rules.insert(key.clone(), body.to_string());
@@ -402,7 +415,7 @@ impl<'a> Converter<'a> {
         }
         if obj.contains_key("oneOf") || obj.contains_key("anyOf") {
             let kw = if obj.contains_key("oneOf") { "oneOf" } else { "anyOf" };
-            let alts = obj[kw].as_array().ok_or_else(|| err(kw, ptr, "must be an array"))?.clone();
+            let alts = obj[kw].as_array().ok_or_else(|| err(kw, ptr, "must be an array"))?;
             if strict {
                 // Next to `oneOf`, an `anyOf` is one more sibling assertion merged into each
                 // alternative (exclusivity is then proved on the conjoined alternatives).
@@ -469,7 +482,7 @@ impl<'a> Converter<'a> {
                 }
                 return Ok(self.add_rule(&rule_name, &rules.join(" | ")));
             }
-            let body = self.union(name, &alts, ptr, kw)?;
+            let body = self.union(name, alts, ptr, kw)?;
             return Ok(self.add_rule(&rule_name, &body));
         }
         if strict && ty.is_none() {
@@ -518,6 +531,13 @@ impl<'a> Converter<'a> {
             }
         }
         if strict && obj.contains_key("allOf") {
+            // `allOf: [{$ref}]` beside annotations only (how generators attach a title to a
+            // reference): the reference's own rule, written once however often it is used
+            // (merging would copy the target in and convert it again at every use).
+            if let Some((r, rptr)) = lone_ref_in_all_of(obj, ptr) {
+                let target = self.resolve_ref(r, &rptr)?;
+                return Ok(self.add_rule(&rule_name, &target));
+            }
             // The conjunction written as one schema, when it can be (exactly).
             if let Some(merged) = super::shape::merge_all_of(self.root, obj) {
                 let r = self.visit(&merged, name, ptr)?;
@@ -573,19 +593,20 @@ impl<'a> Converter<'a> {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
                 .unwrap_or_default();
-            let mut props: Vec<(String, Value)> = match obj.get("properties") {
-                Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            // Borrowed from the schema (a deep copy per nesting level added up on big schemas).
+            let mut props: Vec<(String, Cow<Value>)> = match obj.get("properties") {
+                Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), Cow::Borrowed(v))).collect(),
                 Some(_) => return Err(err("properties", ptr, "must be an object")),
                 None => vec![],
             };
-            let addl = if strict {
+            let addl: Option<Cow<Value>> = if strict {
                 match addl {
-                    None if self.opts.closed_objects => Some(Value::Bool(false)),
-                    None => Some(Value::Bool(true)),
-                    other => other.cloned(),
+                    None if self.opts.closed_objects => Some(Cow::Owned(Value::Bool(false))),
+                    None => Some(Cow::Owned(Value::Bool(true))),
+                    other => other.map(Cow::Borrowed),
                 }
             } else {
-                addl.cloned()
+                addl.map(Cow::Borrowed)
             };
             let mut extras = ObjectExtras::default();
             if strict {
@@ -598,10 +619,10 @@ impl<'a> Converter<'a> {
                         continue;
                     }
                     // Its value takes `additionalProperties`, as any unlisted name's does.
-                    props.push((r.clone(), addl.clone().unwrap_or(Value::Bool(true))));
+                    props.push((r.clone(), addl.clone().unwrap_or(Cow::Owned(Value::Bool(true)))));
                 }
-                if let Some(space) = self.key_space(obj, &props, addl.as_ref(), ptr)? {
-                    props = space.props;
+                if let Some(space) = self.key_space(obj, &props, addl.as_deref(), ptr)? {
+                    props = space.props.into_iter().map(|(k, v)| (k, Cow::Owned(v))).collect();
                     extras.classes = Some(space.classes);
                 }
                 let min = obj.get("minProperties").map(|v| as_count(Some(v))).unwrap_or(0);
@@ -610,7 +631,7 @@ impl<'a> Converter<'a> {
                     extras.count = Some((min, max));
                 }
             }
-            let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr, &extras)?;
+            let body = self.object_rule(&props, &required, name, addl.as_deref(), ptr, &extras)?;
             return Ok(self.add_rule(&rule_name, &body));
         }
         if matches!(ty_str, None | Some("object") | Some("string")) && obj.contains_key("allOf") {
@@ -831,6 +852,20 @@ impl<'a> Converter<'a> {
         }
         Ok(kept)
     }
+}
+
+/// The reference of a schema that is `allOf` with one component, that component a `$ref`,
+/// and nothing but annotations beside either (with the component's pointer). Such a schema
+/// is its reference's target exactly: annotations constrain nothing.
+fn lone_ref_in_all_of<'v>(obj: &'v Map<String, Value>, ptr: &str) -> Option<(&'v str, String)> {
+    let only_annotations = |m: &Map<String, Value>, own: &str| {
+        m.keys().all(|k| k == own || super::keywords::ANNOTATIONS.contains(&k.as_str()))
+    };
+    let [Value::Object(c)] = obj.get("allOf")?.as_array()?.as_slice() else { return None };
+    if !only_annotations(obj, "allOf") || !only_annotations(c, "$ref") {
+        return None;
+    }
+    Some((c.get("$ref")?.as_str()?, format!("{ptr}/allOf/0")))
 }
 
 /// The reason given when a schema admits no instance.

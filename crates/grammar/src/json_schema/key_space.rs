@@ -52,7 +52,7 @@ impl Converter<'_> {
     pub(super) fn key_space(
         &mut self,
         obj: &Map<String, Value>,
-        props: &[(String, Value)],
+        props: &[(String, std::borrow::Cow<Value>)],
         addl: Option<&Value>,
         ptr: &str,
     ) -> Result<Option<KeySpace>, SchemaError> {
@@ -78,7 +78,7 @@ impl Converter<'_> {
         }
         let mut named = Vec::new();
         for (k, s) in props {
-            let mut v = s.clone();
+            let mut v = s.clone().into_owned();
             if names_ok.as_ref().is_some_and(|d| !d.accepts(k)) {
                 v = Value::Bool(false);
             }

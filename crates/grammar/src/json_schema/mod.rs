@@ -110,7 +110,7 @@ pub fn schema_to_gbnf(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSc
     // Strict mode's text is compacted (same language, shorter rule names, equal rules
     // merged); compat mode keeps llama.cpp's text.
     let gbnf = match opts.strict {
-        true => compact::compact(c.rules()).unwrap_or_else(|| c.format_grammar()),
+        true => compact::compact(&c.rules()).unwrap_or_else(|| c.format_grammar()),
         false => c.format_grammar(),
     };
     Ok(CompiledSchema { gbnf, ignored: c.ignored })

@@ -2,6 +2,7 @@
 //! (required first, then optional chains, then extra keys), the "none of these names" key
 //! rule, and `allOf` merging.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
@@ -177,13 +178,14 @@ impl Converter<'_> {
                 }
             }
         }
+        let props: Vec<(String, Cow<Value>)> = props.into_iter().map(|(k, v)| (k, Cow::Owned(v))).collect();
         let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr, &ObjectExtras::default())?;
         Ok(self.add_rule(rule_name, &body))
     }
 
     pub(super) fn object_rule(
         &mut self,
-        props: &[(String, Value)],
+        props: &[(String, Cow<Value>)],
         required: &BTreeSet<String>,
         name: &str,
         addl: Option<&Value>,
