@@ -156,8 +156,10 @@ impl Dry {
         Self::build(n_vocab, multiplier, base, allowed_length, last_n, processed)
     }
 
-    /// Breakers as strings, resolved through the vocabulary like `llama_sampler_init_dry` (see
-    /// [`token_breakers`]).
+    /// Breakers as strings, resolved through the vocabulary like `llama_sampler_init_dry`:
+    /// each (cut at a NUL, skipped when empty, cut to 40 bytes) registers every token whose
+    /// text contains it (empty tail) or ends with a prefix of it (tail = the rest, tokenized,
+    /// at most 20 tokens, no duplicate tails per token).
     pub fn new(
         vocab: &dyn Vocab,
         multiplier: f32,
@@ -179,12 +181,9 @@ impl Dry {
     }
 }
 
-/// String breakers resolved through the vocabulary as `llama_sampler_init_dry` does, in the
-/// token-sequence form of [`Dry::from_token_breakers`] (head token, then tail): each string
-/// (cut at a NUL, skipped when empty, cut to 40 bytes) registers every token whose text
-/// contains it (empty tail) or ends with a prefix of it (tail = the rest, tokenized, at most 20
-/// tokens, no duplicate tails per token). Empty when DRY is off, which then never reads them
-/// (llama.cpp skips the vocabulary scan too).
+/// The string breakers of [`Dry::new`], resolved the same way, in the token-sequence form of
+/// [`Dry::from_token_breakers`] (head token, then tail). Empty when DRY is off, which never
+/// reads them then (llama.cpp skips the vocabulary scan too).
 pub(crate) fn token_breakers(
     vocab: &dyn Vocab,
     multiplier: f32,
