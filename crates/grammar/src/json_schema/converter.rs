@@ -902,3 +902,32 @@ fn percent_decode(s: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::json_schema::test_util::check;
+
+    #[test]
+    fn a_titled_reference_in_all_of_is_the_reference() {
+        // How generators attach a title to a reference: the target's language, converted
+        // once however often it is used, recursion included (merging it in at every use
+        // recursed until the nesting limit and refused the schema).
+        let s = json!({"definitions": {
+            "node": {"type": "object", "additionalProperties": false, "required": ["v"], "properties": {
+                "v": {"type": "integer", "minimum": 0},
+                "kids": {"type": "array", "items": {"title": "kid", "allOf": [{"$ref": "#/definitions/node"}]}}
+            }}},
+            "type": "object", "additionalProperties": false, "properties": {
+                "a": {"title": "A", "description": "d", "allOf": [{"$ref": "#/definitions/node"}]},
+                "b": {"default": {"v": 1}, "allOf": [{"$ref": "#/definitions/node"}]}
+            }
+        });
+        check(
+            s,
+            &[r#"{}"#, r#"{"a":{"v":1}}"#, r#"{"a":{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]},"b":{"v":0}}"#],
+            &[r#"{"a":{"v":-1}}"#, r#"{"a":{"kids":[]}}"#, r#"{"b":{"v":1,"kids":[{"v":"x"}]}}"#, r#"{"c":1}"#],
+        );
+    }
+}
