@@ -46,7 +46,9 @@ pub fn build(parsed: ParsedGrammar, start: &str) -> Result<Grammar, BuildError> 
         let name = symbol_ids.iter().find(|(_, &v)| v == r).map(|(k, _)| k.clone()).unwrap_or_default();
         return Err(BuildError::TooDeep { rule: name, limit: MAX_LEFTMOST_DEPTH });
     }
-    let mut elems = Vec::new();
+    // Every item, and an end per alternative.
+    let n_elems = rules.iter().flatten().map(|alt| alt.len() + 1).sum();
+    let mut elems = Vec::with_capacity(n_elems);
     let mut starts = Vec::with_capacity(rules.len());
     for alts in &rules {
         let mut s = Vec::with_capacity(alts.len());

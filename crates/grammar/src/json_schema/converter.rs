@@ -28,6 +28,11 @@ pub struct Converter<'a> {
     /// Rule bodies by name (written out sorted by name).
     rules: HashMap<String, String>,
     resolving: HashSet<String>,
+    /// Rule names of the references being resolved (their rules must be written under
+    /// exactly these names: recursive references name them before they exist).
+    ref_names: HashSet<String>,
+    /// Short names given out for long path-derived ones (strict mode, see [`Self::visit`]).
+    aliases: usize,
     pub(super) opts: SchemaOptions,
     /// Keywords that were ignored (`keyword at pointer`).
     pub ignored: Vec<String>,
@@ -38,6 +43,9 @@ pub struct Converter<'a> {
     /// not caught by `resolving`).
     depth: usize,
 }
+
+/// Longest path-derived rule name kept as it is in strict mode.
+const MAX_NAME: usize = 24;
 
 /// Deepest schema nesting visited.
 const MAX_DEPTH: usize = 100;
@@ -147,6 +155,8 @@ impl<'a> Converter<'a> {
             root,
             rules,
             resolving: HashSet::new(),
+            ref_names: HashSet::new(),
+            aliases: 0,
             opts,
             ignored: Vec::new(),
             draft7_or_older,
@@ -258,11 +268,13 @@ impl<'a> Converter<'a> {
         if !self.rules.contains_key(&ref_name) && !self.resolving.contains(reference) {
             let target = self.resolve_pointer(reference, ptr)?;
             self.resolving.insert(reference.to_string());
+            self.ref_names.insert(ref_name.clone());
             let target_ptr = reference.trim_start_matches('#').to_string();
             let visited = self.visit(target, &ref_name, &target_ptr);
             // Done resolving whether or not it failed: a target no value satisfies stays "in
             // progress" otherwise, and the next reference to it would name a rule never written.
             self.resolving.remove(reference);
+            self.ref_names.remove(&ref_name);
             ref_name = visited?;
         }
         Ok(ref_name)
@@ -371,6 +383,19 @@ impl<'a> Converter<'a> {
         if self.depth >= MAX_DEPTH {
             return Err(err("$ref", ptr, format!("schema nesting deeper than {MAX_DEPTH} (a recursive reference?)")));
         }
+        // Strict mode: a long path-derived name (llama.cpp names each rule after its whole
+        // property path) is replaced by a short one, and so are the names of the rules below
+        // it, which are derived from it. Names only link rules (`add_rule` never lets two
+        // different bodies share one), and the compacted output renames rules anyway; long
+        // names made the converter's text several times longer than its output.
+        let alias;
+        let name = if self.opts.strict && name.len() > MAX_NAME && !self.ref_names.contains(name) {
+            alias = format!("n{}", self.aliases);
+            self.aliases += 1;
+            alias.as_str()
+        } else {
+            name
+        };
         self.depth += 1;
         let r = self.visit_node(schema, name, ptr);
         self.depth -= 1;
