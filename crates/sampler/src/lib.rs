@@ -34,6 +34,8 @@ pub mod error;
 mod fast;
 pub mod logits;
 pub mod params;
+#[cfg(feature = "json")]
+pub mod params_map;
 pub mod probs;
 pub mod rng;
 pub mod sampler;
