@@ -333,10 +333,12 @@ impl<'a> Converter<'a> {
                 self.refuse(k, ptr, "keyword not supported")?;
             }
             // Vacuous for at most one item; checked value by value next to enum/const.
-            let decidable = obj.contains_key("enum")
-                || obj.contains_key("const")
-                || super::arrays::unique_items_supported(self.root, obj);
-            if k == "uniqueItems" && obj[k] == Value::Bool(true) && !decidable {
+            let decidable = || {
+                obj.contains_key("enum")
+                    || obj.contains_key("const")
+                    || super::arrays::unique_items_supported(self.root, obj)
+            };
+            if k == "uniqueItems" && obj[k] == Value::Bool(true) && !decidable() {
                 self.refuse(k, ptr, "uniqueItems cannot be enforced by a grammar")?;
             }
         }

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
@@ -394,12 +395,16 @@ impl Converter<'_> {
                     let c = unit.chars().next().unwrap_or(' ');
                     // A class's own syntax characters as hex escapes (the grammar parser
                     // knows `\]` but not `\-` or `\^`).
-                    let e = match c {
-                        ']' | '-' | '^' => format!("\\x{:02X}", c as u32),
-                        c => c.to_string(),
-                    };
-                    raw_rejects.push_str(&e);
-                    out.push_str(&format!("[{e}]"));
+                    let start = raw_rejects.len();
+                    match c {
+                        ']' | '-' | '^' => {
+                            let _ = write!(raw_rejects, "\\x{:02X}", c as u32);
+                        }
+                        c => raw_rejects.push(c),
+                    }
+                    out.push('[');
+                    out.push_str(&raw_rejects[start..]);
+                    out.push(']');
                 }
                 if !child.children.is_empty() {
                     out.push_str(" (");
@@ -410,27 +415,27 @@ impl Converter<'_> {
                     }
                     out.push(')');
                 } else if child.end {
-                    out.push_str(&format!(" {ch} {rest}"));
+                    let _ = write!(out, " {ch} {rest}");
                 }
             }
             if n.children.is_empty() {
                 return;
             }
             let raw = KEY_RAW.trim_end_matches(']');
-            out.push_str(&format!(" | {raw}{raw_rejects}] {rest}"));
+            let _ = write!(out, " | {raw}{raw_rejects}] {rest}");
             if esc_rejects.is_empty() {
-                out.push_str(&format!(" | {esc} {rest}"));
+                let _ = write!(out, " | {esc} {rest}");
             } else {
                 let others: Vec<String> = canonical_escapes()
                     .filter(|e| !esc_rejects.contains(&e.as_str()))
                     .map(|e| format_literal(&e))
                     .collect();
-                out.push_str(&format!(" | ({}) {rest}", others.join(" | ")));
+                let _ = write!(out, " | ({}) {rest}", others.join(" | "));
             }
         }
         let mut out = String::from("[\"] ( ");
         visit(&trie, &ch, &esc, &rest, &mut out);
-        out.push_str(&format!("{} ) [\"] space", if trie.end { "" } else { " |" }));
+        let _ = write!(out, "{} ) [\"] space", if trie.end { "" } else { " |" });
         out
     }
 }
