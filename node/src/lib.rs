@@ -15,6 +15,4 @@ mod logits;
 #[path = "../../python/src/matcher.rs"]
 mod matcher;
 mod model;
-#[path = "../../python/src/params.rs"]
-mod params;
 mod sampler;

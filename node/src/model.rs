@@ -13,13 +13,14 @@ use nucleus_runtime::{
     generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
     ModelRef, Pip, Prompt, SequenceOptions,
 };
+use nucleus_sampler::params_map::Vocabulary;
+use nucleus_sampler::SamplingParams;
 use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
 use crate::convert::{params_map, to_value};
 use crate::generation::{model_id, sequence, TrieSetting};
 use crate::grammar::TokenTrie;
-use crate::params;
 
 fn invalid(msg: String) -> Error {
     Error::new(Status::InvalidArg, msg)
@@ -180,7 +181,8 @@ impl Model {
                 .collect::<Result<_>>()?,
             Some(_) => return Err(invalid("`stop` must be an array of strings".into())),
         };
-        let sampling = params::parse(&map, self.model.n_vocab(), true).map_err(|e| invalid(e.message))?;
+        let sampling = SamplingParams::from_map(&map, Vocabulary::Model(self.model.n_vocab()))
+            .map_err(|e| invalid(e.to_string()))?;
         let opts = SequenceOptions { max_tokens, stop, ..Default::default() };
         let ctx_opts = ContextOptions { n_ctx, threads: Some(threads), ..Default::default() };
         let model = self.model.clone();

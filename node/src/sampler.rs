@@ -4,13 +4,13 @@
 use napi::bindgen_prelude::{ClassInstance, Object, Unknown};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
+use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::probs::{surprisal_bits, top_n_post, Perplexity, RawDistribution, TokenProb};
-use nucleus_sampler::{BatchSampler, Chain, Logits, SampleError, Token, TokenSampler};
+use nucleus_sampler::{BatchSampler, Chain, Logits, SampleError, SamplingParams, Token, TokenSampler};
 use serde_json::Value;
 
 use crate::convert::params_map;
 use crate::logits::LogitsArray;
-use crate::params;
 
 /// The parameters of `new Sampler(nVocab, params)`, for TypeScript: llama.cpp's
 /// `common_params_sampling` fields. Each may also be written in snake_case (`top_k`); absent
@@ -145,11 +145,11 @@ impl Sampler {
             Some(Value::Bool(b)) => b,
             Some(other) => return Err(invalid(format!("`trackPerplexity` must be a boolean, not {other}"))),
         };
-        let p = params::parse(&map, n, false).map_err(|e| {
-            if e.unknown {
-                Error::new(Status::InvalidArg, format!("unknown sampling parameter `{}`", e.field))
+        let p = SamplingParams::from_map(&map, Vocabulary::Ids(n)).map_err(|e| {
+            if e.is_unknown() {
+                Error::new(Status::InvalidArg, format!("unknown sampling parameter `{}`", e.field()))
             } else {
-                invalid(e.message)
+                invalid(e.to_string())
             }
         })?;
         let chain = p.build(n, None).map_err(|e| invalid(e.to_string()))?;

@@ -11,7 +11,6 @@ mod generation;
 mod grammar;
 mod matcher;
 mod model;
-mod params;
 mod sampler;
 
 #[pymodule]

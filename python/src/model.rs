@@ -12,6 +12,8 @@ use nucleus_runtime::{
     generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
     ModelRef, Pip, Prompt, SequenceOptions,
 };
+use nucleus_sampler::params_map::Vocabulary;
+use nucleus_sampler::SamplingParams;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -19,7 +21,6 @@ use pyo3::types::{PyDict, PyList, PyString};
 use crate::convert::dict_to_map;
 use crate::generation::{model_id, sequence, TrieSetting};
 use crate::grammar::TokenTrie;
-use crate::params;
 
 /// A model: `Model("smollm2")` (a catalog name, pulled on first use like `nucleus pull`) or
 /// `Model(path)` to a GGUF file.
@@ -145,7 +146,8 @@ impl Model {
             Some(d) => dict_to_map(d)?,
             None => Default::default(),
         };
-        let sampling = params::parse(&map, self.model.n_vocab(), true).map_err(|e| PyValueError::new_err(e.message))?;
+        let sampling = SamplingParams::from_map(&map, Vocabulary::Model(self.model.n_vocab()))
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let opts = SequenceOptions { max_tokens, stop, ..Default::default() };
         let trie = match token_trie {
             Some(t) => Some(t.for_model(&self.id, self.model.n_vocab())?),

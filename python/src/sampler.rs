@@ -3,15 +3,15 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use nucleus_sampler::params_map::{FieldError, Vocabulary};
 use nucleus_sampler::probs::{top_n_post, Perplexity, RawDistribution, TokenProb};
-use nucleus_sampler::{BatchSampler, Chain, Logits, SampleError, Token, TokenSampler};
+use nucleus_sampler::{BatchSampler, Chain, Logits, SampleError, SamplingParams, Token, TokenSampler};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::buffer::{Dtype, LogitsBuffer};
 use crate::convert::dict_to_map;
-use crate::params;
 
 /// The logits object of the last step (kept by reference, never copied) and what was drawn.
 struct Last {
@@ -59,11 +59,11 @@ fn sample_error(e: SampleError) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
-fn bad_param(e: params::BadParam) -> PyErr {
-    if e.unknown {
-        PyTypeError::new_err(format!("Sampler() got an unexpected keyword argument '{}'", e.field))
+fn bad_param(e: FieldError) -> PyErr {
+    if e.is_unknown() {
+        PyTypeError::new_err(format!("Sampler() got an unexpected keyword argument '{}'", e.field()))
     } else {
-        PyValueError::new_err(e.message)
+        PyValueError::new_err(e.to_string())
     }
 }
 
@@ -117,7 +117,7 @@ impl Sampler {
             Some(d) => dict_to_map(d)?,
             None => Default::default(),
         };
-        let p = params::parse(&map, n, false).map_err(bad_param)?;
+        let p = SamplingParams::from_map(&map, Vocabulary::Ids(n)).map_err(bad_param)?;
         let chain = p.build(n, None).map_err(|e| PyValueError::new_err(e.to_string()))?;
         let state =
             State { sampler: TokenSampler::new(chain), perplexity: track_perplexity.then(Perplexity::new), last: None };

@@ -10,6 +10,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use ::nucleus_grammar::{GrammarSampler, VocabIndex};
+use ::nucleus_sampler::params_map::Vocabulary;
 use ::nucleus_sampler::{Candidates, Chain, Sampler, Token, TokenData, Vocab};
 
 use crate::args::{text, text_len};
@@ -319,7 +320,7 @@ pub unsafe extern "C" fn nucleus_llama_sampler_init(
             // SAFETY: the caller passes NULL or a NUL-terminated string.
             let json = unsafe { text(params_json, "params_json")? };
             let n = v.n;
-            let p = params::parse(json, n).map_err(Error::invalid)?;
+            let p = params::parse(json, Vocabulary::Model(n)).map_err(Error::invalid)?;
             let chain = p.build(n, Some(Arc::new(v))).map_err(|e| Error::invalid(e.to_string()))?;
             Ok(wrap(Ctx { name: c"nucleus", chain, cands: Candidates::new() }))
         },

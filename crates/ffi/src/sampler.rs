@@ -4,6 +4,7 @@
 
 use std::ffi::c_char;
 
+use ::nucleus_sampler::params_map::Vocabulary;
 use ::nucleus_sampler::probs::{top_n_raw, RawDistribution, TokenProb};
 use ::nucleus_sampler::{Logits, SampleError, Token, TokenSampler};
 use half::slice::HalfBitsSliceExt;
@@ -42,15 +43,8 @@ impl SamplerState {
             return Err(Error::size(format!("`n_vocab` must be > 0, got {n_vocab}")));
         }
         let n = n_vocab as usize;
-        let p = params::parse(json, n).map_err(Error::invalid)?;
-        // Without a model vocabulary DRY's string breakers cannot be turned into tokens; running
-        // DRY without them would silently differ from llama.cpp, so the caller must say so.
-        if p.dry_multiplier > 0.0 && !p.dry_sequence_breakers.is_empty() {
-            return Err(Error::invalid(
-                "`dry_sequence_breakers`: the standalone sampler has no vocabulary to turn breaker strings into \
-                 tokens; pass \"dry_sequence_breakers\": [] to run DRY without breakers",
-            ));
-        }
+        // No model vocabulary: DRY with string breakers is refused (see `Vocabulary::Ids`).
+        let p = params::parse(json, Vocabulary::Ids(n)).map_err(Error::invalid)?;
         let chain = p.build(n, None).map_err(|e| Error::invalid(e.to_string()))?;
         Ok(SamplerState { sampler: TokenSampler::new(chain), n_vocab: n, n_probs: 0, probs: Vec::new(), entropy: None })
     }

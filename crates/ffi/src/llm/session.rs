@@ -12,6 +12,7 @@ use ::nucleus_runtime::{
     chat_prompt_tokens, llama, locate, models_dir, ChatMessage, ChatTemplate, Context, ContextOptions, LlamaCppModel,
     Model, ModelRef, Pip, RuntimeError, Sequence, SequenceOptions,
 };
+use ::nucleus_sampler::params_map::Vocabulary;
 use ::nucleus_sampler::Token;
 use serde_json::Value;
 
@@ -271,7 +272,7 @@ impl LlmState {
     pub(crate) fn generate(&self, max_tokens: i32, params_json: &str, on_token: &mut OnToken<'_>) -> Result<i32> {
         let mut s = self.session()?;
         self.cancel.store(false, Ordering::SeqCst);
-        let params = crate::params::parse(params_json, self.n_vocab()).map_err(Error::invalid)?;
+        let params = crate::params::parse(params_json, Vocabulary::Model(self.n_vocab())).map_err(Error::invalid)?;
         let opts = SequenceOptions { max_tokens: usize::try_from(max_tokens).ok(), ..Default::default() };
         let mut seq = Sequence::new(self.model.as_ref(), &params, opts).map_err(runtime_error)?;
         if let Some((trie, greedy)) = self.trie.lock().unwrap_or_else(|p| p.into_inner()).clone() {
