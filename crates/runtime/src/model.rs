@@ -163,8 +163,40 @@ pub trait Context: Send {
     /// computes each one's next-token logits.
     fn decode(&mut self, steps: &[(SeqId, Token)]) -> Result<()>;
 
+    /// Appends several tokens to each of several distinct sequences in a single forward pass,
+    /// computing the logits after every one of them ([`Context::logits_at`]); a run of one token
+    /// is a [`Context::decode`] step. All the runs together must fit in [`Context::n_batch`].
+    /// Used to decode a constraint's forced tokens at once: for a batch-invariant model each
+    /// row is the same bits as decoding the tokens one per call. The default takes only runs of
+    /// one token.
+    fn decode_runs(&mut self, runs: &[(SeqId, &[Token])]) -> Result<()> {
+        let mut steps = Vec::with_capacity(runs.len());
+        for &(seq, run) in runs {
+            match run {
+                [t] => steps.push((seq, *t)),
+                _ => {
+                    return Err(crate::error::RuntimeError::BadSequence {
+                        seq,
+                        problem: "this backend decodes one token per sequence and call",
+                    })
+                }
+            }
+        }
+        self.decode(&steps)
+    }
+
     /// `seq`'s next-token logits from the last call, if that call advanced `seq`.
     fn logits(&self, seq: SeqId) -> Result<&[f32]>;
+
+    /// The logits after the `i`-th token the last call appended to `seq` (a run of
+    /// [`Context::decode_runs`]; `i` = 0 for a one-token step). The default knows only the last.
+    fn logits_at(&self, seq: SeqId, i: usize) -> Result<&[f32]> {
+        if i == 0 {
+            self.logits(seq)
+        } else {
+            Err(crate::error::RuntimeError::BadSequence { seq, problem: "has no logits for that token" })
+        }
+    }
 
     /// A copy of what the KV cache holds for `seq` (its first [`Context::seq_len`] positions),
     /// to be put back later with [`Context::restore`], into any sequence of a context made

@@ -182,6 +182,16 @@ impl Sequence {
         self.report = Some((n, sink));
     }
 
+    /// The tokens a token-trie constraint forces next, in order (a single continuation and no
+    /// leaf ending on the way): the steps that follow will take them without sampling, so they
+    /// may be decoded ahead in one forward pass. Empty without a trie or once finished.
+    pub fn forced_ahead(&self) -> Vec<Token> {
+        match &self.trie {
+            Some((trie, _)) if self.finished.is_none() && !trie.is_finished() => trie.forced(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The settings this sequence was made with.
     pub fn options(&self) -> &SequenceOptions {
         &self.opts

@@ -54,12 +54,16 @@ impl SlotSink<Client> for Outbox {
     fn pass(&mut self, pass: Pass<'_>, took: Duration) {
         match pass {
             Pass::Prefill { tokens, .. } => self.shared.metrics.prompt_done(tokens.len(), took),
-            Pass::Decode { steps } => self.shared.metrics.decode_step(steps.len(), took),
+            Pass::Decode { runs } => self.shared.metrics.decode_step(runs.len(), took),
         }
     }
 
     fn appended(&mut self, slot: SeqId, tokens: &[Token]) {
         self.caches[slot].extend(tokens);
+    }
+
+    fn cleared(&mut self, slot: SeqId) {
+        self.caches[slot].clear();
     }
 
     fn prompt_token(&mut self, _slot: SeqId, c: &mut Client, t: PromptToken<'_>) {

@@ -9,7 +9,9 @@
 //!   interleaved with the other slots' decode steps instead of stalling them. A slot whose
 //!   prompt is in samples its first token at once, from the logits of that very call.
 //! * [`Engine::step`] decodes every slot's next token in one forward pass, then samples each
-//!   slot's following token (or scores its next prompt token, for echo with logprobs).
+//!   slot's following token (or scores its next prompt token, for echo with logprobs). Tokens
+//!   a token trie forces after it go into the same pass, one row of logits each, and are then
+//!   stepped through without sampling.
 //!
 //! Everything that happens is reported to the driver's [`SlotSink`]: forward passes (metrics,
 //! and the prompt cache's record of what each slot's KV holds), prompt scores, tokens, and
@@ -45,6 +47,8 @@ pub struct Engine<T> {
     chunk: usize,
     /// Scratch for a scored prompt token's alternatives.
     top: Vec<TokenProb>,
+    /// Whether tokens a constraint forces are decoded together with the token before them.
+    decode_forced: bool,
 }
 
 /// What became of a slot after its logits were used.
@@ -58,7 +62,22 @@ impl<T> Engine<T> {
     /// An engine of `slots` slots (sequence ids `0..slots` of the contexts it is given), each
     /// holding at most `slot_ctx` tokens, evaluating prompts `chunk` tokens per call.
     pub fn new(slots: usize, slot_ctx: usize, chunk: usize) -> Self {
-        Engine { slots: (0..slots).map(|_| None).collect(), slot_ctx, chunk: chunk.max(1), top: Vec::new() }
+        Engine {
+            slots: (0..slots).map(|_| None).collect(),
+            slot_ctx,
+            chunk: chunk.max(1),
+            top: Vec::new(),
+            decode_forced: true,
+        }
+    }
+
+    /// Whether a slot's forced tokens (a token trie's unique continuation,
+    /// [`crate::Sequence::forced_ahead`]) go into the same decode call as the token before them
+    /// (on by default), instead of one decode call each. Answers are the same either way: the
+    /// steps still take one row of logits each, and a batch-invariant model gives each row the
+    /// same bits. Off is the reference the fast path is measured and tested against.
+    pub fn set_decode_forced(&mut self, on: bool) {
+        self.decode_forced = on;
     }
 
     /// Number of slots.
@@ -134,7 +153,10 @@ impl<T> Engine<T> {
                 sink.prompt_token(slot, &mut s.tag, token);
             }
             match r {
-                Ok(()) => self.advance(ctx, slot, sink),
+                Ok(()) => {
+                    let held = ctx.seq_len(slot);
+                    self.advance(ctx, slot, None, held, sink)
+                }
                 Err(e) => self.fail(ctx, slot, SlotFailure::Own(e), sink),
             }
         }
@@ -174,7 +196,10 @@ impl<T> Engine<T> {
                     sink.appended(slot, tokens);
                 }
                 match r {
-                    Ok(()) if to == len => self.advance(ctx, slot, sink),
+                    Ok(()) if to == len => {
+                        let held = ctx.seq_len(slot);
+                        self.advance(ctx, slot, None, held, sink)
+                    }
                     Ok(()) => {}
                     Err(e) => self.fail(ctx, slot, SlotFailure::Own(e), sink),
                 }
@@ -183,33 +208,94 @@ impl<T> Engine<T> {
     }
 
     /// Decodes every slot's pending token in one forward pass, then uses each slot's new logits.
+    /// A slot whose next tokens are forced has them decoded in the same pass (see
+    /// [`Engine::set_decode_forced`]); its steps then take the rows one by one.
     pub fn step(&mut self, ctx: &mut dyn Context, sink: &mut dyn SlotSink<T>) {
-        let steps: Vec<(SeqId, Token)> = self
+        let mut runs: Vec<(SeqId, Vec<Token>)> = self
             .slots
             .iter()
             .enumerate()
             .filter_map(|(i, s)| match s.as_ref()?.phase {
-                Phase::Decode { token } => Some((i, token)),
+                Phase::Decode { token } => Some((i, vec![token])),
                 Phase::Prefill { .. } => None,
             })
             .collect();
-        if steps.is_empty() {
+        if runs.is_empty() {
             return;
         }
+        if self.decode_forced {
+            self.add_forced(&*ctx, &mut runs);
+        }
+        let held: Vec<usize> = runs.iter().map(|&(slot, _)| ctx.seq_len(slot)).collect();
+        let refs: Vec<(SeqId, &[Token])> = runs.iter().map(|(slot, run)| (*slot, run.as_slice())).collect();
         let t0 = Instant::now();
-        let r = ctx.decode(&steps);
-        sink.pass(Pass::Decode { steps: &steps }, t0.elapsed());
+        let r = ctx.decode_runs(&refs);
+        sink.pass(Pass::Decode { runs: &refs }, t0.elapsed());
         match r {
             Ok(()) => {
-                for &(slot, token) in &steps {
-                    sink.appended(slot, &[token]);
-                    self.advance(ctx, slot, sink);
+                for (&(slot, run), held) in refs.iter().zip(held) {
+                    self.take_run(ctx, slot, run, held, sink);
                 }
             }
             Err(e) => {
                 let e = std::sync::Arc::new(e);
-                for &(slot, _) in &steps {
+                for &(slot, _) in &refs {
                     self.fail(ctx, slot, SlotFailure::Batch(e.clone()), sink);
+                }
+            }
+        }
+    }
+
+    /// Appends to each run the forced tokens that token-by-token decoding would decode too:
+    /// none past the slot's token limit or its room in the context, and all runs together
+    /// within one batch. (A stop the engine cannot foresee, such as a stop string, is handled
+    /// by [`Engine::take_run`].)
+    fn add_forced(&self, ctx: &dyn Context, runs: &mut [(SeqId, Vec<Token>)]) {
+        let mut room = ctx.n_batch().saturating_sub(runs.len());
+        for (slot, run) in runs.iter_mut() {
+            let Some(s) = self.slots[*slot].as_ref() else { continue };
+            if room == 0 {
+                break;
+            }
+            if s.scoring.is_some() {
+                continue; // a prompt token being scored: the sequence has not started
+            }
+            let forced = s.seq.forced_ahead();
+            // The step that takes forced token i makes i + 2 tokens after the pending one's
+            // generation began; it is decoded only if the sequence goes on after it.
+            let mut k = forced.len().min(room);
+            if let Some(max) = s.seq.options().max_tokens {
+                k = k.min(max.saturating_sub(s.seq.generated().len() + 1));
+            }
+            k = k.min(self.slot_ctx.saturating_sub(ctx.seq_len(*slot) + 1));
+            run.extend_from_slice(&forced[..k]);
+            room -= k;
+        }
+    }
+
+    /// Uses the rows of a slot's decoded run one by one, as one decode call per token would
+    /// have. Should the slot end before its last row (a stop string inside the forced
+    /// tokens), the tokens after that row are cut from its KV again, which then holds what
+    /// token-by-token decoding would have left.
+    fn take_run(&mut self, ctx: &mut dyn Context, slot: SeqId, run: &[Token], held: usize, sink: &mut dyn SlotSink<T>) {
+        for (i, &token) in run.iter().enumerate() {
+            sink.appended(slot, &[token]);
+            self.advance(ctx, slot, Some(i), held + i + 1, sink);
+            let Some(&next) = run.get(i + 1) else { return };
+            match self.slots[slot].as_ref().map(|s| s.phase) {
+                Some(Phase::Decode { token }) if token == next => {}
+                Some(_) => {
+                    // Never expected: a step did not take the token its trie forced.
+                    let e = RuntimeError::BadSequence { seq: slot, problem: "did not take a forced token" };
+                    self.fail(ctx, slot, SlotFailure::Own(e), sink);
+                    return;
+                }
+                None => {
+                    if ctx.seq_len(slot) > held + i + 1 && ctx.truncate(slot, held + i + 1).is_err() {
+                        ctx.clear(slot);
+                        sink.cleared(slot);
+                    }
+                    return;
                 }
             }
         }
@@ -223,10 +309,23 @@ impl<T> Engine<T> {
         Some((s.tag, s.seq))
     }
 
-    /// Uses the slot's fresh logits: the next prompt score, or the next sampled token.
-    fn advance(&mut self, ctx: &mut dyn Context, slot: SeqId, sink: &mut dyn SlotSink<T>) {
+    /// Uses the slot's fresh logits (the last call's last row for the slot, or row `row` of its
+    /// run) with `held` tokens in its KV: the next prompt score, or the next sampled token.
+    fn advance(
+        &mut self,
+        ctx: &mut dyn Context,
+        slot: SeqId,
+        row: Option<usize>,
+        held: usize,
+        sink: &mut dyn SlotSink<T>,
+    ) {
         let Some(s) = self.slots[slot].as_mut() else { return };
-        match advance_slot(&*ctx, slot, s, self.slot_ctx, sink, &mut self.top) {
+        let logits = match row {
+            None => ctx.logits(slot),
+            Some(i) => ctx.logits_at(slot, i),
+        };
+        let can_continue = held < self.slot_ctx;
+        match advance_slot(logits, can_continue, slot, s, sink, &mut self.top) {
             Outcome::Running => {}
             Outcome::Done(reason) => self.finish(slot, reason, sink),
             Outcome::Failed(e) => self.fail(ctx, slot, SlotFailure::Own(e), sink),
@@ -249,16 +348,17 @@ impl<T> Engine<T> {
     }
 }
 
-/// One slot's work on its fresh logits.
+/// One slot's work on its fresh logits; `can_continue` is false when its KV has no room for
+/// the token sampled now.
 fn advance_slot<T>(
-    ctx: &dyn Context,
+    logits: crate::error::Result<&[f32]>,
+    can_continue: bool,
     slot: SeqId,
     s: &mut Slot<T>,
-    slot_ctx: usize,
     sink: &mut dyn SlotSink<T>,
     top: &mut Vec<TokenProb>,
 ) -> Outcome {
-    let logits = match ctx.logits(slot) {
+    let logits = match logits {
         Ok(l) => l,
         Err(e) => return Outcome::Failed(e),
     };
@@ -279,7 +379,6 @@ fn advance_slot<T>(
         s.seq.cancel();
         return Outcome::Done(StopReason::Cancelled);
     }
-    let can_continue = ctx.seq_len(slot) < slot_ctx;
     let step = match s.seq.step(logits, can_continue) {
         Ok(step) => step,
         Err(e) => return Outcome::Failed(e),

@@ -25,10 +25,11 @@ pub enum Pass<'a> {
         /// The tokens.
         tokens: &'a [Token],
     },
-    /// One token for each of several slots, in a single decode call.
+    /// Tokens for each of several slots, in a single decode call: one per slot, and after it
+    /// any tokens the slot's constraint forces.
     Decode {
-        /// (slot, token) pairs.
-        steps: &'a [(SeqId, Token)],
+        /// (slot, tokens) pairs.
+        runs: &'a [(SeqId, &'a [Token])],
     },
 }
 
@@ -105,6 +106,11 @@ pub trait SlotSink<T> {
     /// `tokens` are now in `slot`'s KV, right after what it held (a successful pass).
     fn appended(&mut self, slot: SeqId, tokens: &[Token]) {
         let _ = (slot, tokens);
+    }
+
+    /// `slot`'s KV was emptied (a forced run could not be cut back after the slot ended).
+    fn cleared(&mut self, slot: SeqId) {
+        let _ = slot;
     }
 
     /// Whether the slot is to stop; asked before each prompt chunk and each sampling step.

@@ -21,8 +21,9 @@ use crate::threads::default_threads;
 struct SeqState {
     /// Tokens in the KV cache (also the position of the next one).
     len: usize,
-    /// (decode call number, batch row) of this sequence's latest logits.
-    logits: Option<(u64, i32)>,
+    /// This sequence's rows from the latest call that advanced it: (decode call number, batch
+    /// row of its first token with logits, rows).
+    logits: Option<(u64, i32, usize)>,
 }
 
 /// A llama.cpp context over a shared model.
@@ -214,36 +215,56 @@ impl Context for LlamaCppContext {
             self.run_batch()?;
             self.seqs[seq].len += chunk.len();
         }
-        self.seqs[seq].logits = Some((self.calls, (tokens.len() - (n_chunks - 1) * self.n_batch - 1) as i32));
+        self.seqs[seq].logits = Some((self.calls, (tokens.len() - (n_chunks - 1) * self.n_batch - 1) as i32, 1));
         Ok(())
     }
 
     fn decode(&mut self, steps: &[(SeqId, Token)]) -> Result<()> {
-        if steps.is_empty() {
+        let runs: Vec<(SeqId, &[Token])> = steps.iter().map(|(seq, t)| (*seq, std::slice::from_ref(t))).collect();
+        self.decode_runs(&runs)
+    }
+
+    fn decode_runs(&mut self, runs: &[(SeqId, &[Token])]) -> Result<()> {
+        if runs.is_empty() {
             return Ok(());
         }
-        for (i, &(seq, t)) in steps.iter().enumerate() {
+        let total: usize = runs.iter().map(|(_, run)| run.len()).sum();
+        for (i, &(seq, run)) in runs.iter().enumerate() {
             self.check_seq(seq)?;
-            self.check_token(t)?;
-            if steps[..i].iter().any(|&(s, _)| s == seq) {
+            if run.is_empty() {
+                return Err(RuntimeError::BadSequence { seq, problem: "was given no token to decode" });
+            }
+            for &t in run {
+                self.check_token(t)?;
+            }
+            if runs[..i].iter().any(|&(s, _)| s == seq) {
                 return Err(RuntimeError::BadSequence { seq, problem: "appears twice in one decode step" });
             }
         }
-        for &(seq, _) in steps {
-            if !self.has_room(seq, 1, steps.len() - 1) {
+        if total > self.n_batch {
+            return Err(RuntimeError::Decode(format!("{total} tokens do not fit a batch of {}", self.n_batch)));
+        }
+        for &(seq, run) in runs {
+            if !self.has_room(seq, run.len(), total - run.len()) {
                 return Err(RuntimeError::ContextFull { n_ctx: self.n_ctx_seq });
             }
         }
         self.batch.clear();
-        for &(seq, t) in steps {
-            let pos = self.seqs[seq].len as i32;
-            self.batch.add(LlamaToken(t), pos, &[seq as i32], true).map_err(|e| RuntimeError::Decode(e.to_string()))?;
+        for &(seq, run) in runs {
+            let start = self.seqs[seq].len;
+            for (i, &t) in run.iter().enumerate() {
+                self.batch
+                    .add(LlamaToken(t), (start + i) as i32, &[seq as i32], true)
+                    .map_err(|e| RuntimeError::Decode(e.to_string()))?;
+            }
         }
         self.run_batch()?;
-        for (row, &(seq, _)) in steps.iter().enumerate() {
+        let mut row = 0;
+        for &(seq, run) in runs {
             let s = &mut self.seqs[seq];
-            s.len += 1;
-            s.logits = Some((self.calls, row as i32));
+            s.len += run.len();
+            s.logits = Some((self.calls, row as i32, run.len()));
+            row += run.len();
         }
         Ok(())
     }
@@ -251,8 +272,18 @@ impl Context for LlamaCppContext {
     fn logits(&self, seq: SeqId) -> Result<&[f32]> {
         self.check_seq(seq)?;
         match self.seqs[seq].logits {
-            Some((call, row)) if call == self.calls => Ok(self.ctx.get_logits_ith(row)),
+            Some((call, first, rows)) if call == self.calls => Ok(self.ctx.get_logits_ith(first + rows as i32 - 1)),
             _ => Err(RuntimeError::BadSequence { seq, problem: "has no logits from the last decode call" }),
+        }
+    }
+
+    fn logits_at(&self, seq: SeqId, i: usize) -> Result<&[f32]> {
+        self.check_seq(seq)?;
+        match self.seqs[seq].logits {
+            Some((call, first, rows)) if call == self.calls && i < rows => {
+                Ok(self.ctx.get_logits_ith(first + i as i32))
+            }
+            _ => Err(RuntimeError::BadSequence { seq, problem: "has no logits for that token from the last call" }),
         }
     }
 
