@@ -25,19 +25,26 @@
 //! gathered buckets.
 
 use crate::candidates::{Candidates, TokenData};
+use crate::fast::bounds::seq_block;
 use crate::fast::expf::expf_exact_slice;
-use crate::fast::row::{Row, TierCounts, BLOCK};
+use crate::fast::row::{collect_into, Row, TierCounts, BLOCK};
+use crate::fast::simd::{simd_dispatch, Simd};
 use crate::fast::value_sort::{desc_key, key_value, radix_sort};
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
 
 /// The nucleus must reach past this many candidates (llama.cpp's first partial sort).
 const FIRST: usize = 256;
 
+/// Running sums of the cut are taken this many terms at a time (vector grid replay) until one
+/// reaches `p`; only that chunk is replayed term by term.
+const CUT_CHUNK: usize = 512;
+
 /// Reusable buffers.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct WideScratch {
-    /// llama.cpp's sort bucket of every token.
-    buckets: Vec<u8>,
+    /// The gathered buckets' ids and logits (id order).
+    ids: Vec<i32>,
+    vals: Vec<f32>,
     /// The gathered buckets' [`desc_key`]s, then radix-sorted.
     keys: Vec<u32>,
     tmp: Vec<u32>,
@@ -46,6 +53,8 @@ pub(crate) struct WideScratch {
     /// `logit - max` and `expf` of it, in sorted order.
     xs: Vec<f32>,
     es: Vec<f32>,
+    /// `p = RN(e / s)` of the gathered values, in sorted order.
+    ps: Vec<f32>,
     /// The kept prefix, as the full path's top-p leaves it (ties aside).
     kept: Vec<TokenData>,
     /// One bucket, for the tie replay.
@@ -94,8 +103,6 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out
     // 1. Exact exponentials, llama.cpp's sum and the bucket histogram.
     let mut counts = [0u32; NBUCKETS];
     let mut mass = [0f64; NBUCKETS];
-    s.buckets.clear();
-    s.buckets.resize(n, 0);
     let mut sum = 0.0f32;
     let mut buf = [0f32; BLOCK];
     let mut xs = [0f32; BLOCK];
@@ -108,11 +115,10 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out
             *d = v - m;
         }
         expf_exact_slice(&xs[..len], &mut es[..len]);
-        let bks = &mut s.buckets[b * BLOCK..b * BLOCK + len];
-        for ((bk, &v), &e) in bks.iter_mut().zip(x).zip(&es[..len]) {
-            sum += e;
+        // llama.cpp's sequential f32 sum, replayed exactly a block at a time.
+        sum = seq_block(&es[..len], sum, false, false, 0.0);
+        for (&v, &e) in x.iter().zip(&es[..len]) {
             let j = bucket_of(v);
-            *bk = j as u8;
             counts[j] += 1;
             mass[j] += e as f64;
         }
@@ -137,15 +143,16 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out
             break;
         }
     }
-    s.keys.clear();
-    for (b, chunk) in s.buckets.chunks(BLOCK).enumerate() {
+    // Buckets >= ib are the values >= the bucket's lower edge (`bucket_of` is monotone).
+    let thr = if ib == 0 { f32::NEG_INFINITY } else { bucket_floor(ib) };
+    s.ids.clear();
+    s.vals.clear();
+    for b in 0..nb {
         let x = row.block(b, &mut buf);
-        for (&bk, &v) in chunk.iter().zip(x) {
-            if bk as usize >= ib {
-                s.keys.push(desc_key(v));
-            }
-        }
+        collect_into(x, thr, b * BLOCK, &mut s.ids, &mut s.vals);
     }
+    s.keys.clear();
+    s.keys.extend(s.vals.iter().map(|&v| desc_key(v)));
     radix_sort(&mut s.keys, &mut s.tmp, &mut s.radix);
     // 3. The cut, with llama.cpp's arithmetic: p_i = RN(e_i / s), summed in f32.
     let g = s.keys.len();
@@ -154,10 +161,24 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out
     s.es.clear();
     s.es.resize(g, 0.0);
     expf_exact_slice(&s.xs, &mut s.es);
+    s.ps.clear();
+    s.ps.extend(s.es.iter().map(|&e| e / sum));
+    // The running sum never decreases (every `p` is >= 0), so a chunk whose last running sum is
+    // below `p` holds no cut: those are summed by the exact grid replay, and the term-by-term
+    // loop starts at the first chunk that reaches `p`.
     let mut cum = 0.0f32;
+    let mut from = 0;
+    while from + CUT_CHUNK <= g {
+        let end = seq_block(&s.ps[from..from + CUT_CHUNK], cum, false, false, 0.0);
+        if end >= p {
+            break;
+        }
+        cum = end;
+        from += CUT_CHUNK;
+    }
     let mut last = None;
-    for (i, &e) in s.es.iter().enumerate() {
-        cum += e / sum;
+    for (i, &q) in s.ps.iter().enumerate().skip(from) {
+        cum += q;
         if cum >= p && i + 1 >= min_keep {
             last = Some(i + 1);
             break;
@@ -170,11 +191,7 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out
     // The tail of the chain never reads ids: they are filled in for the selected index only
     // (`id_at`).
     s.kept.clear();
-    s.kept.extend(s.keys[..last].iter().zip(&s.es).map(|(&k, &e)| TokenData {
-        id: -1,
-        logit: key_value(k),
-        p: e / sum,
-    }));
+    s.kept.extend(s.keys[..last].iter().zip(&s.ps).map(|(&k, &q)| TokenData { id: -1, logit: key_value(k), p: q }));
     out.fill_from(&s.kept);
     out.set_sorted(true);
     Some(Wide { low_bucket, counts })
@@ -186,26 +203,26 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out
 pub(crate) fn id_at(row: Row<'_>, w: &Wide, i: usize, s: &mut WideScratch) -> i32 {
     let v = key_value(s.keys[i]);
     let mut buf = [0f32; BLOCK];
-    let (mut found, mut count) = (0usize, 0usize);
+    let (mut at, mut count) = (0usize, 0usize);
     for b in 0..row.len().div_ceil(BLOCK) {
-        let x = row.block(b, &mut buf);
-        for (k, &l) in x.iter().enumerate() {
-            if l == v {
-                found = b * BLOCK + k;
-                count += 1;
-            }
+        let c = count_eq(row.block(b, &mut buf), v);
+        if c > 0 {
+            at = b;
+            count += c;
         }
     }
     if count == 1 {
-        return found as i32;
+        let x = row.block(at, &mut buf);
+        let k = x.iter().position(|&l| l == v).unwrap_or(0);
+        return (at * BLOCK + k) as i32;
     }
     // The bucket in id order (the full path's stable scatter), sorted as the full path does.
     let bk = bucket_of(v);
     s.group.clear();
-    for (b, chunk) in s.buckets.chunks(BLOCK).enumerate() {
+    for b in 0..row.len().div_ceil(BLOCK) {
         let x = row.block(b, &mut buf);
-        for (k, (&j, &l)) in chunk.iter().zip(x).enumerate() {
-            if j as usize == bk {
+        for (k, &l) in x.iter().enumerate() {
+            if bucket_of(l) == bk {
                 s.group.push(TokenData { id: (b * BLOCK + k) as i32, logit: l, p: 0.0 });
             }
         }
@@ -218,4 +235,158 @@ pub(crate) fn id_at(row: Row<'_>, w: &Wide, i: usize, s: &mut WideScratch) -> i3
     }
     let start: usize = w.counts[bk + 1..].iter().map(|&c| c as usize).sum();
     s.group[i - start].id
+}
+
+/// The smallest `f32` in llama.cpp's sort bucket `ib` or above (`1 <= ib < NBUCKETS`):
+/// `bucket_of` is monotone, so the bucket of `v` is at least `ib` exactly when `v` is at least
+/// this. Found by bisection over the ordered `f32`s.
+fn bucket_floor(ib: usize) -> f32 {
+    debug_assert!((1..NBUCKETS).contains(&ib));
+    // Ordered integer of a finite f32 (ascending with the value; both zeros distinct but
+    // adjacent, which bisection over a monotone predicate does not mind).
+    fn ord(v: f32) -> i64 {
+        let b = v.to_bits() as i32;
+        if b < 0 {
+            -((b & 0x7fff_ffff) as i64) - 1
+        } else {
+            b as i64
+        }
+    }
+    fn unord(k: i64) -> f32 {
+        if k < 0 {
+            f32::from_bits(((-(k + 1)) as u32) | 0x8000_0000)
+        } else {
+            f32::from_bits(k as u32)
+        }
+    }
+    // bucket_of(-20) = 0 < ib <= 127 = bucket_of(20).
+    let (mut lo, mut hi) = (ord(-20.0), ord(20.0));
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if bucket_of(unord(mid)) >= ib {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    unord(hi)
+}
+
+simd_dispatch!(
+    /// How many values of `x` equal `v` (`==`: both zeros alike).
+    fn count_eq(x: &[f32], v: f32) -> usize = count_eq_k
+);
+
+#[inline(always)]
+unsafe fn count_eq_k<S: Simd>(x: &[f32], v: f32) -> usize {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slice (`i + S::N <= len`, the tail done value by value).
+    unsafe {
+        let n = x.len();
+        let vv = S::splat(v);
+        let mut c = 0u32;
+        let mut i = 0;
+        while i + S::N <= n {
+            c += S::count(S::eq(S::load(x.as_ptr().add(i)), vv));
+            i += S::N;
+        }
+        c as usize + x[i..].iter().filter(|&&l| l == v).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fast::simd::{with_level, Level};
+
+    fn levels() -> Vec<Level> {
+        [Level::Avx512, Level::Avx2, Level::Scalar].into_iter().filter(|l| l.is_supported()).collect()
+    }
+
+    /// A flat, long-tailed row (the bench's `flat` shape), optionally on a coarse grid (ties).
+    fn flat_row(n: usize, seed: u64, grid: bool) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut unif = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|_| {
+                let (u1, u2) = (unif(), unif());
+                let z = ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32;
+                let v = 0.8 * z - 0.05 * z * z;
+                if grid {
+                    (v * 4096.0).round() / 4096.0
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+
+    /// The wide nucleus on flat rows at every SIMD level against llama.cpp's arithmetic done
+    /// the plain way (sequential sum in id order, a full sort, the running sum of `p`), and
+    /// `count_eq` against a plain count (ties included).
+    #[test]
+    fn wide_nucleus_matches_plain_replay_at_every_level() {
+        for (n, seed, grid) in [(65_541usize, 1u64, false), (262_144, 2, false), (65_536, 3, true)] {
+            let row = flat_row(n, seed, grid);
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0.0f32;
+            for &v in &row {
+                sum += (v - m).exp();
+            }
+            let mut sorted = row.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            for (p, min_keep) in [(0.95f32, 1usize), (0.9, 1), (0.5, 300), (0.3, 40_000)] {
+                let mut cum = 0.0f32;
+                let mut want = Vec::new();
+                for (i, &v) in sorted.iter().enumerate() {
+                    let q = (v - m).exp() / sum;
+                    // The prefix holds `+0.0` for both zeros.
+                    want.push((if v == 0.0 { 0.0 } else { v }, q));
+                    cum += q;
+                    if cum >= p && i + 1 >= min_keep {
+                        break;
+                    }
+                }
+                for level in levels() {
+                    let r = Row { logits: &row, patches: &[] };
+                    let mut s = WideScratch::default();
+                    let mut out = Candidates::new();
+                    let w = with_level(level, || build(r, m, p, min_keep, &mut s, &mut out)).unwrap();
+                    let w = w.unwrap_or_else(|| panic!("{level:?} n {n} p {p}: not built"));
+                    let got: Vec<(f32, f32)> = out.as_slice().iter().map(|t| (t.logit, t.p)).collect();
+                    assert_eq!(got.len(), want.len(), "{level:?} n {n} p {p} min_keep {min_keep}");
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!((g.0.to_bits(), g.1.to_bits()), (w.0.to_bits(), w.1.to_bits()), "{level:?} {i}");
+                    }
+                    for i in [0, 1, 17, want.len() / 2, want.len() - 1] {
+                        let v = want[i].0;
+                        let plain = row.iter().filter(|&&l| l == v).count();
+                        let c = with_level(level, || {
+                            (0..n.div_ceil(BLOCK)).map(|b| count_eq(r.block(b, &mut [0.0; BLOCK]), v)).sum::<usize>()
+                        })
+                        .unwrap();
+                        assert_eq!(c, plain, "{level:?} value {v}");
+                        let id = with_level(level, || id_at(r, &w, i, &mut s)).unwrap();
+                        assert_eq!(row[id as usize], v, "{level:?} index {i}");
+                        if plain == 1 {
+                            assert_eq!(id as usize, row.iter().position(|&l| l == v).unwrap());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bucket_floor_is_the_lower_edge() {
+        for ib in 1..NBUCKETS {
+            let t = bucket_floor(ib);
+            assert!(bucket_of(t) >= ib, "{ib}");
+            assert!(bucket_of(t.next_down()) < ib, "{ib}");
+        }
+    }
 }
