@@ -51,6 +51,7 @@ use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
 use crate::softmax::softmax;
+use crate::sort::bucket_order_follows_values;
 use crate::step::{Role, Step};
 use half::slice::HalfFloatSliceExt;
 
@@ -398,6 +399,9 @@ impl TokenSampler {
                     Scan::Max(m) if m == f32::NEG_INFINITY => return Ok(None),
                     Scan::Max(m) => m,
                 };
+                if !bucket_order_follows_values(m) {
+                    return Ok(None);
+                }
                 match top_p_nucleus(r, m, p, min_keep, &f.scan, &mut f.top_p, &mut self.cands) {
                     Nucleus::Full => {
                         let Some(dist_at) = dist_at else {

@@ -341,6 +341,15 @@ pub(crate) fn bucket_of(logit: f32) -> usize {
     ib.clamp(0, NBUCKETS as i32 - 1) as usize
 }
 
+/// Whether [`bucket_of`] is monotone over every value up to `max`. Past about 3.4e8,
+/// `6.4 v + 64` leaves the int range and x86's conversion gives `INT_MIN`, so such a value
+/// lands in bucket 0, below every ordinary one (found by fuzzing). The fast paths that read
+/// the bucket order off the values run only when this holds.
+#[inline]
+pub(crate) fn bucket_order_follows_values(max: f32) -> bool {
+    max <= 3.0e8
+}
+
 /// llama.cpp's `llama_token_data_array_partial_sort`: writes into `scratch.tokens` the
 /// candidates of every bucket at or above the boundary bucket (the first `n` sorted
 /// descending by logit, as llama.cpp's `res` vector) and returns how many were written (>= n).

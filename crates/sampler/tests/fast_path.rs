@@ -492,3 +492,38 @@ fn mirostat_value_path_matches() {
     assert!(after[2] - before[2] >= 100, "value path took {} steps", after[2] - before[2]);
     assert_eq!(after[1], before[1], "no step was left to the full path");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Logits far outside a model's range (found by fuzzing): llama.cpp's bucket index
+    /// truncates `6.4 v + 64` to an int, so a value past about 3.4e8 lands in bucket 0 and the
+    /// bucket order stops following the values. Every fast path must still give the full
+    /// path's answer, for every chain with one, on rows scaled up or carrying a few huge values.
+    #[test]
+    fn extreme_magnitudes_match(row in big_row_strategy(), scale in prop::sample::select(vec![1.0f32, 1e3, 1e8, 1e9, 1e20, 1e37]),
+                                spikes in prop::collection::vec((any::<u32>(), prop::sample::select(vec![3.0e8f32, 1e9, -1e9, 1e30, 1.7e38, -3.0e38])), 0..4),
+                                chain in 0u8..6, seed in any::<u32>(), temp in prop::sample::select(vec![0.5f32, 1.0, 1.7])) {
+        let _counts = mirostat_counts();
+        let n = row.len().min(40_000);
+        let mut row: Vec<f32> = row[..n].iter().map(|&v| v * scale).collect();
+        for &(at, v) in &spikes {
+            row[at as usize % n] = v;
+        }
+        let base = SamplingParams { seed, temp, ..Default::default() };
+        let p = match chain {
+            0 => base,
+            1 => SamplingParams { top_k: 0, top_p: 0.9, min_p: 0.05, ..base },
+            2 => SamplingParams { mirostat: MirostatMode::V2, mirostat_tau: 5.0, mirostat_eta: 0.5, ..base },
+            3 => SamplingParams {
+                top_n_sigma: 1.0,
+                samplers: vec![SamplerType::TopNSigma, SamplerType::Temperature],
+                ..base
+            },
+            4 => SamplingParams { top_k: 0, top_p: 1.0, min_p: 0.0, temp: 1.0, ..base },
+            _ => SamplingParams { top_k: 200, top_p: 0.95, ..base },
+        };
+        let s = TokenSampler::new(p.build(n, None).unwrap());
+        compare(s, &row, &[], 3)?;
+    }
+}

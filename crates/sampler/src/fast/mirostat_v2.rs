@@ -29,7 +29,10 @@ use crate::fast::row::collect_into;
 use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
 use crate::fast::value_sort::{desc_key, key_value, radix_sort};
-use crate::sort::{bucket_of, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
+use crate::sort::{
+    bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
+    NBUCKETS,
+};
 
 /// Up to this many tokens are gathered for the sum; beyond it every token's term is used.
 const MAX_GATHER: usize = 32768;
@@ -189,6 +192,9 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     if !m.is_finite() {
         // A tiny temperature overflowed the maximum to inf: the terms below would be NaN, not
         // in [0, 1] as the bucketed sum needs (found by fuzzing). Let the full path decide.
+        return Miro::Full;
+    }
+    if !bucket_order_follows_values(m) {
         return Miro::Full;
     }
     let lmin = s.blocks.iter().fold(f32::INFINITY, |a, b| if b.min < a { b.min } else { a });
