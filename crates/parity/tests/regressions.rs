@@ -79,3 +79,39 @@ fn mirostat_v2_fast_path_cut_among_denormal_probabilities() {
     let case = explicit(vec![row], vec![S::MirostatV2 { seed: 0, tau: 74.5, eta: 0.1 }], vec![], 1);
     check(&case);
 }
+
+/// Logits past about 3.4e8: llama.cpp's bucket index (`6.4 v + 64` converted to int) leaves
+/// the int range, so such a value lands in bucket 0, behind every ordinary value, and its
+/// sorted arrays are no longer in value order. nucleus's fast paths assumed the bucket order
+/// follows the values; the fuzz target (`fuzz/regressions/sampler/ci-stop22-crash`) found
+/// mirostat v2's indexing out of bounds there, and they now leave such rows to the full path
+/// (`tests/fast_path.rs::extreme_magnitudes_match` in the sampler is the test that fails without
+/// that guard). Here: every chain with a whole-vocabulary fast path, on rows holding a few huge
+/// values or scaled far past the range, matches llama.cpp itself.
+#[test]
+fn huge_logits_past_the_bucket_int_range() {
+    let n = 3000;
+    let base: Vec<f32> = (0..n).map(|i| ((i * 7919 % n) as f32) * 0.01 - 10.0).collect();
+    let mut spiky = base.clone();
+    for (at, v) in [(5, 1e30f32), (6, 1e30), (900, 4e8), (1700, -1e9), (2999, 1.7e38)] {
+        spiky[at] = v;
+    }
+    let scaled: Vec<f32> = base.iter().map(|&v| v * 1e8).collect();
+    let chains = [
+        vec![S::Temp { t: 0.5 }, S::MirostatV2 { seed: 3, tau: 5.0, eta: 0.1 }],
+        vec![
+            S::TopP { p: 0.95, min_keep: 1 },
+            S::MinP { p: 0.05, min_keep: 1 },
+            S::Temp { t: 0.8 },
+            S::Dist { seed: 3 },
+        ],
+        vec![S::TopK { k: 40 }, S::TopP { p: 0.95, min_keep: 1 }, S::Temp { t: 0.8 }, S::Dist { seed: 3 }],
+        vec![S::TopNSigma { n: 1.0 }, S::Temp { t: 0.8 }, S::Dist { seed: 3 }],
+        vec![S::Dist { seed: 3 }],
+    ];
+    for row in [&spiky, &scaled] {
+        for chain in &chains {
+            check(&explicit(vec![row.clone()], chain.clone(), vec![], 3));
+        }
+    }
+}
