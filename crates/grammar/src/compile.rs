@@ -38,11 +38,13 @@ pub fn build(parsed: ParsedGrammar, start: &str) -> Result<Grammar, BuildError> 
         return Err(BuildError::MissingStart(start.to_string()));
     }
     let nullable = nullable_rules(&rules);
-    if let Some(r) = left_recursive_rule(&rules, &nullable) {
+    // Both checks follow the same leftmost references: found once.
+    let edges = leftmost_edges(&rules, &nullable);
+    if let Some(r) = left_recursive_rule(&edges) {
         let name = symbol_ids.iter().find(|(_, &v)| v == r).map(|(k, _)| k.clone()).unwrap_or_default();
         return Err(BuildError::LeftRecursion(name));
     }
-    if let Some(r) = too_deep_rule(&rules, &nullable) {
+    if let Some(r) = too_deep_rule(&edges) {
         let name = symbol_ids.iter().find(|(_, &v)| v == r).map(|(k, _)| k.clone()).unwrap_or_default();
         return Err(BuildError::TooDeep { rule: name, limit: MAX_LEFTMOST_DEPTH });
     }
@@ -147,11 +149,10 @@ fn leftmost_edges(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Vec<Vec<u32>> 
 
 /// A rule starting a leftmost-reference chain longer than [`MAX_LEFTMOST_DEPTH`] (the
 /// references form a DAG here: left recursion was refused before).
-fn too_deep_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u32> {
-    let edges = leftmost_edges(rules, nullable);
+fn too_deep_rule(edges: &[Vec<u32>]) -> Option<u32> {
     // Longest path from each rule, by an iterative post-order DFS.
-    let mut longest: Vec<Option<usize>> = vec![None; rules.len()];
-    for root in 0..rules.len() {
+    let mut longest: Vec<Option<usize>> = vec![None; edges.len()];
+    for root in 0..edges.len() {
         if longest[root].is_some() {
             continue;
         }
@@ -178,11 +179,10 @@ fn too_deep_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u32> {
 
 /// Finds a rule that reaches itself through leftmost positions (a leftmost reference may be
 /// preceded by nullable references).
-fn left_recursive_rule(rules: &[Vec<Vec<Item>>], nullable: &[bool]) -> Option<u32> {
-    let edges = leftmost_edges(rules, nullable);
+fn left_recursive_rule(edges: &[Vec<u32>]) -> Option<u32> {
     // Iterative DFS cycle detection (0 = new, 1 = on stack, 2 = done).
-    let mut state = vec![0u8; rules.len()];
-    for root in 0..rules.len() {
+    let mut state = vec![0u8; edges.len()];
+    for root in 0..edges.len() {
         if state[root] != 0 {
             continue;
         }

@@ -91,6 +91,23 @@ pub fn parse_gbnf(src: &str, tokens: Option<&dyn TokenLookup>) -> Result<ParsedG
     }
 }
 
+/// Appends `n` in decimal (what `format!("{n}")` writes, without the formatting machinery).
+fn push_decimal(out: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(d as char);
+    }
+}
+
 /// 1-based line and column (in characters) of byte offset `pos`.
 pub fn line_col(src: &str, pos: usize) -> (usize, usize) {
     let pos = pos.min(src.len());
@@ -197,18 +214,30 @@ impl<'a> Parser<'a> {
     }
 
     /// Fills [`ParsedGrammar::symbol_ids`]: every source name, and `{base}_{id}` for each
-    /// generated rule (source names hold no `_`, so the two kinds never collide).
+    /// generated rule (source names hold no `_`, so the two kinds never collide). The names
+    /// are collected first and the map is built from them in one go (sorted once, then
+    /// filled in order), which is several times cheaper than inserting them one by one into
+    /// the tree for grammars with thousands of generated rules.
     fn name_symbols(&mut self) {
         let mut by_id = vec![""; self.n_symbols as usize];
+        let mut all: Vec<(String, u32)> = Vec::with_capacity(self.names.len() + self.generated.len());
         for (&name, &id) in &self.names {
             // Names are ASCII word characters.
             let name = std::str::from_utf8(name).unwrap_or("");
             by_id[id as usize] = name;
-            self.out.symbol_ids.insert(name.to_string(), id);
+            all.push((name.to_string(), id));
         }
         for &(id, base) in &self.generated {
-            self.out.symbol_ids.insert(format!("{}_{id}", by_id[base as usize]), id);
+            let base = by_id[base as usize];
+            let mut name = String::with_capacity(base.len() + 8);
+            name.push_str(base);
+            name.push('_');
+            push_decimal(&mut name, id);
+            all.push((name, id));
         }
+        // Every name is distinct (source names are map keys; generated ids are unique), so
+        // the map holds exactly these pairs, whatever the order of insertion.
+        self.out.symbol_ids = all.into_iter().collect();
     }
 
     fn add_rule(&mut self, id: u32, alts: Vec<Vec<Item>>) {
@@ -265,13 +294,16 @@ impl<'a> Parser<'a> {
     /// after it).
     fn parse_alternates(&mut self, pos: usize, rule_name: u32, rule_id: u32, nested: bool) -> PResult<usize> {
         let mut alts = Vec::new();
+        // One buffer for every alternative, copied out at its exact length (growing a fresh
+        // vector per alternative item by item was a visible part of parsing large grammars).
         let mut seq = Vec::new();
         let mut p = self.parse_sequence(pos, rule_name, &mut seq, nested)?;
-        alts.push(std::mem::take(&mut seq));
+        alts.push(seq.as_slice().to_vec());
         while self.at(p) == b'|' {
             p = self.parse_space(p + 1, true);
+            seq.clear();
             p = self.parse_sequence(p, rule_name, &mut seq, nested)?;
-            alts.push(std::mem::take(&mut seq));
+            alts.push(seq.as_slice().to_vec());
         }
         self.add_rule(rule_id, alts);
         Ok(p)
@@ -540,5 +572,42 @@ impl<'a> Parser<'a> {
             seq.push(Item::Ref(last_rec));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_decimal_writes_what_format_writes() {
+        for n in [0u32, 1, 9, 10, 99, 100, 12_345, 999_999_999, 1_000_000_000, u32::MAX] {
+            let mut s = String::from("x_");
+            push_decimal(&mut s, n);
+            assert_eq!(s, format!("x_{n}"));
+        }
+    }
+
+    /// The map built in one go holds what inserting name by name held: every source name
+    /// and `{base}_{id}` per generated rule, with llama.cpp's ids.
+    #[test]
+    fn symbol_ids_name_every_rule_once() {
+        let text = "root ::= (\"a\" | b)* c{2,4} [x-z]+\nb ::= \"b\"? (c | \"d\")\nc ::= \"c\"\n";
+        let parsed = parse_gbnf(text, None).unwrap();
+        let ids = &parsed.symbol_ids;
+        assert_eq!(ids.len(), parsed.rules.len(), "{ids:?}");
+        let mut seen: Vec<u32> = ids.values().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..parsed.rules.len() as u32).collect::<Vec<_>>(), "{ids:?}");
+        for (name, &id) in ids {
+            match name.split_once('_') {
+                Some((base, n)) => {
+                    assert!(ids.contains_key(base), "{name}");
+                    assert_eq!(n.parse::<u32>().unwrap(), id, "{name}");
+                }
+                None => assert!(["root", "b", "c"].contains(&name.as_str()), "{name}"),
+            }
+        }
+        assert_eq!((ids["root"], ids["b"], ids["c"]), (0, 2, 4), "{ids:?}");
     }
 }

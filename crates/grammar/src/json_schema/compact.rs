@@ -22,7 +22,9 @@ const KEEP: usize = 12;
 /// classes, repetition counts and token items); `None` names an unknown rule.
 fn split<'a>(body: &'a str, index: &FastMap<&str, u32>, texts: &mut FastMap<&'a str, u32>) -> Option<Body> {
     let b = body.as_bytes();
-    let mut out = Vec::new();
+    // About one piece per 8 bytes of body (names and the text between them): sized once
+    // instead of grown piece by piece.
+    let mut out = Vec::with_capacity(b.len() / 8 + 2);
     let mut text = |t: &'a str, out: &mut Body| {
         let n = texts.len() as u32;
         out.push(TEXT | *texts.entry(t).or_insert(n));
