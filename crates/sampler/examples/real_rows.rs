@@ -76,10 +76,11 @@ unsafe fn max_pass_avx512(row: &[f32]) -> f32 {
     c.remainder().iter().fold(_mm512_reduce_max_ps(v), |a, &x| if x > a { x } else { a })
 }
 
-/// Every fast path's tier counters, concatenated (dist, sigma, mirostat, top-p, wide top-p).
+/// Every fast path's tier counters, concatenated (dist, dist staged refinement [decided, not], sigma, mirostat, top-p, wide top-p).
 fn tiers() -> Vec<u64> {
     use nucleus_sampler::session::*;
     let mut v = dist_tier_counts().to_vec();
+    v.extend(dist_partial_counts());
     v.extend(sigma_tier_counts());
     v.extend(mirostat_tier_counts());
     v.extend(top_p_tier_counts());

@@ -669,6 +669,14 @@ pub fn dist_tier_counts() -> [u64; 4] {
     crate::fast::dist::tier_counts()
 }
 
+/// How often the dist fast path's staged refinement of the widest coarse blocks was tried
+/// after the coarse bounds failed: `[decided, left to the whole near pass]` (its decisions are
+/// also counted as `near` by [`dist_tier_counts`]). For benchmarks and tests.
+#[doc(hidden)]
+pub fn dist_partial_counts() -> [u64; 2] {
+    crate::fast::dist::partial_counts()
+}
+
 /// How often the top-n-sigma fast path decided its cutoff from bounds / needed the exact replay
 /// of llama.cpp's sums: `[bounds, exact]`. For benchmarks and tests.
 #[doc(hidden)]

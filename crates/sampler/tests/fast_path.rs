@@ -527,3 +527,62 @@ proptest! {
         compare(s, &row, &[], 3)?;
     }
 }
+
+/// A row like a confident real model's, for chain (b): a long tail of `2.5 N(0, 1)` logits,
+/// `heads` tokens `lead` nats or so above it spread over the row (the blocks holding them carry
+/// most of the coarse bounds' width), plus `-inf` entries.
+fn confident_row(n: usize, heads: usize, lead: f32, g: &mut Gen) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..n).map(|_| 2.5 * g.normal()).collect();
+    for h in 0..heads {
+        let i = (g.unif() * n as f64) as usize % n;
+        v[i] = lead - 1.5 * h as f32 * g.unif() as f32;
+    }
+    for _ in 0..8 {
+        let i = (g.unif() * n as f64) as usize % n;
+        v[i] = f32::NEG_INFINITY;
+    }
+    v
+}
+
+fn dist_params(seed: u32) -> SamplingParams {
+    SamplingParams { seed, temp: 1.0, top_k: 0, top_p: 1.0, min_p: 0.0, ..Default::default() }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// (b) on confident rows, where the coarse bounds often leave the draw open and the staged
+    /// near refinement of the widest blocks (`fast::dist::refine_widest`) decides it: same
+    /// token and random stream as the full path over many steps, with and without sparse
+    /// samplers first.
+    #[test]
+    fn dist_staged_refinement_matches(n in 65_536usize..300_000, heads in 1usize..24, lead in 12.0f32..26.0,
+                                      seed in any::<u64>(), pen in prop::bool::ANY) {
+        let mut g = Gen(seed | 1);
+        let row = confident_row(n, heads, lead, &mut g);
+        let mut p = dist_params(seed as u32);
+        if pen {
+            p.penalty_repeat = 1.3;
+            p.logit_bias = vec![(n as i32 - 1, 4.0), (3, f32::NEG_INFINITY)];
+        }
+        let s = TokenSampler::new(p.build(n, None).unwrap());
+        compare_deferred(s, &row, &[1, 2, 3, 4000], 24, true)?;
+    }
+}
+
+/// The staged refinement of chain (b) does decide draws on confident rows (so the proptest
+/// above exercises it), always with the full path's token.
+#[test]
+fn dist_staged_refinement_decides() {
+    let n = 262_144;
+    let before = nucleus_sampler::session::dist_partial_counts();
+    for seed in 1..7u64 {
+        let mut g = Gen((seed * 0x9E37_79B9) | 1);
+        let row = confident_row(n, 2 + 3 * seed as usize, 14.0 + 2.0 * seed as f32, &mut g);
+        compare_deferred(TokenSampler::new(dist_params(seed as u32).build(n, None).unwrap()), &row, &[], 40, true)
+            .unwrap();
+    }
+    let after = nucleus_sampler::session::dist_partial_counts();
+    eprintln!("staged refinement: {:?} -> {:?}", before, after);
+    assert!(after[0] - before[0] >= 20, "staged refinement decided {} draws", after[0] - before[0]);
+}
