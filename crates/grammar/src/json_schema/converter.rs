@@ -66,7 +66,8 @@ pub(super) fn rule_name_chars(name: &str) -> String {
     if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
         return name.to_string();
     }
-    let mut out = String::new();
+    // Never longer than the name: sized once.
+    let mut out = String::with_capacity(name.len());
     let mut in_bad = false;
     for c in name.chars() {
         if c.is_ascii_alphanumeric() || c == '-' {
