@@ -4,7 +4,8 @@
 //! read of the row as in `nucleus bench`. Each step is paired with an AVX-512 max pass over
 //! the same row in the same state (the read floor), so a busy machine slows both alike and
 //! the ratio step / floor stays comparable between runs. `REAL_ROWS_DETAIL=1` prints every
-//! row's time and which fast-path tiers decided it. The side-by-side figures against
+//! row's time and which fast-path tiers decided it; `REAL_ROWS_THRASH=MiB` writes that much
+//! memory before each row, as llama.cpp's step does between nucleus's steps in the bench. The side-by-side figures against
 //! llama.cpp come from `nucleus bench`; this says where nucleus's own time goes (run it under
 //! `perf record`).
 //!
@@ -100,6 +101,10 @@ fn main() {
     let all: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let rows: Vec<&[f32]> = all.chunks_exact(v).collect();
     let detail = std::env::var_os("REAL_ROWS_DETAIL").is_some();
+    // REAL_ROWS_THRASH=MiB: write that much memory before each row (as llama.cpp's step does
+    // between nucleus's steps in `nucleus bench`).
+    let thrash_mib: usize = std::env::var("REAL_ROWS_THRASH").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut thrash = vec![0f32; thrash_mib << 18];
     let touch = |row: &[f32]| std::hint::black_box(row.iter().fold(0.0f32, |a, &x| a + x));
     for (name, params) in chains() {
         if !which.contains(name) {
@@ -112,6 +117,11 @@ fn main() {
         let (mut times, mut floor) = (Vec::new(), Vec::new());
         for rep in 0..reps + 1 {
             for (ri, row) in rows.iter().enumerate() {
+                if !thrash.is_empty() {
+                    // What the other side's step does to the caches in `nucleus bench`.
+                    thrash.iter_mut().step_by(16).for_each(|x| *x += 1.0);
+                    std::hint::black_box(&thrash);
+                }
                 touch(row);
                 let t0 = Instant::now();
                 std::hint::black_box(max_pass(row));
