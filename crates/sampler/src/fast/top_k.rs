@@ -112,7 +112,7 @@ unsafe fn collect_top_k<S: Simd>(
     sel: &mut Vec<f32>,
 ) -> Result<(), usize> {
     const G: usize = 8; // vectors per group
-    let cap = collect_cap(k);
+    let mut cap = collect_cap(k);
     let n = x.len();
     let p = x.as_ptr();
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
@@ -148,6 +148,11 @@ unsafe fn collect_top_k<S: Simd>(
                 if ids.len() >= cap {
                     thr = cut(k, ids, vals, sel);
                     t = S::splat(thr);
+                    // Values equal to the threshold survive the cut: on a row of many equal
+                    // values the buffer stays full and a cut per group would be quadratic
+                    // (found by fuzzing: 152,064 equal logits). Growing the cap with what
+                    // survived keeps the cuts' total work linear.
+                    cap = cap.max(2 * ids.len());
                 }
             }
             i += G * S::N;
