@@ -3,6 +3,7 @@
 //! it (groups and repetitions become generated `rule_N` helper rules).
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
 
 use crate::error::ParseError;
 use crate::grammar::CharClass;
@@ -88,23 +89,6 @@ pub fn parse_gbnf(src: &str, tokens: Option<&dyn TokenLookup>) -> Result<ParsedG
             let (line, column) = line_col(src, pos);
             Err(ParseError { line, column, reason })
         }
-    }
-}
-
-/// Appends `n` in decimal (what `format!("{n}")` writes, without the formatting machinery).
-fn push_decimal(out: &mut String, mut n: u32) {
-    let mut digits = [0u8; 10];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[i..] {
-        out.push(d as char);
     }
 }
 
@@ -232,7 +216,8 @@ impl<'a> Parser<'a> {
             let mut name = String::with_capacity(base.len() + 8);
             name.push_str(base);
             name.push('_');
-            push_decimal(&mut name, id);
+            // Writing into a String cannot fail.
+            let _ = write!(name, "{id}");
             all.push((name, id));
         }
         // Every name is distinct (source names are map keys; generated ids are unique), so
@@ -578,15 +563,6 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn push_decimal_writes_what_format_writes() {
-        for n in [0u32, 1, 9, 10, 99, 100, 12_345, 999_999_999, 1_000_000_000, u32::MAX] {
-            let mut s = String::from("x_");
-            push_decimal(&mut s, n);
-            assert_eq!(s, format!("x_{n}"));
-        }
-    }
 
     /// The map built in one go holds what inserting name by name held: every source name
     /// and `{base}_{id}` per generated rule, with llama.cpp's ids.
