@@ -9,12 +9,13 @@
 //! block scan runs on the active SIMD level ([`Level::active`]), like every other kernel.
 //!
 //! On a real model's row the heap's worst rises slowly (hundreds of sift-ins, each a walk down
-//! the heap), so an unpatched row first takes a cheaper pass ([`distinct_top`]): when the `k`
+//! the heap), so a row first takes a cheaper pass ([`distinct_top`]): when the `k`
 //! largest values are distinct and the `k + 1`-th is smaller than all of them, every order
 //! sorted by logit — `std::partial_sort`'s included — is the one descending order of those `k`
 //! tokens, so only the set matters. The pass collects every value at or above a threshold that
 //! stays below the row's `k + 1`-th largest (it rises as values are collected), then selects
-//! and checks the top `k + 1`. Equal values there send the step to the heap replay.
+//! and checks the top `k + 1`. Equal values there send the step to the heap replay. Sparse
+//! patches (penalties, logit bias) are merged into the collected set (see [`distinct_top`]).
 
 use crate::candidates::TokenData;
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Level, Simd};
@@ -44,20 +45,43 @@ pub(crate) fn top_k_from_row(
     heap: &mut Vec<TokenData>,
     s: &mut TopKScratch,
 ) -> Result<(), BadLogit> {
-    if patches.is_empty() && distinct_top(logits, k, heap, s)? {
+    if patches.len() <= MAX_PATCHES_FOR_DISTINCT && distinct_top(logits, k, patches, heap, s)? {
         return Ok(());
     }
     // SAFETY: the active level never exceeds what this CPU supports.
     unsafe { top_k_from_row_on(Level::active(), logits, k, patches, heap) }
 }
 
-/// The top `k` of `logits` (`0 < k < len`) into `heap`, sorted descending, when the `k + 1`
-/// largest values are distinct (see the module documentation); `Ok(false)` otherwise (`heap`
-/// then holds nothing useful). Finds the first NaN or `+inf` like the heap replay.
-fn distinct_top(logits: &[f32], k: usize, heap: &mut Vec<TokenData>, s: &mut TopKScratch) -> Result<bool, BadLogit> {
+/// Rows with more patched tokens than this take the heap replay (the collecting pass's buffer
+/// grows with the patches; penalties over a 64-token history patch at most 64).
+const MAX_PATCHES_FOR_DISTINCT: usize = 256;
+
+/// The top `k` of `logits` with `patches` applied (`0 < k < len`; `patches` sorted by id,
+/// unique) into `heap`, sorted descending, when the `k + 1` largest values are distinct (see
+/// the module documentation); `Ok(false)` otherwise (`heap` then holds nothing useful). Finds
+/// the first NaN or `+inf` of the row like the heap replay.
+///
+/// With patches, the pass collects the raw row's values for `k + patches.len()` instead of `k`:
+/// the unpatched tokens among the patched row's `k + 1` largest are among the `k + 1` largest
+/// unpatched tokens, whose raw values are at or above the raw row's `k + 1 + patches.len()`-th
+/// largest, so the buffer holds them all. The patched tokens' raw values are then dropped from
+/// the buffer and their patched values added, and the selection runs on that set.
+fn distinct_top(
+    logits: &[f32],
+    k: usize,
+    patches: &[TokenData],
+    heap: &mut Vec<TokenData>,
+    s: &mut TopKScratch,
+) -> Result<bool, BadLogit> {
+    // A patched NaN or +inf: the heap replay's comparisons decide what it does.
+    if patches.iter().any(|p| is_bad(p.logit)) {
+        return Ok(false);
+    }
+    let kc = k + patches.len();
     // The buffer never holds more than a cut's worth plus one vector group and the tail (with
-    // a vector's spare room for the compressing stores): reserved once, so no row allocates.
-    let most = collect_cap(k) + 512;
+    // a vector's spare room for the compressing stores), and the patches: reserved once, so no
+    // row allocates.
+    let most = collect_cap(kc) + 512 + patches.len();
     for v in [&mut s.sel, &mut s.vals] {
         v.clear();
         v.reserve(most);
@@ -66,11 +90,13 @@ fn distinct_top(logits: &[f32], k: usize, heap: &mut Vec<TokenData>, s: &mut Top
     s.ids.reserve(most);
     s.keys.clear();
     s.keys.reserve(most);
-    collect_top(logits, k, &mut s.ids, &mut s.vals, &mut s.sel).map_err(BadLogit)?;
+    collect_top(logits, kc, &mut s.ids, &mut s.vals, &mut s.sel).map_err(BadLogit)?;
+    if !patches.is_empty() {
+        apply_patches(patches, &mut s.ids, &mut s.vals);
+    }
     // The `k + 1` largest of the collected values (every value above the threshold, which
     // never passed the row's `k + 1`-th largest): keys ascend as values descend, ids ascending
     // among equal values.
-    s.keys.clear();
     s.keys.extend(s.ids.iter().zip(&s.vals).map(|(&id, &v)| (u64::from(desc_key(v)) << 32) | id as u32 as u64));
     if s.keys.len() <= k {
         return Ok(false);
@@ -84,9 +110,39 @@ fn distinct_top(logits: &[f32], k: usize, heap: &mut Vec<TokenData>, s: &mut Top
     heap.clear();
     heap.extend(top[..k].iter().map(|&key| {
         let id = key as u32 as usize;
-        TokenData { id: id as i32, logit: logits[id], p: 0.0 }
+        let logit = match patches.binary_search_by_key(&(id as i32), |p| p.id) {
+            Ok(j) => patches[j].logit,
+            Err(_) => logits[id],
+        };
+        TokenData { id: id as i32, logit, p: 0.0 }
     }));
     Ok(true)
+}
+
+/// Replaces, in the collected buffer (`ids` ascending), the raw values of patched tokens by
+/// dropping them, then appends every patched token with its patched value (the buffer is no
+/// longer in id order after this; the selection that follows does not need it to be).
+fn apply_patches(patches: &[TokenData], ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
+    let mut w = 0;
+    let mut pi = 0;
+    for r in 0..ids.len() {
+        let id = ids[r];
+        while pi < patches.len() && patches[pi].id < id {
+            pi += 1;
+        }
+        if pi < patches.len() && patches[pi].id == id {
+            continue;
+        }
+        ids[w] = id;
+        vals[w] = vals[r];
+        w += 1;
+    }
+    ids.truncate(w);
+    vals.truncate(w);
+    for p in patches {
+        ids.push(p.id);
+        vals.push(p.logit);
+    }
 }
 
 /// Values collected before the buffer is cut back to the `k + 1` largest.
@@ -470,7 +526,7 @@ mod tests {
                     let want = reference(&l, k, &[]);
                     let mut heap = Vec::new();
                     let mut s = TopKScratch::default();
-                    let got = crate::fast::simd::with_level(level, || distinct_top(&l, k, &mut heap, &mut s));
+                    let got = crate::fast::simd::with_level(level, || distinct_top(&l, k, &[], &mut heap, &mut s));
                     let distinct = want.windows(2).all(|w| w[0].logit != w[1].logit)
                         && reference(&l, k + 1, &[])[k].logit != want[k - 1].logit;
                     assert_eq!(got, Some(Ok(distinct)), "{level:?} seed {seed} k {k}");
@@ -483,7 +539,7 @@ mod tests {
                 let top = reference(&t, 1, &[])[0];
                 t[n / 3] = top.logit;
                 let got = crate::fast::simd::with_level(level, || {
-                    distinct_top(&t, 5, &mut Vec::new(), &mut TopKScratch::default())
+                    distinct_top(&t, 5, &[], &mut Vec::new(), &mut TopKScratch::default())
                 });
                 assert_eq!(got, Some(Ok(false)), "{level:?}");
                 for bad_at in [0, 17, n / 2, n - 3] {
@@ -492,11 +548,55 @@ mod tests {
                         l[bad_at] = bad;
                         l[n - 1] = f32::NAN; // a later one is not the one reported
                         let got = crate::fast::simd::with_level(level, || {
-                            distinct_top(&l, 40, &mut Vec::new(), &mut TopKScratch::default())
+                            distinct_top(&l, 40, &[], &mut Vec::new(), &mut TopKScratch::default())
                         });
                         assert_eq!(got, Some(Err(BadLogit(bad_at))), "{level:?} at {bad_at}");
                         l[bad_at] = keep;
                         l[n - 1] = 0.5;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The distinct-values pass on patched rows (patches that raise a token into the top,
+    /// lower a top token out of it, set `-inf`, sit in the first `k` ids, in the tail, or tie
+    /// with the top): whenever it takes the step, it gives `std::partial_sort`'s top k of the
+    /// patched row, and it takes every step whose patched top `k + 1` is distinct.
+    #[test]
+    fn distinct_top_with_patches_equals_std_partial_sort() {
+        for (seed, n) in [(11u32, 1025usize), (12, 4096), (13, 70_001)] {
+            let l = lcg(seed, n, 1 << 22);
+            let sorted = reference(&l, 200, &[]);
+            for level in supported_levels() {
+                for k in [1, 2, 40, 128] {
+                    let top_ids: Vec<i32> = sorted.iter().take(k + 3).map(|t| t.id).collect();
+                    let mut sets: Vec<Vec<TokenData>> = Vec::new();
+                    // Penalty-like: every one of the top k + 3 lowered a little.
+                    sets.push(top_ids.iter().map(|&id| TokenData { id, logit: l[id as usize] - 0.3, p: 0.0 }).collect());
+                    // Raise low tokens over the top, lower the top ones out, -inf, first ids, tail.
+                    sets.push(vec![
+                        TokenData { id: 0, logit: 100.0, p: 0.0 },
+                        TokenData { id: 1, logit: f32::NEG_INFINITY, p: 0.0 },
+                        TokenData { id: (n / 3) as i32, logit: 99.0, p: 0.0 },
+                        TokenData { id: (n - 1) as i32, logit: 98.5, p: 0.0 },
+                    ]);
+                    sets.push(top_ids.iter().map(|&id| TokenData { id, logit: -50.0 - id as f32, p: 0.0 }).collect());
+                    // A patched value equal to the top's: a tie, refused.
+                    sets.push(vec![TokenData { id: 5, logit: sorted[0].logit, p: 0.0 }]);
+                    for mut p in sets {
+                        p.sort_by_key(|t| t.id);
+                        p.dedup_by_key(|t| t.id);
+                        let want = reference(&l, k, &p);
+                        let next = reference(&l, k + 1, &p)[k].logit;
+                        let distinct = want.windows(2).all(|w| w[0].logit != w[1].logit) && next != want[k - 1].logit;
+                        let mut heap = Vec::new();
+                        let mut s = TopKScratch::default();
+                        let got = crate::fast::simd::with_level(level, || distinct_top(&l, k, &p, &mut heap, &mut s));
+                        assert_eq!(got, Some(Ok(distinct)), "{level:?} seed {seed} k {k} patches {p:?}");
+                        if distinct {
+                            assert_eq!(heap, want, "{level:?} seed {seed} n {n} k {k}");
+                        }
                     }
                 }
             }
@@ -508,13 +608,15 @@ mod tests {
         pub(super) static SCANNED_ON: std::cell::Cell<Option<Level>> = const { std::cell::Cell::new(None) };
     }
 
-    /// `top_k_from_row`'s heap replay (a patched row) scans on the forced level (not on the
-    /// CPU's best one) and still finds a NaN deep in the row at every level.
+    /// `top_k_from_row`'s heap replay (a row with more patches than the collecting pass takes)
+    /// scans on the forced level (not on the CPU's best one) and still finds a NaN deep in the
+    /// row at every level.
     #[test]
     fn follows_the_forced_level() {
         let mut l = lcg(6, 5000, 30);
         l[4321] = f32::NAN;
-        let patch = [TokenData { id: 2, logit: 1.0, p: 0.0 }];
+        let patch: Vec<TokenData> =
+            (0..=MAX_PATCHES_FOR_DISTINCT as i32).map(|id| TokenData { id, logit: 1.0, p: 0.0 }).collect();
         for level in supported_levels() {
             SCANNED_ON.with(|c| c.set(None));
             let got = crate::fast::simd::with_level(level, || {
