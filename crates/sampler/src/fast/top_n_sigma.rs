@@ -68,6 +68,67 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn block_stats_k<S: Simd>(x: &[f32], cr: f32) -> Stats {
+    // SAFETY: the kernel contract (`fast::simd`), passed on unchanged.
+    if let Some(st) = unsafe { block_stats_finite_k::<S>(x, cr) } {
+        return st;
+    }
+    // SAFETY: as above.
+    unsafe { block_stats_any_k::<S>(x, cr) }
+}
+
+/// [`block_stats`] for a block of finite values (the common case), without the per-value
+/// masks: `None` when the block holds a non-finite value (or its squares overflow), which the
+/// sums then show (`-inf` makes the square sum `+inf`, NaN and `+inf` make a sum NaN or
+/// `+inf`), and [`block_stats_any_k`] must run. On a finite block every operation is the one
+/// [`block_stats_any_k`] performs (its masks keep every lane), so the results are the same bits.
+#[inline(always)]
+unsafe fn block_stats_finite_k<S: Simd>(x: &[f32], cr: f32) -> Option<Stats> {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let cv = S::splat(cr);
+        let z = S::splat(0.0);
+        let (mut mx, mut s1a, mut s1b, mut s2a, mut s2b) = (S::splat(f32::NEG_INFINITY), z, z, z, z);
+        let mut i = 0;
+        while i + 2 * S::N <= n {
+            let a = S::load(p.add(i));
+            let b = S::load(p.add(i + S::N));
+            mx = S::max(mx, S::max(a, b));
+            let (ka, kb) = (S::sub(a, cv), S::sub(b, cv));
+            s1a = S::add(s1a, ka);
+            s1b = S::add(s1b, kb);
+            s2a = S::fmadd(ka, ka, s2a);
+            s2b = S::fmadd(kb, kb, s2b);
+            i += 2 * S::N;
+        }
+        let all = S::add(S::add(s1a, s1b), S::add(s2a, s2b));
+        if S::any(S::nlt(all, S::splat(f32::INFINITY))) || x[i..].iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let mut st = Stats {
+            max: S::hmax(mx),
+            bad: false,
+            cnt: n as u32,
+            c: cr,
+            s1: S::hsum_f64(s1a) + S::hsum_f64(s1b),
+            s2: S::hsum_f64(s2a) + S::hsum_f64(s2b),
+            has_ninf: false,
+        };
+        for &v in &x[i..] {
+            let mut bad = false;
+            max_scan_tail(v, &mut st.max, &mut bad);
+            let d = v - cr;
+            st.s1 += d as f64;
+            st.s2 += (d as f64) * (d as f64);
+        }
+        Some(st)
+    }
+}
+
+/// [`block_stats`] for any block: masks `-inf` out of the sums and flags NaN and `+inf`.
+#[inline(always)]
+unsafe fn block_stats_any_k<S: Simd>(x: &[f32], cr: f32) -> Stats {
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
     unsafe {
         let n = x.len();
