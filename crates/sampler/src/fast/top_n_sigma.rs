@@ -420,6 +420,48 @@ mod tests {
     use crate::sampler::Sampler;
     use crate::samplers::top_n_sigma::TopNSigma;
 
+    /// The statistics pass without masks gives the masked pass's bits on finite blocks, and
+    /// declines blocks with `-inf`, NaN or `+inf` (in a vector or in the tail), at every level.
+    #[test]
+    fn finite_block_stats_equal_the_masked_pass() {
+        use crate::fast::simd::Level;
+        let mut x: Vec<f32> = (0..1000).map(|i| ((i * 7919) % 1013) as f32 * 0.37 - 150.0).collect();
+        let key = |t: Stats| (t.max.to_bits(), t.bad, t.cnt, t.s1.to_bits(), t.s2.to_bits(), t.has_ninf);
+        for level in [Level::Avx512, Level::Avx2, Level::Scalar].into_iter().filter(|l| l.is_supported()) {
+            // SAFETY: the level is supported.
+            let run = |x: &[f32]| unsafe {
+                match level {
+                    #[cfg(target_arch = "x86_64")]
+                    Level::Avx512 => (
+                        block_stats_finite_k::<crate::fast::simd::Avx512>(x, 3.0),
+                        block_stats_any_k::<crate::fast::simd::Avx512>(x, 3.0),
+                    ),
+                    #[cfg(target_arch = "x86_64")]
+                    Level::Avx2 => (
+                        block_stats_finite_k::<crate::fast::simd::Avx2>(x, 3.0),
+                        block_stats_any_k::<crate::fast::simd::Avx2>(x, 3.0),
+                    ),
+                    _ => (
+                        block_stats_finite_k::<crate::fast::simd::Scalar>(x, 3.0),
+                        block_stats_any_k::<crate::fast::simd::Scalar>(x, 3.0),
+                    ),
+                }
+            };
+            for len in [1000, 999, 37] {
+                let (fast, masked) = run(&x[..len]);
+                assert_eq!(fast.map(key), Some(key(masked)), "{level:?} len {len}");
+            }
+            for at in [5, 500, 998] {
+                for bad in [f32::NEG_INFINITY, f32::NAN, f32::INFINITY] {
+                    let keep = x[at];
+                    x[at] = bad;
+                    assert!(run(&x).0.is_none(), "{level:?} {bad} at {at}");
+                    x[at] = keep;
+                }
+            }
+        }
+    }
+
     /// llama.cpp's sums, literally.
     fn literal(x: &[f32]) -> (f32, f32) {
         let mut sum = 0.0f32;
