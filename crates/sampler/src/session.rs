@@ -41,7 +41,10 @@ use crate::candidates::{Candidates, Token, TokenData};
 use crate::chain::Chain;
 use crate::error::SampleError;
 use crate::fast::dist::{dist_list, dist_row, DistScratch};
-use crate::fast::mirostat_v2::{id_at as miro_id_at, mirostat_prefix, Miro, MiroScratch};
+use crate::fast::mirostat_v2::{
+    bounded_len as miro_bounded_len, id_at as miro_id_at, id_of_value as miro_id_of_value, mirostat_prefix,
+    pick as miro_pick, Miro, MiroScratch,
+};
 use crate::fast::row::{scan_row, Row, RowScan, Scan};
 use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
@@ -472,6 +475,23 @@ impl TokenSampler {
                         self.defer_token(at, miro_at, End::Mirostat { keep }, i, id, logit);
                         self.selected().map(Some)
                     }
+                    Miro::Bounded => {
+                        let keep = miro_bounded_len(&f.miro);
+                        let mut v = 0.0f32;
+                        let cands = &mut self.cands;
+                        let i = miro.draw_with(keep, |u| {
+                            let (i, p, val) = miro_pick(r, u, &mut f.miro, cands);
+                            v = val;
+                            (i, p)
+                        });
+                        let id = miro_id_of_value(r, v, i, &mut f.miro);
+                        let logit = match temp {
+                            Some(t) => r.get(id as usize) / t,
+                            None => r.get(id as usize),
+                        };
+                        self.defer_token(at, miro_at, End::Mirostat { keep }, i, id, logit);
+                        self.selected().map(Some)
+                    }
                 }
             }
         }
@@ -688,8 +708,17 @@ pub fn sigma_tier_counts() -> [u64; 2] {
 /// / built the prefix from values alone (a long prefix or equal values in it; counted in the
 /// first too): `[prefix, full, values]`. For benchmarks and tests.
 #[doc(hidden)]
-pub fn mirostat_tier_counts() -> [u64; 3] {
+pub fn mirostat_tier_counts() -> [u64; 5] {
     crate::fast::mirostat_v2::tier_counts()
+}
+
+/// Multiplies the error margin of mirostat v2's draw from mass bins by `k` (1, the proven
+/// bound, by default) and returns the previous factor: a wider margin sends more draws to the
+/// literal replay and makes the bins decide draws closer to a boundary, which tests use to
+/// check both. Process-wide.
+#[doc(hidden)]
+pub fn mirostat_margin_scale(k: u64) -> u64 {
+    crate::fast::mirostat_v2::set_margin_scale(k)
 }
 
 /// How often the top-p fast path built the nucleus / left the step to the full path:
