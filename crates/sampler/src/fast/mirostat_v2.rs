@@ -282,7 +282,7 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     // unchanged: only the tokens with e >= 2^-24 (v - m >= ln 2^-24 = -16.64) move it. When
     // they are few, gather them; otherwise take every token. Sort the exact terms and replay
     // the f32 sum.
-    let s1 = if gather(row, l_of(mf - 16.7, t, lmax), s, MAX_GATHER) {
+    let s1 = if gather_values(row, l_of(mf - 16.7, t, lmax), s, MAX_GATHER) {
         exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
         if s.es.len() > SORT_SUM_UP_TO {
             radix_sorted_sum(s)
@@ -321,7 +321,7 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
             // terms), so there `e >= e*` only says `exp(x) >= e* / 2`.
             let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
             let thr = l_of(mf + (es as f64).ln() - margin, t, lmax);
-            if !gather(row, thr, s, BOUNDED_FROM) {
+            if !gather_values(row, thr, s, BOUNDED_FROM) {
                 // Many kept: when every term of `s1` is kept, `s2 = s1` and the draw can be
                 // decided from mass bins.
                 if es <= HALF_ULP_ONE && n < BOUNDED_MAX_LEN {
@@ -333,7 +333,7 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
                         return bounded(t, lmax, lmin, s);
                     }
                 }
-                if !gather(row, thr, s, usize::MAX) {
+                if !gather_values(row, thr, s, usize::MAX) {
                     return Miro::Full;
                 }
             }
@@ -541,6 +541,71 @@ fn mass_bins(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> usize {
     bins_finish(b, nbins)
 }
 
+/// Writes the values of `x` (at most [`BLOCK`]) that are `>= thr` to the front of `out`, in
+/// order; returns how many. (`collect_into` does the same into vectors with their ids, at
+/// about twice the cost per value here.)
+fn compact_ge(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
+    assert!(x.len() <= BLOCK);
+    #[cfg(target_arch = "x86_64")]
+    if crate::fast::simd::Level::active() == crate::fast::simd::Level::Avx512 {
+        // SAFETY: the active level is AVX-512 only when this CPU has AVX-512F.
+        return unsafe { compact_ge_avx512(x, thr, out) };
+    }
+    let mut w = 0;
+    for &v in x {
+        out[w] = v;
+        w += usize::from(v >= thr);
+    }
+    w
+}
+
+/// [`compact_ge`] with AVX-512: each 16 values compressed in a register and stored whole (the
+/// spare lanes are overwritten by the next store or lie past the count).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,popcnt")]
+unsafe fn compact_ge_avx512(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
+    use std::arch::x86_64::*;
+    let tv = _mm512_set1_ps(thr);
+    let (mut w, mut i) = (0usize, 0usize);
+    while i + 16 <= x.len() {
+        // SAFETY: `i + 16 <= x.len()`; the store covers `w..w + 16` with `w <= i <= BLOCK - 16`,
+        // inside `out` (`BLOCK + 16` long).
+        unsafe {
+            let v = _mm512_loadu_ps(x.as_ptr().add(i));
+            let m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv);
+            _mm512_storeu_ps(out.as_mut_ptr().add(w), _mm512_maskz_compress_ps(m, v));
+            w += (m as u32).count_ones() as usize;
+        }
+        i += 16;
+    }
+    for &v in &x[i..] {
+        out[w] = v;
+        w += usize::from(v >= thr);
+    }
+    w
+}
+
+/// The logits `>= thr` (in id order, without their ids: `s.ids` is left empty) into
+/// `s.vals`; false when more than `limit` qualify.
+fn gather_values(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> bool {
+    s.ids.clear();
+    s.vals.clear();
+    let mut buf = [0f32; BLOCK];
+    let mut kept = [0f32; BLOCK + 16];
+    for (b, blk) in s.blocks.iter().enumerate() {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(blk.max >= thr) {
+            continue;
+        }
+        let k = compact_ge(row.block(b, &mut buf), thr, &mut kept);
+        s.vals.extend_from_slice(&kept[..k]);
+        if s.vals.len() > limit {
+            return false;
+        }
+    }
+    true
+}
+
 /// Sets up `b`'s histogram for its `e_star` and `s2`; returns the number of bins.
 fn bins_begin(b: &mut Bins) -> usize {
     // The largest p is RN(1 / s2) (the maximum's term is 1), the smallest RN(e* / s2).
@@ -727,7 +792,7 @@ fn bin_tokens(row: Row<'_>, bin: usize, s: &mut MiroScratch) -> Option<()> {
 fn pick_literal(row: Row<'_>, u: f64, s: &mut MiroScratch, out: &mut Candidates) -> (usize, f32, f32) {
     let (t, lmax, low) = (s.val_t, s.val_lmax, s.val_low);
     let (e_star, m, n) = (s.bins.e_star, s.bins.m, s.bins.n);
-    gather(row, s.bins.thr, s, usize::MAX);
+    gather_values(row, s.bins.thr, s, usize::MAX);
     exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
     let mut last = f32::INFINITY;
     for (&l, &e) in s.vals.iter().zip(&s.es) {
