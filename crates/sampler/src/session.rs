@@ -23,6 +23,10 @@
 //!   (`fast::mirostat_v2`) and the sampler finishes on it; a long prefix (or one with equal
 //!   values) is sorted by value alone, and the selected id read off the row (replaying
 //!   llama.cpp's sort of one bucket on a tie), which defers the candidates like the last kind.
+//!   When that prefix also holds every term of the first softmax's sum, nothing is sorted: the
+//!   draw is decided from per-value-range masses of the exact weights, only the range holding
+//!   the crossing sorted and walked, with llama.cpp's `f64` rounding bounded (literal replay
+//!   for a draw within the bound of a boundary).
 //! * `dist` alone, or `top-n-sigma` → plain temperature → `dist`: the draw is decided from
 //!   bounds on block sums of the exponentials (`fast::dist`, `fast::top_n_sigma`), with exact arithmetic
 //!   only where a bound is too wide to decide.
@@ -704,9 +708,11 @@ pub fn sigma_tier_counts() -> [u64; 2] {
     crate::fast::top_n_sigma::tier_counts()
 }
 
-/// How often the mirostat-v2 fast path built the kept prefix / left the step to the full path
-/// / built the prefix from values alone (a long prefix or equal values in it; counted in the
-/// first too): `[prefix, full, values]`. For benchmarks and tests.
+/// How often the mirostat-v2 fast path built the kept prefix (any way) / left the step to the
+/// full path / built the prefix from values alone (a long prefix or equal values in it) /
+/// decided the draw from mass bins without building the prefix / of those, found `u` within
+/// the rounding bound of a boundary and replayed the draw literally (the last four are counted
+/// in the first too): `[prefix, full, values, bins, literal]`. For benchmarks and tests.
 #[doc(hidden)]
 pub fn mirostat_tier_counts() -> [u64; 5] {
     crate::fast::mirostat_v2::tier_counts()
