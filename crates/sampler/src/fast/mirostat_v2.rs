@@ -978,6 +978,77 @@ fn gather(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
+    /// `-inf`, zeros of both signs and a tail shorter than a vector).
+    #[test]
+    fn compact_ge_keeps_the_values_at_or_above() {
+        use crate::fast::simd::{with_level, Level};
+        let mut x = 0x2545_F491u32;
+        let xs: Vec<f32> = (0..1021)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                match i % 97 {
+                    0 => f32::NEG_INFINITY,
+                    1 => -0.0,
+                    2 => 0.0,
+                    _ => (x % 2000) as f32 / 100.0 - 10.0,
+                }
+            })
+            .collect();
+        for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 11.0] {
+            let want: Vec<u32> = xs.iter().filter(|&&v| v >= thr).map(|v| v.to_bits()).collect();
+            for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                let got = with_level(level, || {
+                    let mut out = [0f32; BLOCK + 16];
+                    let k = compact_ge(&xs, thr, &mut out);
+                    out[..k].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+                });
+                if let Some(got) = got {
+                    assert_eq!(got, want, "thr {thr} at {level:?}");
+                }
+            }
+        }
+    }
+
+    /// The bins' masses are exact to one rounding: each equals the sum of its tokens' `p`
+    /// summed exactly (in integers of the bin's ulp).
+    #[test]
+    fn bin_masses_are_exact() {
+        let mut b = Bins { s2: 3.172_5, e_star: 1.0e-9, ..Bins::default() };
+        let nbins = bins_begin(&mut b);
+        let mut x = 0x9E37_79B9u32;
+        let es: Vec<f32> = (0..BLOCK)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (-((x % 25_000) as f32) / 1000.0).exp()
+            })
+            .collect();
+        let (mut idx, mut inc) = ([0u32; BLOCK], [0u64; BLOCK]);
+        bin_terms(&es, &mut b, nbins, &mut idx, &mut inc);
+        let n = bins_finish(&mut b, nbins);
+        assert_eq!(n, es.iter().filter(|&&e| e >= b.e_star).count());
+        for (k, &mass) in b.mass.iter().enumerate() {
+            let code = b.top - k as u32;
+            // Exact sum: every p of the bin is an integer multiple of its ulp.
+            let ulp = f64::from_bits((((((code << BIN_SHIFT) >> 23).max(1) as i32) - 150 + 1023) as u64) << 52);
+            let units: u128 = es
+                .iter()
+                .filter(|&&e| e >= b.e_star)
+                .map(|&e| e / b.s2)
+                .filter(|p| p.to_bits() >> BIN_SHIFT == code)
+                .map(|p| (p as f64 / ulp) as u128)
+                .sum();
+            let exact = units as f64 * ulp; // one rounding
+            assert_eq!(mass, exact, "bin {k}");
+        }
+    }
+
     /// The kept set is found by a binary search on `e` that assumes llama.cpp's surprise
     /// `-log2f(p)` never decreases as `p` grows: glibc's `log2f` must be monotone on (0, 1].
     /// Checked on every float there (every 97th in debug builds).
