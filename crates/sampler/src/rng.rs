@@ -101,6 +101,17 @@ where
     if n < 2 {
         return 0;
     }
+    discrete_pick_at(weights, n, rng.uniform_f64())
+}
+
+/// [`discrete_pick`]'s choice for the uniform `u` it drew (`n >= 2`): the literal replay of
+/// libstdc++'s arithmetic, for callers that draw `u` first and decide the index another way
+/// when they can.
+pub(crate) fn discrete_pick_at<I>(weights: I, n: usize, u: f64) -> usize
+where
+    I: Iterator<Item = f32> + Clone,
+{
+    debug_assert!(n >= 2);
     let mut sum = 0.0f64;
     let mut regular = true;
     for w in weights.clone() {
@@ -108,7 +119,6 @@ where
         sum += w as f64;
     }
     regular &= sum.is_finite() && sum > 0.0;
-    let u = rng.uniform_f64();
     if regular {
         let mut cdf = 0.0f64;
         for (i, w) in weights.enumerate() {

@@ -23,6 +23,10 @@
 //!   (`fast::mirostat_v2`) and the sampler finishes on it; a long prefix (or one with equal
 //!   values) is sorted by value alone, and the selected id read off the row (replaying
 //!   llama.cpp's sort of one bucket on a tie), which defers the candidates like the last kind.
+//!   When that prefix also holds every term of the first softmax's sum, nothing is sorted: the
+//!   draw is decided from per-value-range masses of the exact weights, only the range holding
+//!   the crossing sorted and walked, with llama.cpp's `f64` rounding bounded (literal replay
+//!   for a draw within the bound of a boundary).
 //! * `dist` alone, or `top-n-sigma` → plain temperature → `dist`: the draw is decided from
 //!   bounds on block sums of the exponentials (`fast::dist`, `fast::top_n_sigma`), with exact arithmetic
 //!   only where a bound is too wide to decide.
@@ -41,7 +45,10 @@ use crate::candidates::{Candidates, Token, TokenData};
 use crate::chain::Chain;
 use crate::error::SampleError;
 use crate::fast::dist::{dist_list, dist_row, DistScratch};
-use crate::fast::mirostat_v2::{id_at as miro_id_at, mirostat_prefix, Miro, MiroScratch};
+use crate::fast::mirostat_v2::{
+    bounded_len as miro_bounded_len, id_at as miro_id_at, id_of_value as miro_id_of_value, mirostat_prefix,
+    pick as miro_pick, Miro, MiroScratch,
+};
 use crate::fast::row::{scan_row, Row, RowScan, Scan};
 use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
@@ -472,6 +479,23 @@ impl TokenSampler {
                         self.defer_token(at, miro_at, End::Mirostat { keep }, i, id, logit);
                         self.selected().map(Some)
                     }
+                    Miro::Bounded => {
+                        let keep = miro_bounded_len(&f.miro);
+                        let mut v = 0.0f32;
+                        let cands = &mut self.cands;
+                        let i = miro.draw_with(keep, |u| {
+                            let (i, p, val) = miro_pick(r, u, &mut f.miro, cands);
+                            v = val;
+                            (i, p)
+                        });
+                        let id = miro_id_of_value(r, v, i, &mut f.miro);
+                        let logit = match temp {
+                            Some(t) => r.get(id as usize) / t,
+                            None => r.get(id as usize),
+                        };
+                        self.defer_token(at, miro_at, End::Mirostat { keep }, i, id, logit);
+                        self.selected().map(Some)
+                    }
                 }
             }
         }
@@ -684,12 +708,23 @@ pub fn sigma_tier_counts() -> [u64; 2] {
     crate::fast::top_n_sigma::tier_counts()
 }
 
-/// How often the mirostat-v2 fast path built the kept prefix / left the step to the full path
-/// / built the prefix from values alone (a long prefix or equal values in it; counted in the
-/// first too): `[prefix, full, values]`. For benchmarks and tests.
+/// How often the mirostat-v2 fast path built the kept prefix (any way) / left the step to the
+/// full path / built the prefix from values alone (a long prefix or equal values in it) /
+/// decided the draw from mass bins without building the prefix / of those, found `u` within
+/// the rounding bound of a boundary and replayed the draw literally (the last four are counted
+/// in the first too): `[prefix, full, values, bins, literal]`. For benchmarks and tests.
 #[doc(hidden)]
-pub fn mirostat_tier_counts() -> [u64; 3] {
+pub fn mirostat_tier_counts() -> [u64; 5] {
     crate::fast::mirostat_v2::tier_counts()
+}
+
+/// Multiplies the error margin of mirostat v2's draw from mass bins by `k` (1, the proven
+/// bound, by default) and returns the previous factor: a wider margin sends more draws to the
+/// literal replay and makes the bins decide draws closer to a boundary, which tests use to
+/// check both. Process-wide.
+#[doc(hidden)]
+pub fn mirostat_margin_scale(k: u64) -> u64 {
+    crate::fast::mirostat_v2::set_margin_scale(k)
 }
 
 /// How often the top-p fast path built the nucleus / left the step to the full path:

@@ -493,6 +493,107 @@ fn mirostat_value_path_matches() {
     assert_eq!(after[1], before[1], "no step was left to the full path");
 }
 
+/// A row like a real model's: one token 14 nats above a wide flat tail, dozens 6 nats above
+/// it. The top token usually wins, so `mu` grows until mirostat v2 keeps tens of thousands of
+/// tail tokens and the draw is decided from mass bins; then a tail token wins and `mu` drops.
+/// `grid` > 0 rounds the logits to multiples of `1 / grid` (many equal values).
+fn flat_row(n: usize, grid: f32, g: &mut Gen) -> Vec<f32> {
+    let top = (g.unif() * n as f64) as usize % n;
+    (0..n)
+        .map(|i| {
+            let z = 1.6 * g.normal()
+                + if i % 911 == 3 { 6.0 } else { 0.0 }
+                + if i == top { 14.0 } else { 0.0 };
+            if grid > 0.0 {
+                (z * grid).round() / grid
+            } else {
+                z
+            }
+        })
+        .collect()
+}
+
+/// Runs mirostat v2 (f's parameters, or as given) for `steps` steps on `row`, bit for bit
+/// against the full path; returns the change of the mirostat tier counters.
+fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usize) -> [u64; 5] {
+    let before = nucleus_sampler::session::mirostat_tier_counts();
+    let p = SamplingParams {
+        seed,
+        mirostat: MirostatMode::V2,
+        mirostat_tau: tau,
+        mirostat_eta: eta,
+        temp,
+        ..Default::default()
+    };
+    compare(TokenSampler::new(p.build(row.len(), None).unwrap()), row, &[], steps).unwrap();
+    let after = nucleus_sampler::session::mirostat_tier_counts();
+    std::array::from_fn(|i| after[i] - before[i])
+}
+
+/// mirostat v2 on flat rows (f: tau 5, eta 0.1, temperature 0.8, and faster-moving `mu`):
+/// the kept prefix holds most of the row and the draw is decided from mass bins; with equal
+/// logits (a grid, bf16), many steps so `mu` moves through small and large kept sets. Same
+/// tokens, `mu` stream and materialised candidates as the full path at every step.
+#[test]
+fn mirostat_bounded_draw_matches() {
+    let _counts = mirostat_counts();
+    let mut total = [0u64; 5];
+    for seed in 1..7u64 {
+        let mut g = Gen((seed * 0x2545_F491_4F6C_DD1D) | 1);
+        let n = if seed % 3 == 0 { 262_144 } else { 40_000 + 7_919 * seed as usize };
+        let grid = [0.0f32, 64.0, 4096.0][seed as usize % 3];
+        let mut row = flat_row(n, grid, &mut g);
+        if seed == 4 {
+            for v in row.iter_mut() {
+                *v = half::bf16::from_f32(*v).to_f32();
+            }
+        }
+        for (tau, eta, temp) in [(5.0f32, 0.1f32, 0.8f32), (9.0, 1.0, 1.0), (14.0, 0.5, 0.6)] {
+            let d = bounded_run(&row, seed as u32, tau, eta, temp, 30);
+            for (t, x) in total.iter_mut().zip(d) {
+                *t += x;
+            }
+        }
+    }
+    eprintln!("mirostat tiers (built, full, values, bins, literal): {total:?}");
+    assert!(total[3] >= 200, "mass bins decided {} steps ({total:?})", total[3]);
+    assert_eq!(total[1], 0, "no step was left to the full path");
+}
+
+/// The draw from mass bins with its error margin widened (2^20: about a tail token's mass, so
+/// the walk decides token by token near boundaries; 2^34: a sizeable share of all the mass):
+/// draws within the margin take the literal replay with the `u` already drawn, the bins decide
+/// the others. Both must match the full path bit for bit.
+#[test]
+fn mirostat_bounded_draw_near_boundaries_matches() {
+    let _counts = mirostat_counts();
+    let mut total = [0u64; 5];
+    /// Restores the proven margin even when a comparison panics.
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            nucleus_sampler::session::mirostat_margin_scale(1);
+        }
+    }
+    let _restore = Restore;
+    for seed in 1..7u64 {
+        nucleus_sampler::session::mirostat_margin_scale(if seed % 2 == 0 { 1 << 20 } else { 1 << 34 });
+        let mut g = Gen((seed * 0x9E37_79B9_7F4A_7C15) | 1);
+        let grid = if seed % 3 == 0 { 512.0 } else { 0.0 };
+        let row = flat_row(65_536, grid, &mut g);
+        for (tau, eta, temp) in [(9.0f32, 1.0f32, 1.0f32), (12.0, 0.5, 0.8)] {
+            let d = bounded_run(&row, seed as u32, tau, eta, temp, 24);
+            for (t, x) in total.iter_mut().zip(d) {
+                *t += x;
+            }
+        }
+    }
+    eprintln!("mirostat tiers (built, full, values, bins, literal): {total:?}");
+    assert!(total[4] >= 20, "literal replay took {} steps ({total:?})", total[4]);
+    assert!(total[3] - total[4] >= 20, "bins decided {} steps ({total:?})", total[3] - total[4]);
+    assert_eq!(total[1], 0, "no step was left to the full path");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 

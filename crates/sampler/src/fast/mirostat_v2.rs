@@ -21,14 +21,29 @@
 //! then [`id_at`] reads the selected index's id off the row — the one token with that value,
 //! or, when it is tied, the id llama.cpp's sort of that one bucket puts there. Otherwise (no
 //! bound decides) the caller runs the full path; nothing has been consumed yet.
+//!
+//! When the kept set is that large and also holds every term of `s1` (`e* <= 2^-24`), nothing
+//! is sorted ([`Miro::Bounded`]): the second softmax's sum `s2` is then `s1` (the kept prefix
+//! starts with every term that moves the sum, the rest leave it unchanged), each kept token's
+//! weight `p = RN(e / s2)` comes from its exact `e`, and one pass bins the kept tokens by the
+//! top bits of `p` with each bin's count and exact mass ([`mass_bins`]). `p` does not decrease
+//! with the value, so the bins are consecutive runs of llama.cpp's sorted prefix, and the draw
+//! (libstdc++'s `discrete_distribution`: an `f64` sum of the weights, then the first running
+//! sum of `weight / sum` that reaches `u`) depends on the order only through the sorted
+//! sequence of weights. The bins locate the crossing of `u`; only that bin's tokens are
+//! gathered, sorted by value and walked, with a rigorous bound on libstdc++'s `f64` rounding
+//! ([`pick`]); a `u` within that bound of a boundary takes the literal replay over the value
+//! path's sorted prefix. The drawn value gives `mu`'s update and, read off the row, the id.
 
 use crate::candidates::{Candidates, TokenData};
-use crate::fast::bounds::{grid_chunk, seq_block};
+use crate::fast::bounds::seq_block;
 use crate::fast::expf::expf_exact_slice;
 use crate::fast::row::collect_into;
 use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
 use crate::fast::value_sort::{desc_key, key_value, radix_sort};
+use crate::rng::discrete_pick_at;
+use std::sync::atomic::{AtomicU64, Ordering};
 use crate::sort::{
     bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
     NBUCKETS,
@@ -36,6 +51,10 @@ use crate::sort::{
 
 /// Up to this many tokens are gathered for the sum; beyond it every token's term is used.
 const MAX_GATHER: usize = 32768;
+
+/// Up to this many gathered terms are sorted for `s1`; more are summed by
+/// [`radix_sorted_sum`].
+const SORT_SUM_UP_TO: usize = 2048;
 
 /// Kept prefixes longer than this are built from values alone ([`Miro::Values`]).
 const VALUES_FROM: usize = 1024;
@@ -67,14 +86,59 @@ pub(crate) struct MiroScratch {
     val_t: Option<f32>,
     val_lmax: f32,
     val_low: usize,
+    /// The last [`Miro::Bounded`] step's kept prefix, described by value ranges.
+    bins: Bins,
+    /// (desc_key, p bits) of the crossing bin's tokens, sorted.
+    walk: Vec<u64>,
 }
+
+/// The kept prefix of a [`Miro::Bounded`] step as mass bins: bin `k` holds the kept tokens
+/// whose `p = RN(e / s2)` has bits `>> BIN_SHIFT` equal to `top - k` (so bin 0 holds the
+/// largest `p`, and the bins follow llama.cpp's sorted order), with their count and the `f64`
+/// sum of their `p`.
+#[derive(Clone, Debug, Default)]
+struct Bins {
+    /// Per bin: count << [`CNT_SHIFT`] plus the sum of the bits of `p` under [`BIN_SHIFT`].
+    hist: Vec<u64>,
+    /// Per bin: the exact mass (to within one rounding) and count.
+    mass: Vec<f64>,
+    cnt: Vec<u32>,
+    top: u32,
+    /// Kept tokens.
+    n: usize,
+    /// The second softmax's sum (equal to `s1`).
+    s2: f32,
+    /// The smallest kept term `e*` and the max value `m`.
+    e_star: f32,
+    m: f32,
+    /// Every kept token's logit is at least this.
+    thr: f32,
+}
+
+/// Bins of [`Bins`]: the bits of `p` from here up (so 5 mantissa bits: a relative width of
+/// 2^-5). Wider bins than 2^-7 made the histogram smaller and the step ~5% faster.
+const BIN_SHIFT: u32 = 18;
+
+/// The bits of `p` below a bin's.
+const LOW_MASK: u32 = (1 << BIN_SHIFT) - 1;
+
+/// `2^-24`: terms below it never move a running `f32` sum that is at least 1.
+const HALF_ULP_ONE: f32 = 5.960_464_5e-8;
+
+/// Rows this long or longer never take [`Miro::Bounded`] (see [`CNT_SHIFT`]).
+const BOUNDED_MAX_LEN: usize = 1 << 22;
+
+/// When more than this many tokens pass the kept set's gather threshold and every term the
+/// sums see is kept, the draw is decided from mass bins ([`Miro::Bounded`]).
+const BOUNDED_FROM: usize = 4096;
 
 /// How often the prefix was built here / left to the full path / built from values,
 /// process-wide.
-static TIERS: TierCounts<3> = TierCounts::new();
+static TIERS: TierCounts<5> = TierCounts::new();
 
-/// `[prefix built (either way), full path, of which from values]` so far in this process.
-pub(crate) fn tier_counts() -> [u64; 3] {
+/// `[prefix built (any way), full path, of which from values, of which drawn from mass bins,
+/// of which bins could not decide (literal replay)]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 5] {
     TIERS.get()
 }
 
@@ -90,6 +154,10 @@ pub(crate) enum Miro {
     /// (`-1`), and their second softmax: finish the sampler on it
     /// (`MirostatV2::finish_normalized`), then read the selected index's id with [`id_at`].
     Values,
+    /// The kept prefix (`n >= 2` tokens, [`bounded_len`]) is described by mass bins in the
+    /// scratch, `out` untouched: draw with [`pick`] inside `MirostatV2::draw_with`, then read
+    /// the selected token's id with [`id_of_value`].
+    Bounded,
 }
 
 simd_dispatch!(
@@ -153,6 +221,10 @@ pub(crate) fn mirostat_prefix(
             TIERS.bump(0);
             TIERS.bump(2);
         }
+        Miro::Bounded => {
+            TIERS.bump(0);
+            TIERS.bump(3);
+        }
         Miro::Full => TIERS.bump(1),
         Miro::Bad(_) => {}
     }
@@ -191,7 +263,7 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     let m = scaled(lmax, t); // division by t > 0 is monotone: the maximum value
     if !m.is_finite() {
         // A tiny temperature overflowed the maximum to inf: the terms below would be NaN, not
-        // in [0, 1] as the bucketed sum needs (found by fuzzing). Let the full path decide.
+        // in [0, 1] as the sorted sum needs (found by fuzzing). Let the full path decide.
         return Miro::Full;
     }
     if !bucket_order_follows_values(m) {
@@ -210,13 +282,17 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     // unchanged: only the tokens with e >= 2^-24 (v - m >= ln 2^-24 = -16.64) move it. When
     // they are few, gather them; otherwise take every token. Sort the exact terms and replay
     // the f32 sum.
-    let s1 = if gather(row, l_of(mf - 16.7, t, lmax), s, MAX_GATHER) {
+    let s1 = if gather_values(row, l_of(mf - 16.7, t, lmax), s, MAX_GATHER) {
         exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
-        s.es.sort_unstable_by(|a, b| b.total_cmp(a));
-        sorted_sum(&s.es)
+        if s.es.len() > SORT_SUM_UP_TO {
+            radix_sorted_sum(s)
+        } else {
+            s.es.sort_unstable_by(|a, b| b.total_cmp(a));
+            sorted_sum(&s.es)
+        }
     } else {
         all_terms(row, t, m, &mut s.xs, &mut s.es);
-        bucketed_sorted_sum(&s.es, &mut s.keys, &mut s.tmp, &mut s.xs)
+        radix_sorted_sum(s)
     };
     // 3. The kept set: tokens whose surprise -log2f(RN(e / s1)) is at most mu. The surprise
     // does not increase with e, so the set is {e >= e*} with e* the smallest f32 passing.
@@ -244,8 +320,22 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
             // only to half of the smallest subnormal below 2^-126 (a large `mu` keeps such
             // terms), so there `e >= e*` only says `exp(x) >= e* / 2`.
             let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
-            if !gather(row, l_of(mf + (es as f64).ln() - margin, t, lmax), s, usize::MAX) {
-                return Miro::Full;
+            let thr = l_of(mf + (es as f64).ln() - margin, t, lmax);
+            if !gather_values(row, thr, s, BOUNDED_FROM) {
+                // Many kept: when every term of `s1` is kept, `s2 = s1` and the draw can be
+                // decided from mass bins.
+                if es <= HALF_ULP_ONE && n < BOUNDED_MAX_LEN {
+                    s.bins.e_star = es;
+                    s.bins.m = m;
+                    s.bins.thr = thr;
+                    s.bins.s2 = s1;
+                    if mass_bins(row, t, s) > VALUES_FROM {
+                        return bounded(t, lmax, lmin, s);
+                    }
+                }
+                if !gather_values(row, thr, s, usize::MAX) {
+                    return Miro::Full;
+                }
             }
             exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
             let mut k = 0usize;
@@ -328,6 +418,14 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     Miro::Prefix
 }
 
+/// Ends a [`Miro::Bounded`] step (the bins are built): remembers what [`id_of_value`] needs.
+fn bounded(t: Option<f32>, lmax: f32, lmin: f32, s: &mut MiroScratch) -> Miro {
+    s.val_t = t;
+    s.val_lmax = lmax;
+    s.val_low = bucket_of(scaled(lmin, t));
+    Miro::Bounded
+}
+
 /// The value path: the kept prefix (every token of `s.vals` whose value is at least `last_v`,
 /// `size` of them) as sorted values without ids, into `out`; remembers what [`id_at`] needs.
 fn values(
@@ -365,13 +463,21 @@ fn values(
 }
 
 /// The id llama.cpp's full path has at sorted index `i` of the last [`Miro::Values`] prefix
-/// (`row` the same row): the one token with that value, or, when the value is tied, the id
-/// llama.cpp's sort of the bucket holding it puts there (replayed with its own algorithm over
-/// the bucket in id order, as its stable scatter leaves it).
+/// (`row` the same row).
 pub(crate) fn id_at(row: Row<'_>, i: usize, s: &mut MiroScratch) -> i32 {
+    id_of_value(row, key_value(s.keys[i]), i, s)
+}
+
+/// The id llama.cpp's full path has at sorted index `i` of the last [`Miro::Values`] or
+/// [`Miro::Bounded`] prefix, whose value there is `v` (`row` the same row): the one token
+/// with that value, or, when the value is tied, the id llama.cpp's sort of the bucket holding
+/// it puts there (replayed with its own algorithm over the bucket in id order, as its stable
+/// scatter leaves it).
+pub(crate) fn id_of_value(row: Row<'_>, v: f32, i: usize, s: &mut MiroScratch) -> i32 {
     let t = s.val_t;
-    let v = key_value(s.keys[i]);
-    // Every token with value `v` is kept, so it is in `s.ids` / `s.vals` (id order).
+    // Every token whose value is `v` has its logit in this range (margins as `l_of`'s).
+    let (lo, hi) = (l_of(v as f64, t, s.val_lmax), l_up(v as f64, t));
+    gather_range(row, lo, hi, s);
     let mut same = s.ids.iter().zip(&s.vals).filter(|&(_, &l)| scaled(l, t) == v);
     let first = same.next().map(|(&id, _)| id);
     if let (Some(id), None) = (first, same.next()) {
@@ -397,6 +503,366 @@ pub(crate) fn id_at(row: Row<'_>, i: usize, s: &mut MiroScratch) -> i32 {
         std_sort(&mut s.spare, logit_before);
     }
     s.spare[i - above].id
+}
+
+/// The number of kept tokens of the last [`Miro::Bounded`] step.
+pub(crate) fn bounded_len(s: &MiroScratch) -> usize {
+    s.bins.n
+}
+
+/// One pass over the row for a [`Miro::Bounded`] step (`s.bins`' `e_star`, `m`, `thr`, `s2`
+/// set): the exact term `e = expf(v - m)` of every token in a block reaching `thr`, kept when
+/// `e >= e*` (the kept set exactly: tokens under `thr` have `e < e*`), binned by the bits of
+/// its exact `p = RN(e / s2)`. `p` does not decrease with `v`, so the bins hold consecutive
+/// runs of llama.cpp's sorted prefix. Every `p` of a bin shares its bits from [`BIN_SHIFT`]
+/// up (so its exponent), so the bin's exact mass is its count times the bin's base value plus
+/// the sum of the lower bits times the bin's ulp: one integer add per token ([`bin_inc`]), no
+/// rounding. Returns the kept count.
+fn mass_bins(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> usize {
+    let MiroScratch { bins: b, blocks, .. } = s;
+    let nbins = bins_begin(b);
+    let mut buf = [0f32; BLOCK];
+    let mut xs = [0f32; BLOCK];
+    let mut es = [0f32; BLOCK];
+    let mut idx = [0u32; BLOCK];
+    let mut inc = [0u64; BLOCK];
+    for (k, blk) in blocks.iter().enumerate() {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(blk.max >= b.thr) {
+            continue;
+        }
+        // Every token of the block: compacting those at or above `thr` first did not pay.
+        let x = row.block(k, &mut buf);
+        let len = x.len();
+        scale_shift(x, t.unwrap_or(1.0), b.m, &mut xs[..len]);
+        expf_exact_slice(&xs[..len], &mut es[..len]);
+        bin_terms(&es[..len], b, nbins, &mut idx, &mut inc);
+    }
+    bins_finish(b, nbins)
+}
+
+/// Writes the values of `x` (at most [`BLOCK`]) that are `>= thr` to the front of `out`, in
+/// order; returns how many. (`collect_into` does the same into vectors with their ids, at
+/// about twice the cost per value here.)
+fn compact_ge(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
+    assert!(x.len() <= BLOCK);
+    #[cfg(target_arch = "x86_64")]
+    if crate::fast::simd::Level::active() == crate::fast::simd::Level::Avx512 {
+        // SAFETY: the active level is AVX-512 only when this CPU has AVX-512F.
+        return unsafe { compact_ge_avx512(x, thr, out) };
+    }
+    let mut w = 0;
+    for &v in x {
+        out[w] = v;
+        w += usize::from(v >= thr);
+    }
+    w
+}
+
+/// [`compact_ge`] with AVX-512: each 16 values compressed in a register and stored whole (the
+/// spare lanes are overwritten by the next store or lie past the count).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,popcnt")]
+unsafe fn compact_ge_avx512(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
+    use std::arch::x86_64::*;
+    let tv = _mm512_set1_ps(thr);
+    let (mut w, mut i) = (0usize, 0usize);
+    while i + 16 <= x.len() {
+        // SAFETY: `i + 16 <= x.len()`; the store covers `w..w + 16` with `w <= i <= BLOCK - 16`,
+        // inside `out` (`BLOCK + 16` long).
+        unsafe {
+            let v = _mm512_loadu_ps(x.as_ptr().add(i));
+            let m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv);
+            _mm512_storeu_ps(out.as_mut_ptr().add(w), _mm512_maskz_compress_ps(m, v));
+            w += (m as u32).count_ones() as usize;
+        }
+        i += 16;
+    }
+    for &v in &x[i..] {
+        out[w] = v;
+        w += usize::from(v >= thr);
+    }
+    w
+}
+
+/// The logits `>= thr` (in id order, without their ids: `s.ids` is left empty) into
+/// `s.vals`; false when more than `limit` qualify.
+fn gather_values(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> bool {
+    s.ids.clear();
+    s.vals.clear();
+    let mut buf = [0f32; BLOCK];
+    let mut kept = [0f32; BLOCK + 16];
+    for (b, blk) in s.blocks.iter().enumerate() {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(blk.max >= thr) {
+            continue;
+        }
+        let k = compact_ge(row.block(b, &mut buf), thr, &mut kept);
+        s.vals.extend_from_slice(&kept[..k]);
+        if s.vals.len() > limit {
+            return false;
+        }
+    }
+    true
+}
+
+/// Sets up `b`'s histogram for its `e_star` and `s2`; returns the number of bins.
+fn bins_begin(b: &mut Bins) -> usize {
+    // The largest p is RN(1 / s2) (the maximum's term is 1), the smallest RN(e* / s2).
+    b.top = (1.0f32 / b.s2).to_bits() >> BIN_SHIFT;
+    let nbins = (b.top - ((b.e_star / b.s2).to_bits() >> BIN_SHIFT)) as usize + 1;
+    // [`TRASH`] more entries collect the tokens that are not kept.
+    b.hist.clear();
+    b.hist.resize(nbins + TRASH, 0);
+    nbins
+}
+
+/// Adds the exact terms `es` (at most [`BLOCK`]) to `b`'s histogram (`idx`, `inc`: room
+/// for the bins and increments).
+fn bin_terms(es: &[f32], b: &mut Bins, nbins: usize, idx: &mut [u32; BLOCK], inc: &mut [u64; BLOCK]) {
+    let len = es.len();
+    bin_inc(es, b.e_star, b.s2, b.top, nbins as u32, &mut idx[..len], &mut inc[..len]);
+    let h = &mut b.hist[..];
+    for (&j, &d) in idx[..len].iter().zip(&inc[..len]) {
+        h[j as usize] += d;
+    }
+}
+
+/// Each bin's count and exact mass from `b`'s histogram; returns the kept count.
+fn bins_finish(b: &mut Bins, nbins: usize) -> usize {
+    b.mass.clear();
+    b.cnt.clear();
+    let mut n = 0usize;
+    for (k, &h) in b.hist[..nbins].iter().enumerate() {
+        let code = b.top - k as u32;
+        let cnt = (h >> CNT_SHIFT) as u32;
+        let low = h & ((1u64 << CNT_SHIFT) - 1);
+        let base = f32::from_bits(code << BIN_SHIFT) as f64;
+        // The ulp of the bin's values: 2^(exponent - 23), or 2^-149 for subnormals.
+        let exp = ((code << BIN_SHIFT) >> 23).max(1) as i32;
+        let ulp = f64::from_bits(((exp - 150 + 1023) as u64) << 52);
+        b.mass.push(cnt as f64 * base + low as f64 * ulp);
+        b.cnt.push(cnt);
+        n += cnt as usize;
+    }
+    b.n = n;
+    n
+}
+
+/// A token's count in a [`Bins`] histogram entry sits above this bit, the sum of its `p`'s
+/// bits under [`BIN_SHIFT`] below it (under 2^18 * 2^22, so it never carries, for the rows of
+/// fewer than [`BOUNDED_MAX_LEN`] tokens the bins are used on).
+const CNT_SHIFT: u32 = 40;
+
+/// Histogram entries past the bins that collect the tokens not kept, spread over several so
+/// that their increments do not form one chain of dependent additions.
+const TRASH: usize = 16;
+
+simd_dispatch!(
+    /// For each exact term `e`: its histogram bin (`top - (bits of RN(e / s2)) >> BIN_SHIFT`,
+    /// or one of the [`TRASH`] entries from `trash` on when `e < e*`, not kept) and the
+    /// entry's increment (one count plus the bits of `p` under [`BIN_SHIFT`]).
+    fn bin_inc(es: &[f32], e_star: f32, s2: f32, top: u32, trash: u32, idx: &mut [u32], inc: &mut [u64]) -> () = bin_inc_k
+);
+
+/// Plain code, compiled for each level by [`simd_dispatch`] (the compiler vectorises it).
+#[inline(always)]
+unsafe fn bin_inc_k<S: Simd>(es: &[f32], e_star: f32, s2: f32, top: u32, trash: u32, idx: &mut [u32], inc: &mut [u64]) {
+    for (k, ((&e, j), d)) in es.iter().zip(idx.iter_mut()).zip(inc.iter_mut()).enumerate() {
+        let pb = (e / s2).to_bits();
+        let kept = e >= e_star;
+        *j = if kept { top.wrapping_sub(pb >> BIN_SHIFT) } else { trash + (k % TRASH) as u32 };
+        *d = (1u64 << CNT_SHIFT) | (pb & LOW_MASK) as u64;
+    }
+}
+
+/// The index libstdc++'s `discrete_distribution` returns for the uniform `u` over the last
+/// [`Miro::Bounded`] step's kept prefix, that candidate's `p` and its value.
+///
+/// Exactness. Let `S` be the exact sum of the kept `p_i` and `P_j` that of the first `j + 1`
+/// in sorted order. libstdc++ sums `W = sum p_i` in `f64`, then the running sum `c_j` of
+/// `RN(p_i / W)`, and returns the first `j` with `c_j >= u` (the last index if none before
+/// it). With nonnegative terms each sequential `f64` sum of `k` terms is within `γ_k ≈ k 2^-53`
+/// relative of the exact one, so `|c_j - P_j / S| <= (2n + 3) 2^-53 (1 + o(1))`. Here `P_j`
+/// and `S` are summed in `f64` in another order (bin sums in id order, then bins top down,
+/// then the crossing bin's tokens in sorted order), so the estimate `r_j` of `P_j / S` is
+/// within `(2 (n + nbins) + 1) 2^-53 (1 + o(1))`. With `E` twice the sum of both, `j` is the
+/// answer when `r_{j-1} + E < u <= r_j - E`; a `u` that close to a boundary (probability
+/// at most `2 n E`, ~1e-4 for 200,000 kept tokens) takes the literal replay instead
+/// ([`pick_literal`]). The bins' own masses are exact to one rounding (see [`mass_bins`]),
+/// well inside the bound assumed for them.
+pub(crate) fn pick(row: Row<'_>, u: f64, s: &mut MiroScratch, out: &mut Candidates) -> (usize, f32, f32) {
+    match pick_bounded(row, u, s) {
+        Some(r) => r,
+        None => {
+            TIERS.bump(4);
+            pick_literal(row, u, s, out)
+        }
+    }
+}
+
+/// A factor on [`pick_bounded`]'s error margin (1: the proven bound). Tests widen it so that
+/// many draws take the literal replay and the bins' decisions are checked near boundaries.
+static MARGIN_SCALE: AtomicU64 = AtomicU64::new(1);
+
+/// Sets [`MARGIN_SCALE`] (at least 1); returns the previous factor. For tests.
+pub(crate) fn set_margin_scale(k: u64) -> u64 {
+    MARGIN_SCALE.swap(k.max(1), Ordering::Relaxed)
+}
+
+/// [`pick`] from the bins: `None` when `u` is too close to a boundary to decide.
+fn pick_bounded(row: Row<'_>, u: f64, s: &mut MiroScratch) -> Option<(usize, f32, f32)> {
+    let b = &s.bins;
+    let n = b.n;
+    let nbins = b.mass.len();
+    // 2 x the bound, in units of 2^-52
+    let err = (4 * (n + nbins) + 64) as f64 * f64::EPSILON * MARGIN_SCALE.load(Ordering::Relaxed) as f64;
+    let total: f64 = b.mass.iter().sum();
+    let last = b.cnt.iter().rposition(|&c| c > 0)?;
+    // The bin where the running sum reaches u (the last one if none does before it).
+    let (mut acc, mut before, mut bin) = (0.0f64, 0usize, last);
+    for k in 0..=last {
+        if b.cnt[k] == 0 {
+            continue;
+        }
+        if k == last || (acc + b.mass[k]) / total >= u {
+            bin = k;
+            break;
+        }
+        acc += b.mass[k];
+        before += b.cnt[k] as usize;
+    }
+    if before > 0 && acc / total + err >= u {
+        return None; // the crossing may be in an earlier bin
+    }
+    bin_tokens(row, bin, s)?;
+    for (k, &kp) in s.walk.iter().enumerate() {
+        let j = before + k;
+        let p = f32::from_bits(kp as u32);
+        let v = key_value((kp >> 32) as u32);
+        if j + 1 == n {
+            return Some((j, p, v)); // c_{n-2} < u was decided at the previous token
+        }
+        acc += p as f64;
+        let r = acc / total;
+        if r - err >= u {
+            return Some((j, p, v));
+        }
+        if r + err >= u {
+            return None;
+        }
+    }
+    None // the crossing lies past this bin (rounding at the bin's edge)
+}
+
+/// The kept tokens of bin `bin` into `s.walk` as `(desc_key(v) << 32) | p bits`, sorted (by
+/// value, descending). `None` if their count is not the bin's (it always is).
+fn bin_tokens(row: Row<'_>, bin: usize, s: &mut MiroScratch) -> Option<()> {
+    let t = s.val_t;
+    let (s2f, mf, e_star, want) = (s.bins.s2, s.bins.m, s.bins.e_star, s.bins.cnt[bin] as usize);
+    let (s2, m) = (s2f as f64, mf as f64);
+    let code = s.bins.top - bin as u32;
+    // p in [p_lo, p_hi): e / s2 rounds into that range, so e lies in about [p_lo s2, p_hi s2].
+    let p_lo = f32::from_bits(code << BIN_SHIFT) as f64;
+    let p_hi = if bin == 0 { f64::INFINITY } else { f32::from_bits((code + 1) << BIN_SHIFT) as f64 };
+    // expf and the division round to within 2^-23 relative in the normal range; below it
+    // each only to half the smallest subnormal, which an extra ln 2 each covers.
+    let sub = p_lo * s2 < 2.0 * f32::MIN_POSITIVE as f64 || p_lo < 2.0 * f32::MIN_POSITIVE as f64;
+    let margin = if sub { 2.0 * std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
+    let lo = l_of(m + (p_lo * s2).ln() - margin, t, s.val_lmax);
+    let hi = if p_hi.is_finite() { l_up(m + (p_hi * s2).ln() + margin, t) } else { f32::INFINITY };
+    gather_range(row, lo, hi, s);
+    exact_terms(&s.vals, t, mf, &mut s.xs, &mut s.es);
+    s.walk.clear();
+    for (&l, &e) in s.vals.iter().zip(&s.es) {
+        if e >= e_star {
+            let p = e / s2f;
+            if p.to_bits() >> BIN_SHIFT == code {
+                s.walk.push(((desc_key(scaled(l, t)) as u64) << 32) | p.to_bits() as u64);
+            }
+        }
+    }
+    if s.walk.len() != want {
+        return None;
+    }
+    s.walk.sort_unstable();
+    Some(())
+}
+
+/// [`pick`] by libstdc++'s arithmetic replayed literally: the value path's sorted prefix
+/// (into `out`), then `discrete_pick_at`.
+fn pick_literal(row: Row<'_>, u: f64, s: &mut MiroScratch, out: &mut Candidates) -> (usize, f32, f32) {
+    let (t, lmax, low) = (s.val_t, s.val_lmax, s.val_low);
+    let (e_star, m, n) = (s.bins.e_star, s.bins.m, s.bins.n);
+    gather_values(row, s.bins.thr, s, usize::MAX);
+    exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
+    let mut last = f32::INFINITY;
+    for (&l, &e) in s.vals.iter().zip(&s.es) {
+        let v = scaled(l, t);
+        if e >= e_star && v < last {
+            last = v;
+        }
+    }
+    let r = values(t, lmax, last, n, low, s, out);
+    assert!(matches!(r, Miro::Values), "the bins' kept count is the value path's");
+    let c = out.as_slice();
+    let j = discrete_pick_at(c.iter().map(|d| d.p), c.len(), u);
+    (j, c[j].p, c[j].logit)
+}
+
+/// Collects (id, logit) of every token with `lo <= logit <= hi` into `s.ids` / `s.vals`, in id
+/// order.
+fn gather_range(row: Row<'_>, lo: f32, hi: f32, s: &mut MiroScratch) {
+    s.ids.clear();
+    s.vals.clear();
+    let mut buf = [0f32; BLOCK];
+    for (b, blk) in s.blocks.iter().enumerate() {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(blk.max >= lo) || blk.min > hi {
+            continue;
+        }
+        let x = row.block(b, &mut buf);
+        collect_range(x, lo, hi, b * BLOCK, &mut s.ids, &mut s.vals);
+    }
+}
+
+simd_dispatch!(
+    /// Appends (base + index, value) of the values of `x` in `[lo, hi]`.
+    fn collect_range(x: &[f32], lo: f32, hi: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) -> () = collect_range_k
+);
+
+#[inline(always)]
+unsafe fn collect_range_k<S: Simd>(x: &[f32], lo: f32, hi: f32, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i..i + S::N` with `i + S::N <= x.len()`, the tail is scalar.
+    unsafe {
+        let (lv, hv) = (S::splat(lo), S::splat(hi));
+        let mut i = 0;
+        while i + S::N <= x.len() {
+            let v = S::load(x.as_ptr().add(i));
+            let m = S::and_m(S::ge(v, lv), S::ge(hv, v));
+            if S::any(m) {
+                S::push_masked(m, v, base + i, ids, vals);
+            }
+            i += S::N;
+        }
+        for (k, &v) in x.iter().enumerate().skip(i) {
+            if v >= lo && v <= hi {
+                ids.push((base + k) as i32);
+                vals.push(v);
+            }
+        }
+    }
+}
+
+/// A logit threshold (rounded up, with margin) over which every value `v = l / t` is above
+/// `v_thr` (the mirror of [`l_of`]).
+fn l_up(v_thr: f64, t: Option<f32>) -> f32 {
+    let l = match t {
+        Some(t) => v_thr * t as f64,
+        None => v_thr,
+    };
+    (l + (l.abs() + 1.0) * 1e-5) as f32
 }
 
 /// A logit threshold (rounded down, with margin) under which every value `v = l / t` is
@@ -466,62 +932,19 @@ fn sorted_sum(es: &[f32]) -> f32 {
     s
 }
 
-/// Buckets of [`bucketed_sorted_sum`]: the exponent (103..=127) and top 8 mantissa bits of a
-/// term in `[2^-24, 1]`.
-const NKEYS: usize = 25 << 8;
-
-/// llama.cpp's sequential `f32` sum of `es` in descending order (`es` unsorted, every term in
-/// `[0, 1]`, the largest exactly 1), without a full sort: terms below `2^-24` never change a
-/// running sum that is already >= 1, so they are dropped; the rest are grouped by their top
-/// bits (a counting sort, largest group first), and within a group the order only matters
-/// where the running sum leaves its binade or meets a tie — exactly where the binade-grid sum
-/// of [`seq_block`] would replay additions one by one, so such a group is sorted first.
-fn bucketed_sorted_sum(es: &[f32], keys: &mut Vec<u32>, pos: &mut Vec<u32>, out: &mut Vec<f32>) -> f32 {
-    const LO: u32 = 103 << 23; // 2^-24
-    keys.clear();
-    keys.resize(NKEYS + 1, 0);
-    for &e in es {
-        let b = e.to_bits();
-        if b >= LO {
-            keys[((b - LO) >> 15) as usize] += 1;
-        }
-    }
-    // Offsets, largest key first.
-    pos.clear();
-    pos.resize(NKEYS + 1, 0);
-    let mut acc = 0u32;
-    for k in (0..=NKEYS).rev() {
-        pos[k] = acc;
-        acc += keys[k];
-    }
-    out.clear();
-    out.resize(acc as usize, 0.0);
-    for &e in es {
-        let b = e.to_bits();
-        if b >= LO {
-            let p = &mut pos[((b - LO) >> 15) as usize];
-            out[*p as usize] = e;
-            *p += 1;
-        }
-    }
-    let mut s = 0.0f32;
-    let mut start = 0usize;
-    for k in (0..=NKEYS).rev() {
-        let cnt = keys[k] as usize;
-        if cnt == 0 {
-            continue;
-        }
-        let g = &mut out[start..start + cnt];
-        s = match grid_chunk(g, s, false, false, 0.0) {
-            Some(v) => v,
-            None => {
-                g.sort_unstable_by(|a, b| b.total_cmp(a));
-                seq_block(g, s, false, false, 0.0)
-            }
-        };
-        start += cnt;
-    }
-    s
+/// llama.cpp's sequential `f32` sum of the terms `s.es` in descending order (unsorted, every
+/// term in `[0, 1]`, the largest exactly 1): terms below `2^-24` never change a running sum
+/// that is already >= 1, so they are dropped; the rest are radix-sorted by their bits (the
+/// order of non-negative floats) and summed in order. Uses `s.keys`, `s.tmp`, `s.radix`,
+/// `s.xs`. (The bucketed sum used before — a counting sort by the top bits, then one grid
+/// replay call per non-empty group — cost more on the Gemma rows.)
+fn radix_sorted_sum(s: &mut MiroScratch) -> f32 {
+    s.keys.clear();
+    s.keys.extend(s.es.iter().filter(|&&e| e >= HALF_ULP_ONE).map(|&e| !e.to_bits()));
+    radix_sort(&mut s.keys, &mut s.tmp, &mut s.radix);
+    s.xs.clear();
+    s.xs.extend(s.keys.iter().map(|&k| f32::from_bits(!k)));
+    sorted_sum(&s.xs)
 }
 
 /// Collects (id, logit) of every token with logit >= `thr` (every finite one for `-inf`) into
@@ -555,6 +978,77 @@ fn gather(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
+    /// `-inf`, zeros of both signs and a tail shorter than a vector).
+    #[test]
+    fn compact_ge_keeps_the_values_at_or_above() {
+        use crate::fast::simd::{with_level, Level};
+        let mut x = 0x2545_F491u32;
+        let xs: Vec<f32> = (0..1021)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                match i % 97 {
+                    0 => f32::NEG_INFINITY,
+                    1 => -0.0,
+                    2 => 0.0,
+                    _ => (x % 2000) as f32 / 100.0 - 10.0,
+                }
+            })
+            .collect();
+        for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 11.0] {
+            let want: Vec<u32> = xs.iter().filter(|&&v| v >= thr).map(|v| v.to_bits()).collect();
+            for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                let got = with_level(level, || {
+                    let mut out = [0f32; BLOCK + 16];
+                    let k = compact_ge(&xs, thr, &mut out);
+                    out[..k].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+                });
+                if let Some(got) = got {
+                    assert_eq!(got, want, "thr {thr} at {level:?}");
+                }
+            }
+        }
+    }
+
+    /// The bins' masses are exact to one rounding: each equals the sum of its tokens' `p`
+    /// summed exactly (in integers of the bin's ulp).
+    #[test]
+    fn bin_masses_are_exact() {
+        let mut b = Bins { s2: 3.172_5, e_star: 1.0e-9, ..Bins::default() };
+        let nbins = bins_begin(&mut b);
+        let mut x = 0x9E37_79B9u32;
+        let es: Vec<f32> = (0..BLOCK)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (-((x % 25_000) as f32) / 1000.0).exp()
+            })
+            .collect();
+        let (mut idx, mut inc) = ([0u32; BLOCK], [0u64; BLOCK]);
+        bin_terms(&es, &mut b, nbins, &mut idx, &mut inc);
+        let n = bins_finish(&mut b, nbins);
+        assert_eq!(n, es.iter().filter(|&&e| e >= b.e_star).count());
+        for (k, &mass) in b.mass.iter().enumerate() {
+            let code = b.top - k as u32;
+            // Exact sum: every p of the bin is an integer multiple of its ulp.
+            let ulp = f64::from_bits((((((code << BIN_SHIFT) >> 23).max(1) as i32) - 150 + 1023) as u64) << 52);
+            let units: u128 = es
+                .iter()
+                .filter(|&&e| e >= b.e_star)
+                .map(|&e| e / b.s2)
+                .filter(|p| p.to_bits() >> BIN_SHIFT == code)
+                .map(|p| (p as f64 / ulp) as u128)
+                .sum();
+            let exact = units as f64 * ulp; // one rounding
+            assert_eq!(mass, exact, "bin {k}");
+        }
+    }
+
     /// The kept set is found by a binary search on `e` that assumes llama.cpp's surprise
     /// `-log2f(p)` never decreases as `p` grows: glibc's `log2f` must be monotone on (0, 1].
     /// Checked on every float there (every 97th in debug builds).

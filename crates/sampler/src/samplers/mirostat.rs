@@ -82,7 +82,22 @@ impl MirostatCore {
         let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
         let observed_surprise = -data[idx].p.log2();
         c.set_selected(Some(idx));
+        self.update_mu(observed_surprise);
+    }
 
+    /// [`MirostatCore::draw_normalized`] for a kept prefix of `n >= 2` candidates that the
+    /// caller does not build: draws `u` as `discrete_pick` does (one `f64` uniform), lets
+    /// `pick` turn it into the index `discrete_pick` would return and that candidate's `p`,
+    /// and updates `mu` from it. Returns the index.
+    pub(super) fn draw_with(&mut self, n: usize, pick: impl FnOnce(f64) -> (usize, f32)) -> usize {
+        debug_assert!(n >= 2);
+        let (idx, p) = pick(self.rng.uniform_f64());
+        self.update_mu(-p.log2());
+        idx
+    }
+
+    /// `mu -= eta * (surprise - tau)`.
+    fn update_mu(&mut self, observed_surprise: f32) {
         let e = observed_surprise - self.tau;
         self.mu -= self.eta * e;
     }

@@ -82,6 +82,13 @@ impl MirostatV2 {
     pub(crate) fn finish_normalized(&mut self, c: &mut Candidates) {
         self.core.draw_normalized(c);
     }
+
+    /// The draw and the `mu` update for a kept prefix of `n >= 2` candidates that the fast path
+    /// does not build: `pick` maps the uniform `u` to the index libstdc++'s
+    /// `discrete_distribution` returns over the prefix's `p`, and that candidate's `p`.
+    pub(crate) fn draw_with(&mut self, n: usize, pick: impl FnOnce(f64) -> (usize, f32)) -> usize {
+        self.core.draw_with(n, pick)
+    }
 }
 
 #[cfg(test)]
