@@ -46,7 +46,7 @@ use crate::fast::row::{scan_row, Row, RowScan, Scan};
 use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
-use crate::fast::top_p_wide::{id_at as wide_id_at, wide_nucleus, WideScratch};
+use crate::fast::top_p_wide::{draw_tail, fill_kept, id_at as wide_id_at, wide_nucleus, TailOp, TailOps, WideScratch, MAX_TEMPS};
 use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
@@ -407,16 +407,28 @@ impl TokenSampler {
                         let Some(dist_at) = dist_at else {
                             return Ok(None);
                         };
-                        let Some(w) = wide_nucleus(r, m, p, min_keep, &mut f.wide, &mut self.cands) else {
+                        let Some(w) = wide_nucleus(r, m, p, min_keep, &mut f.wide) else {
                             return Ok(None);
                         };
-                        for s in &mut self.chain.samplers_mut()[at + 1..] {
-                            s.apply(&mut self.cands);
-                        }
-                        let Some(i) = self.cands.selected().filter(|&i| i < self.cands.len()) else {
-                            return self.selected().map(Some);
+                        let steps = self.chain.samplers_mut();
+                        let (i, mut logit) = match wide_tail_ops(&steps[at + 1..dist_at]) {
+                            Some(ops) => {
+                                let Step::Dist(d) = &mut steps[dist_at] else {
+                                    return Ok(None);
+                                };
+                                draw_tail(&w, ops.as_slice(), d.rng_mut(), &mut f.wide)
+                            }
+                            None => {
+                                fill_kept(&w, &mut f.wide, &mut self.cands);
+                                for s in &mut steps[at + 1..] {
+                                    s.apply(&mut self.cands);
+                                }
+                                let Some(i) = self.cands.selected().filter(|&i| i < self.cands.len()) else {
+                                    return self.selected().map(Some);
+                                };
+                                (i, self.cands.as_slice()[i].logit)
+                            }
                         };
-                        let mut logit = self.cands.as_slice()[i].logit;
                         let f = &mut self.fast;
                         let r = Row { logits: row, patches: f.sparse.as_slice() };
                         let id = wide_id_at(r, &w, i, &mut f.wide);
@@ -603,6 +615,28 @@ fn compile_top_p(steps: &[Step], at: usize) -> Plan {
         }
     }
     Plan::Full
+}
+
+/// The members between a wide top-p and its dist as [`draw_tail`] replays them (no-ops left
+/// out), or `None` when there are more temperatures than it takes.
+fn wide_tail_ops(steps: &[Step]) -> Option<TailOps> {
+    let mut ops = TailOps::new();
+    let mut temps = 0;
+    for s in steps {
+        match (s.role(), s) {
+            (Role::Noop, _) => {}
+            (Role::MinP, Step::MinP(mp)) => {
+                let (p, min_keep) = mp.params();
+                ops.push(TailOp::MinP { p, min_keep })?;
+            }
+            (Role::Temp, _) if temps < MAX_TEMPS => {
+                ops.push(TailOp::Temp(temp_of(s)?))?;
+                temps += 1;
+            }
+            _ => return None,
+        }
+    }
+    Some(ops)
 }
 
 /// The temperature of a [`Role::Temp`] step.

@@ -15,7 +15,9 @@
 //! 2. only the logits of the top buckets that hold the nucleus (with a margin) are gathered
 //!    and sorted, by a radix sort on their bits (the ids are not carried along);
 //! 3. the cut is found with llama.cpp's `f32` arithmetic on that order, and the rest of the
-//!    chain (min-p, temperature, dist) runs on the kept prefix as usual;
+//!    chain (min-p, temperature, dist) is replayed on the sorted values ([`draw_tail`]: min-p's
+//!    cut by bisection, dist's `f64` sums a block at a time when they are provably exact), or
+//!    run on the kept prefix as usual ([`fill_kept`]);
 //! 4. the selected index's id is the one token with that logit; when the logit is tied, the
 //!    one bucket that holds it is sorted again with llama.cpp's own algorithm (`std::sort`, or
 //!    `std::partial_sort` for the last bucket) to read the id llama.cpp has at that index.
@@ -30,6 +32,7 @@ use crate::fast::expf::expf_exact_slice;
 use crate::fast::row::{collect_into, Row, TierCounts, BLOCK};
 use crate::fast::simd::{simd_dispatch, Simd};
 use crate::fast::value_sort::{desc_key, key_value, radix_sort};
+use crate::rng::LlamaRng;
 use crate::sort::{bucket_of, logit_before, std_partial_sort, std_sort, NBUCKETS};
 
 /// The nucleus must reach past this many candidates (llama.cpp's first partial sort).
@@ -59,6 +62,8 @@ pub(crate) struct WideScratch {
     kept: Vec<TokenData>,
     /// One bucket, for the tie replay.
     group: Vec<TokenData>,
+    /// [`draw_tail`]'s per-block `f64` sums of dist's weights.
+    block_sums: Vec<f64>,
 }
 
 /// How often the wide nucleus was built / left to the full path, process-wide.
@@ -75,25 +80,20 @@ pub(crate) struct Wide {
     low_bucket: usize,
     /// Tokens per bucket.
     counts: [u32; NBUCKETS],
+    /// Length of the kept prefix (`s.keys[..last]`, `s.ps[..last]`).
+    last: usize,
 }
 
 /// llama.cpp's top-p (`p < 1`, `min_keep`) over `row` (maximum `m`, finite, no NaN or `+inf`),
-/// when its nucleus is wider than [`FIRST`]: leaves the kept prefix in `out` (sorted, `p` as
-/// top-p's softmax leaves it; ties in id order). `None` when the full path must run.
-pub(crate) fn wide_nucleus(
-    row: Row<'_>,
-    m: f32,
-    p: f32,
-    min_keep: usize,
-    s: &mut WideScratch,
-    out: &mut Candidates,
-) -> Option<Wide> {
-    let r = build(row, m, p, min_keep, s, out);
+/// when its nucleus is wider than [`FIRST`]: leaves the kept prefix's values in `s` (sorted;
+/// read them with [`fill_kept`] or [`draw_tail`]). `None` when the full path must run.
+pub(crate) fn wide_nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch) -> Option<Wide> {
+    let r = build(row, m, p, min_keep, s);
     TIERS.bump(r.is_none() as usize);
     r
 }
 
-fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out: &mut Candidates) -> Option<Wide> {
+fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch) -> Option<Wide> {
     let n = row.len();
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -188,13 +188,235 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch, out
     if last <= FIRST {
         return None;
     }
-    // The tail of the chain never reads ids: they are filled in for the selected index only
-    // (`id_at`).
+    Some(Wide { low_bucket, counts, last })
+}
+
+/// The kept prefix as the full path's top-p leaves it (sorted, `p` as top-p's softmax leaves
+/// it), ids left `-1`: the tail of the chain never reads them, and they are filled in for the
+/// selected index only ([`id_at`]).
+pub(crate) fn fill_kept(w: &Wide, s: &mut WideScratch, out: &mut Candidates) {
     s.kept.clear();
-    s.kept.extend(s.keys[..last].iter().zip(&s.ps).map(|(&k, &q)| TokenData { id: -1, logit: key_value(k), p: q }));
+    s.kept.extend(s.keys[..w.last].iter().zip(&s.ps).map(|(&k, &q)| TokenData { id: -1, logit: key_value(k), p: q }));
     out.fill_from(&s.kept);
     out.set_sorted(true);
-    Some(Wide { low_bucket, counts })
+}
+
+/// A member of the chain between top-p and dist that changes the candidates (no-ops left out).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum TailOp {
+    /// min-p with its `p` (`> 0` or NaN: the role `MinP`) and `min_keep`.
+    MinP { p: f32, min_keep: usize },
+    /// A plain temperature (`t > 0`, finite: the role `Temp`).
+    Temp(f32),
+}
+
+/// At most this many temperatures are replayed by [`draw_tail`] (more: use [`fill_kept`]).
+pub(crate) const MAX_TEMPS: usize = 4;
+
+/// At most this many members are replayed by [`draw_tail`].
+const MAX_OPS: usize = 16;
+
+/// The members for [`draw_tail`], in chain order (fixed capacity: no allocation per token).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TailOps {
+    ops: [TailOp; MAX_OPS],
+    n: usize,
+}
+
+impl TailOps {
+    pub(crate) fn new() -> Self {
+        TailOps { ops: [TailOp::Temp(1.0); MAX_OPS], n: 0 }
+    }
+
+    /// Appends `op`; `None` when full.
+    pub(crate) fn push(&mut self, op: TailOp) -> Option<()> {
+        *self.ops.get_mut(self.n)? = op;
+        self.n += 1;
+        Some(())
+    }
+
+    pub(crate) fn as_slice(&self) -> &[TailOp] {
+        &self.ops[..self.n]
+    }
+}
+
+/// Values per block of [`draw_tail`]'s sums.
+const TAIL_BLOCK: usize = 256;
+
+/// The kept prefix's value at `k` after the temperatures `ts`, as `temp_scale` leaves it (one
+/// `f32` division per temperature, in order).
+#[inline]
+fn scaled(k: u32, ts: &[f32]) -> f32 {
+    ts.iter().fold(key_value(k), |v, &t| v / t)
+}
+
+/// The members `ops` (no more than [`MAX_TEMPS`] temperatures), then dist with `rng`, on the
+/// kept prefix, as the full path runs them on the array [`fill_kept`] leaves: returns the
+/// selected index and its logit as dist saw it (the temperatures applied). Same RNG use (one
+/// `uniform_f64`).
+///
+/// Why it is exact: every member only reads values in sorted order, and
+/// - a temperature divides each value (monotone: the order stays sorted, equal stay equal);
+/// - min-p keeps the first `i >= 1` values until one is below `first + ln p` at an index
+///   `>= min_keep` (both of its branches do): the values below the threshold are a suffix,
+///   found by bisection;
+/// - dist sums `e_i = expf(w_i - w_0)` in `f64` in order, then takes the first running sum
+///   `>= total * u`. All `e_i` are multiples of `2^q`, the ulp of the smallest, so every sum of
+///   them is too; when `len * max e <= 2^(q + 53)` every such sum is a representable `f64`, so
+///   no addition rounds and sums taken a block at a time are llama.cpp's. Otherwise the
+///   sequential sum is replayed.
+pub(crate) fn draw_tail(w: &Wide, ops: &[TailOp], rng: &mut LlamaRng, s: &mut WideScratch) -> (usize, f32) {
+    let keys = &s.keys[..w.last];
+    let mut temps = [0f32; MAX_TEMPS];
+    let mut nt = 0;
+    let mut len = keys.len();
+    for op in ops {
+        match *op {
+            TailOp::Temp(t) => {
+                temps[nt] = t;
+                nt += 1;
+            }
+            TailOp::MinP { p, min_keep } => {
+                len = min_p_len(&keys[..len], &temps[..nt], p, min_keep);
+            }
+        }
+    }
+    let ts = &temps[..nt];
+    let keys = &keys[..len];
+    let w0 = scaled(keys[0], ts);
+    if len == 1 {
+        let _ = rng.uniform_f64();
+        return (0, w0);
+    }
+    let sums = block_sums(keys, ts, w0, &mut s.block_sums, &mut s.xs, &mut s.es);
+    #[cfg(test)]
+    TAIL_BRANCHES.with(|c| {
+        let mut v = c.get();
+        v[sums.is_none() as usize] += 1;
+        c.set(v);
+    });
+    let i = match sums {
+        Some(total) => {
+            let target = total * rng.uniform_f64();
+            crossing(keys, ts, w0, target, &s.block_sums, &mut s.xs, &mut s.es)
+        }
+        None => dist_sequential(keys, ts, w0, rng, &mut s.xs, &mut s.es),
+    };
+    (i, scaled(keys[i], ts))
+}
+
+/// min-p's kept length on the sorted prefix `keys` after the temperatures `ts`: the first
+/// index `i >= 1` whose value is below `first + ln p` and `i >= min_keep`, else all.
+fn min_p_len(keys: &[u32], ts: &[f32], p: f32, min_keep: usize) -> usize {
+    let thr = scaled(keys[0], ts) + p.ln();
+    // The values are non-increasing, so those below the threshold are a suffix. (The negation
+    // is min-p's own test: a NaN threshold keeps everything.)
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let below = keys.partition_point(|&k| !(scaled(k, ts) < thr));
+    below.max(min_keep).max(1).min(keys.len())
+}
+
+/// dist's weights `e_i = expf(w_i - w0)` of block `b` of `keys` into `es` (through `xs`).
+fn tail_weights(keys: &[u32], ts: &[f32], w0: f32, b: usize, xs: &mut Vec<f32>, es: &mut Vec<f32>) {
+    let ks = &keys[b * TAIL_BLOCK..((b + 1) * TAIL_BLOCK).min(keys.len())];
+    xs.clear();
+    xs.extend(ks.iter().map(|&k| key_value(k)));
+    for &t in ts {
+        for x in xs.iter_mut() {
+            *x /= t;
+        }
+    }
+    for x in xs.iter_mut() {
+        *x -= w0;
+    }
+    es.clear();
+    es.resize(ks.len(), 0.0);
+    expf_exact_slice(xs, es);
+}
+
+#[cfg(test)]
+thread_local! {
+    /// [`draw_tail`]'s dist on this thread: `[by exact block sums, sequential]` (test builds
+    /// only).
+    static TAIL_BRANCHES: std::cell::Cell<[usize; 2]> = const { std::cell::Cell::new([0; 2]) };
+}
+
+/// Per-block `f64` sums of dist's weights into `sums`, and their total, when every sum of the
+/// weights is exact (see [`draw_tail`]); `None` otherwise.
+fn block_sums(keys: &[u32], ts: &[f32], w0: f32, sums: &mut Vec<f64>, xs: &mut Vec<f32>, es: &mut Vec<f32>) -> Option<f64> {
+    if !w0.is_finite() {
+        return None;
+    }
+    sums.clear();
+    let (mut lo, mut hi) = (f32::INFINITY, 0f32);
+    for b in 0..keys.len().div_ceil(TAIL_BLOCK) {
+        tail_weights(keys, ts, w0, b, xs, es);
+        let mut lanes = [0f64; 8];
+        let mut c = es.chunks_exact(8);
+        for g in &mut c {
+            for (l, &e) in lanes.iter_mut().zip(g) {
+                *l += e as f64;
+            }
+        }
+        let rest: f64 = c.remainder().iter().map(|&e| e as f64).sum();
+        sums.push(lanes.iter().sum::<f64>() + rest);
+        lo = es.iter().fold(lo, |a, &e| a.min(e));
+        hi = es.iter().fold(hi, |a, &e| a.max(e));
+    }
+    // `!(lo > 0)` also catches NaN.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(lo > 0.0) || !hi.is_finite() {
+        return None;
+    }
+    let exp = (lo.to_bits() >> 23) as i32;
+    let q = if exp == 0 { -149 } else { exp - 127 - 23 };
+    if keys.len() as f64 * hi as f64 > 2f64.powi(q + 53) {
+        return None;
+    }
+    Some(sums.iter().sum())
+}
+
+/// The first index whose running sum of weights reaches `target`, from exact block sums.
+fn crossing(keys: &[u32], ts: &[f32], w0: f32, target: f64, sums: &[f64], xs: &mut Vec<f32>, es: &mut Vec<f32>) -> usize {
+    let mut run = 0.0f64;
+    for (b, &bs) in sums.iter().enumerate() {
+        if run + bs >= target {
+            // Exact sums: the block's own running sums end at `run + bs`, so one reaches it.
+            tail_weights(keys, ts, w0, b, xs, es);
+            let mut r = run;
+            for (k, &e) in es.iter().enumerate() {
+                r += e as f64;
+                if r >= target {
+                    return b * TAIL_BLOCK + k;
+                }
+            }
+        }
+        run += bs;
+    }
+    keys.len() - 1
+}
+
+/// dist's arithmetic replayed literally: the sequential `f64` total, the draw, the first
+/// running sum that reaches `total * u` (else the last index).
+fn dist_sequential(keys: &[u32], ts: &[f32], w0: f32, rng: &mut LlamaRng, xs: &mut Vec<f32>, es: &mut Vec<f32>) -> usize {
+    let nb = keys.len().div_ceil(TAIL_BLOCK);
+    let mut total = 0.0f64;
+    for b in 0..nb {
+        tail_weights(keys, ts, w0, b, xs, es);
+        total = es.iter().fold(total, |t, &e| t + e as f64);
+    }
+    let target = total * rng.uniform_f64();
+    let mut run = 0.0f64;
+    for b in 0..nb {
+        tail_weights(keys, ts, w0, b, xs, es);
+        for (k, &e) in es.iter().enumerate() {
+            run += e as f64;
+            if run >= target {
+                return b * TAIL_BLOCK + k;
+            }
+        }
+    }
+    keys.len() - 1
 }
 
 /// The id llama.cpp's full path has at sorted index `i` (`i` below the sorted count): the one
@@ -315,7 +537,8 @@ mod tests {
             .map(|_| {
                 let (u1, u2) = (unif(), unif());
                 let z = ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32;
-                let v = 0.8 * z - 0.05 * z * z;
+                // The bench's expression, bit for bit (`nucleus_parity::bench::logits`).
+                let v = 0.8 * z - z * z * 0.05;
                 if grid {
                     (v * 4096.0).round() / 4096.0
                 } else {
@@ -355,8 +578,9 @@ mod tests {
                     let r = Row { logits: &row, patches: &[] };
                     let mut s = WideScratch::default();
                     let mut out = Candidates::new();
-                    let w = with_level(level, || build(r, m, p, min_keep, &mut s, &mut out)).unwrap();
+                    let w = with_level(level, || build(r, m, p, min_keep, &mut s)).unwrap();
                     let w = w.unwrap_or_else(|| panic!("{level:?} n {n} p {p}: not built"));
+                    fill_kept(&w, &mut s, &mut out);
                     let got: Vec<(f32, f32)> = out.as_slice().iter().map(|t| (t.logit, t.p)).collect();
                     assert_eq!(got.len(), want.len(), "{level:?} n {n} p {p} min_keep {min_keep}");
                     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -379,6 +603,72 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// [`draw_tail`] against the full path's samplers run on [`fill_kept`]'s array: same index,
+    /// same logit bits, same RNG use, for tails that cut by min-p's threshold or by `min_keep`,
+    /// min-p before and after temperatures, and temperatures that spread the weights so far
+    /// that dist's sums are not exact (the sequential replay) or overflow them.
+    #[test]
+    fn draw_tail_matches_the_samplers() {
+        use crate::sampler::Sampler;
+        use crate::samplers::{dist::Dist, min_p::MinP, temp::Temp};
+        use TailOp::{MinP as M, Temp as T};
+        let tails: [&[TailOp]; 9] = [
+            &[M { p: 0.05, min_keep: 1 }, T(0.8)],
+            &[T(0.8), M { p: 0.05, min_keep: 1 }],
+            &[T(0.8), M { p: 0.05, min_keep: 1 }, T(1.3), M { p: 0.3, min_keep: 20_000 }],
+            &[M { p: 1.0, min_keep: 1 }, T(0.8)],
+            &[M { p: 1.5, min_keep: 300 }],
+            &[M { p: f32::NAN, min_keep: 1 }, T(0.7)],
+            &[T(0.8)],
+            &[T(0.02)],
+            &[T(1e-38), M { p: 0.05, min_keep: 1 }],
+        ];
+        let before = TAIL_BRANCHES.with(|c| c.get());
+        for (n, seed, grid) in [(262_144usize, 2u64, false), (65_536, 3, true)] {
+            let row = flat_row(n, seed, grid);
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let r = Row { logits: &row, patches: &[] };
+            let mut s = WideScratch::default();
+            let w = build(r, m, 0.95, 1, &mut s).unwrap();
+            let mut c = Candidates::new();
+            for (t, ops) in tails.iter().enumerate() {
+                for seed in 0..6u32 {
+                    fill_kept(&w, &mut s, &mut c);
+                    for op in ops.iter() {
+                        match *op {
+                            M { p, min_keep } => MinP::new(p, min_keep).apply(&mut c),
+                            T(t) => Temp::new(t).apply(&mut c),
+                        }
+                    }
+                    let mut full = Dist::new(seed);
+                    full.apply(&mut c);
+                    let i = c.selected().unwrap();
+                    let want = (i, c.as_slice()[i].logit.to_bits(), full.rng_mut().uniform_f64().to_bits());
+                    let mut fast = Dist::new(seed);
+                    let (j, l) = draw_tail(&w, ops, fast.rng_mut(), &mut s);
+                    let got = (j, l.to_bits(), fast.rng_mut().uniform_f64().to_bits());
+                    assert_eq!(got, want, "n {n} tail {t} seed {seed}");
+                }
+            }
+        }
+        let after = TAIL_BRANCHES.with(|c| c.get());
+        assert!(after[0] > before[0] && after[1] > before[1], "branches {before:?} -> {after:?}");
+    }
+
+    /// Profiling aid, not a check: with `FLAT_ROWS_OUT=path`, writes 16 flat rows of 262,144
+    /// (the bench's generator, seeds 1 to 16) as raw little-endian f32 for the `real_rows`
+    /// example: `FLAT_ROWS_OUT=/tmp/flat_rows.f32 cargo test --release -p nucleus-sampler --lib
+    /// write_flat_rows -- --ignored`, then `real_rows /tmp/flat_rows.f32 262144 d 2`.
+    #[test]
+    #[ignore]
+    fn write_flat_rows() {
+        let Some(path) = std::env::var_os("FLAT_ROWS_OUT") else {
+            return;
+        };
+        let bytes: Vec<u8> = (1..=16u64).flat_map(|seed| flat_row(262_144, seed, false)).flat_map(f32::to_le_bytes).collect();
+        std::fs::write(path, bytes).unwrap();
     }
 
     #[test]
