@@ -86,6 +86,7 @@ fn tiers() -> Vec<u64> {
     v.extend(mirostat_tier_counts());
     v.extend(top_p_tier_counts());
     v.extend(top_p_wide_tier_counts());
+    v.push(top_p_wide_min_p_count());
     v
 }
 

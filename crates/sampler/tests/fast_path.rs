@@ -406,7 +406,7 @@ fn plan_is_recompiled_after_chain_edits() {
 #[test]
 fn wide_top_p_matches_on_flat_rows() {
     let n = 65536;
-    let before = nucleus_sampler::session::top_p_wide_tier_counts();
+    let before = wide_decided();
     for (shape, seed) in [(0u8, 1u64), (0, 2), (1, 3), (1, 4)] {
         let mut g = Gen((seed * 0x9E37_79B9) | 1);
         let row: Vec<f32> = (0..n)
@@ -426,8 +426,13 @@ fn wide_top_p_matches_on_flat_rows() {
             compare_deferred(s, &row, &[5, 6, 7], 24, true).unwrap();
         }
     }
-    let after = nucleus_sampler::session::top_p_wide_tier_counts();
-    assert!(after[0] - before[0] >= 8 * 24, "wide path decided {} draws", after[0] - before[0]);
+    let after = wide_decided();
+    assert!(after - before >= 8 * 24, "wide path decided {} draws", after - before);
+}
+
+/// Draws the wide top-p path decided so far: sorted, and without sorting (min-p decided).
+fn wide_decided() -> u64 {
+    nucleus_sampler::session::top_p_wide_tier_counts()[0] + nucleus_sampler::session::top_p_wide_min_p_count()
 }
 
 /// The wide top-p path's replay of the chain after top-p (`fast::top_p_wide::draw_tail`) on
@@ -452,7 +457,7 @@ fn wide_top_p_tails_match() {
         vec![t(1e-38), mp(0.05, 1)],
         vec![t(0.9), t(0.9), t(0.9), t(0.9), t(0.9), mp(0.05, 1)],
     ];
-    let before = nucleus_sampler::session::top_p_wide_tier_counts();
+    let before = wide_decided();
     let mut steps = 0;
     for (shape, seed) in [(0u8, 11u64), (1, 12)] {
         let mut g = Gen((seed * 0x9E37_79B9) | 1);
@@ -477,8 +482,8 @@ fn wide_top_p_tails_match() {
             steps += 6;
         }
     }
-    let after = nucleus_sampler::session::top_p_wide_tier_counts();
-    assert!(after[0] - before[0] >= steps, "wide path decided {} of {steps} draws", after[0] - before[0]);
+    let after = wide_decided();
+    assert!(after - before >= steps, "wide path decided {} of {steps} draws", after - before);
 }
 
 /// Rows shaped like a real model's (thousands of logits in llama.cpp's top sort bucket, equal

@@ -64,6 +64,12 @@ pub(crate) struct WideScratch {
     group: Vec<TokenData>,
     /// [`draw_tail`]'s per-block `f64` sums of dist's weights.
     block_sums: Vec<f64>,
+    /// [`min_p_draw`]'s weights of the kept values (`vals`), a narrowed set of both, and a
+    /// sample (key, weight).
+    ws: Vec<f32>,
+    next_vals: Vec<f32>,
+    next_ws: Vec<f32>,
+    sample: Vec<u64>,
 }
 
 /// How often the wide nucleus was built / left to the full path, process-wide.
@@ -74,12 +80,8 @@ pub(crate) fn tier_counts() -> [u64; 2] {
     TIERS.get()
 }
 
-/// What [`id_at`] needs to know about the full path's sort.
+/// The kept prefix [`wide_nucleus`] left in its scratch.
 pub(crate) struct Wide {
-    /// The bucket the full path sorts with `std::partial_sort` (the lowest non-empty one).
-    low_bucket: usize,
-    /// Tokens per bucket.
-    counts: [u32; NBUCKETS],
     /// Length of the kept prefix (`s.keys[..last]`, `s.ps[..last]`).
     last: usize,
 }
@@ -188,7 +190,7 @@ fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch) -> 
     if last <= FIRST {
         return None;
     }
-    Some(Wide { low_bucket, counts, last })
+    Some(Wide { last })
 }
 
 /// The kept prefix as the full path's top-p leaves it (sorted, `p` as top-p's softmax leaves
@@ -419,11 +421,408 @@ fn dist_sequential(keys: &[u32], ts: &[f32], w0: f32, rng: &mut LlamaRng, xs: &m
     keys.len() - 1
 }
 
+/// How often [`min_p_draw`] decided the draw, process-wide.
+static SHORTCUT: TierCounts<1> = TierCounts::new();
+
+/// Draws decided by [`min_p_draw`] so far in this process.
+pub(crate) fn shortcut_count() -> u64 {
+    SHORTCUT.get()[0]
+}
+
+/// Kept values at most this many are sorted whole by [`crossing_unsorted`].
+const SELECT_SMALL: usize = 1024;
+/// Sample size and half-width (in sample elements) of [`crossing_unsorted`]'s brackets.
+const SAMPLE: usize = 256;
+const BRACKET: usize = 12;
+
+/// The whole chain from top-p on without sorting, when min-p decides what is kept: top-p
+/// (`p_top`) over `row` (maximum `m`), then `ops` (temperatures, one min-p, temperatures), then
+/// dist with `rng`. Returns the selected sorted index, its value in the row (`+0.0` for both
+/// zeros) and its logit as dist saw it; `None`, before the RNG is touched, when the shortcut
+/// does not apply (the sorted path then runs).
+///
+/// Why it is exact. Let `f` be the temperatures before min-p and `a` the number of values
+/// with `f(v) >= f(m) + ln p` (an upper set of values: `f` is monotone, and `m` is the first
+/// sorted value). If the running `f32` sum of top-p's `p_i` over the first `a` sorted values
+/// stays below `p_top`, top-p keeps more than `a` values, and min-p then keeps exactly the
+/// first `a` (when `a >= min_keep`): the sorted order of the kept values decides nothing up to
+/// here. That running sum is bounded without the order: each addition below 1 rounds by at
+/// most `2^-25`, so it is at most `sum_i p_i + a 2^-25`, and `p_i = RN(e_i / s) <= (e_i / s)(1
+/// + 2^-24)`. Dist's `f64` sums are exact under the condition of [`draw_tail`], so every sum
+/// of a subset of the kept weights is exact in any order: the crossing is found by splitting
+/// the kept values by value ranges around it (sums of the ranges above it are its running sum
+/// so far), and only the last few hundred are sorted. The sorted order is llama.cpp's up to
+/// ties, which do not change values (see the module doc); the id is [`id_at`]'s.
+pub(crate) fn min_p_draw(
+    row: Row<'_>,
+    m: f32,
+    p_top: f32,
+    ops: &[TailOp],
+    rng: &mut LlamaRng,
+    s: &mut WideScratch,
+) -> Option<(usize, f32, f32)> {
+    let (before, p_min, min_keep, all) = split_ops(ops)?;
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(p_min > 0.0 && p_min <= 1.0 && p_top > 0.0 && p_top <= 1.0) {
+        return None;
+    }
+    let ts = &before.0[..before.1];
+    let thr = scaled_value(m, ts) + p_min.ln();
+    if !thr.is_finite() {
+        return None;
+    }
+    let v_min = lowest_kept(m, ts, thr)?;
+    let (sum, mass) = exp_sum_and_kept(row, m, v_min, s);
+    let a = s.vals.len();
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(sum > 0.0) || !sum.is_finite() || a <= FIRST || a < min_keep {
+        return None;
+    }
+    // The running sum over the first `a` stays below p_top (f64 margins far above the f64
+    // rounding of `mass`).
+    let bound = mass / sum as f64 * (1.0 + 2f64.powi(-20)) + a as f64 * 2f64.powi(-25);
+    if bound >= p_top as f64 {
+        return None;
+    }
+    let ts_all = &all.0[..all.1];
+    let w0 = scaled_value(m, ts_all);
+    let total = kept_weights(ts_all, w0, s)?;
+    SHORTCUT.bump(0);
+    let target = total * rng.uniform_f64();
+    let (i, v) = crossing_unsorted(target, total, s);
+    Some((i, v, scaled_value(v, ts_all)))
+}
+
+/// Temperatures, at most [`MAX_TEMPS`], and how many.
+type Temps = ([f32; MAX_TEMPS], usize);
+
+/// `ops` as `[temperatures] min-p [temperatures]`: the temperatures before min-p, its `p` and
+/// `min_keep`, and all the temperatures in order. `None` for any other shape.
+fn split_ops(ops: &[TailOp]) -> Option<(Temps, f32, usize, Temps)> {
+    let (mut before, mut all) = (([0f32; MAX_TEMPS], 0), ([0f32; MAX_TEMPS], 0));
+    let mut min_p = None;
+    for op in ops {
+        match *op {
+            TailOp::Temp(t) => {
+                if all.1 == MAX_TEMPS {
+                    return None;
+                }
+                all.0[all.1] = t;
+                all.1 += 1;
+                if min_p.is_none() {
+                    before = all;
+                }
+            }
+            TailOp::MinP { p, min_keep } => {
+                if min_p.is_some() {
+                    return None;
+                }
+                min_p = Some((p, min_keep));
+            }
+        }
+    }
+    let (p, min_keep) = min_p?;
+    Some((before, p, min_keep, all))
+}
+
+/// `v` after the temperatures `ts` (one `f32` division each, in order, as `temp_scale`).
+#[inline]
+fn scaled_value(v: f32, ts: &[f32]) -> f32 {
+    ts.iter().fold(v, |v, &t| v / t)
+}
+
+/// The smallest finite `f32` `v <= m` with `f(v) >= thr` (`f` the temperatures `ts`, monotone),
+/// by bisection over the ordered `f32`s; `None` when `f(m) < thr`.
+fn lowest_kept(m: f32, ts: &[f32], thr: f32) -> Option<f32> {
+    fn ord(v: f32) -> i64 {
+        let b = v.to_bits() as i32;
+        if b < 0 {
+            -((b & 0x7fff_ffff) as i64) - 1
+        } else {
+            b as i64
+        }
+    }
+    fn unord(k: i64) -> f32 {
+        if k < 0 {
+            f32::from_bits(((-(k + 1)) as u32) | 0x8000_0000)
+        } else {
+            f32::from_bits(k as u32)
+        }
+    }
+    let keep = |v: f32| scaled_value(v, ts) >= thr;
+    if !keep(m) {
+        return None;
+    }
+    if keep(f32::MIN) {
+        return Some(f32::MIN);
+    }
+    let (mut lo, mut hi) = (ord(f32::MIN), ord(m));
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if keep(unord(mid)) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(unord(hi))
+}
+
+/// One pass over `row`: llama.cpp's softmax sum `s` of `e_i = expf(l_i - m)` (sequential `f32`,
+/// id order), the values `>= v_min` into `s.vals` (their ids into `s.ids`), and the `f64` sum
+/// of their `e_i` (lanes; its rounding is far inside the caller's margin).
+fn exp_sum_and_kept(row: Row<'_>, m: f32, v_min: f32, s: &mut WideScratch) -> (f32, f64) {
+    let (mut sum, mut mass) = (0.0f32, 0.0f64);
+    let (mut buf, mut xs, mut es) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
+    s.ids.clear();
+    s.vals.clear();
+    for b in 0..row.len().div_ceil(BLOCK) {
+        let x = row.block(b, &mut buf);
+        let len = x.len();
+        for (d, &v) in xs[..len].iter_mut().zip(x) {
+            *d = v - m;
+        }
+        expf_exact_slice(&xs[..len], &mut es[..len]);
+        sum = seq_block(&es[..len], sum, false, false, 0.0);
+        mass += masked_sum(x, &es[..len], v_min);
+        collect_into(x, v_min, b * BLOCK, &mut s.ids, &mut s.vals);
+    }
+    (sum, mass)
+}
+
+simd_dispatch!(
+    /// The `f64` sum (per-lane accumulators) of `e[i]` over the `x[i] >= v_min`.
+    fn masked_sum(x: &[f32], e: &[f32], v_min: f32) -> f64 = masked_sum_k
+);
+
+#[inline(always)]
+unsafe fn masked_sum_k<S: Simd>(x: &[f32], e: &[f32], v_min: f32) -> f64 {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside both slices (`i + S::N <= n`, `n` the shorter length; the tail done value by value).
+    unsafe {
+        let n = x.len().min(e.len());
+        let vm = S::splat(v_min);
+        let mut d = S::dzero();
+        let mut i = 0;
+        while i + S::N <= n {
+            let m = S::ge(S::load(x.as_ptr().add(i)), vm);
+            d = S::dadd(d, S::keep(m, S::load(e.as_ptr().add(i))));
+            i += S::N;
+        }
+        let tail: f64 = x[i..n].iter().zip(&e[i..n]).filter(|(&v, _)| v >= v_min).map(|(_, &w)| w as f64).sum();
+        S::dsum(d) + tail
+    }
+}
+
+simd_dispatch!(
+    /// `(f64 sum, min, max)` of non-empty `e` (no NaN).
+    fn sum_min_max(e: &[f32]) -> (f64, f32, f32) = sum_min_max_k
+);
+
+#[inline(always)]
+unsafe fn sum_min_max_k<S: Simd>(e: &[f32]) -> (f64, f32, f32) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slice (`i + S::N <= n`, the tail done value by value).
+    unsafe {
+        let n = e.len();
+        let mut d = S::dzero();
+        let (mut lo, mut hi) = (S::splat(f32::INFINITY), S::splat(f32::NEG_INFINITY));
+        let mut i = 0;
+        while i + S::N <= n {
+            let v = S::load(e.as_ptr().add(i));
+            d = S::dadd(d, v);
+            lo = S::min(lo, v);
+            hi = S::max(hi, v);
+            i += S::N;
+        }
+        let zero = S::splat(0.0);
+        let (mut sum, mut lo, mut hi) = (S::dsum(d), -S::hmax(S::sub(zero, lo)), S::hmax(hi));
+        for &v in &e[i..] {
+            sum += v as f64;
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        (sum, lo, hi)
+    }
+}
+
+simd_dispatch!(
+    /// Splits the values `v` (weights `w`) at `v1 >= v2`: above `v1` (sum of weights and count),
+    /// in `[v2, v1]` (sum of weights; positions into `idx`, values into `mid`).
+    fn split3(v: &[f32], w: &[f32], v1: f32, v2: f32, idx: &mut Vec<i32>, mid: &mut Vec<f32>) -> (f64, usize, f64) = split3_k
+);
+
+#[inline(always)]
+unsafe fn split3_k<S: Simd>(v: &[f32], w: &[f32], v1: f32, v2: f32, idx: &mut Vec<i32>, mid: &mut Vec<f32>) -> (f64, usize, f64) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside both slices (`i + S::N <= n`, `n` the shorter length; the tail done value by value).
+    unsafe {
+        let n = v.len().min(w.len());
+        let (a, b) = (S::splat(v1), S::splat(v2));
+        let (mut d_hi, mut d_mid) = (S::dzero(), S::dzero());
+        let mut n_hi = 0usize;
+        let mut i = 0;
+        while i + S::N <= n {
+            let x = S::load(v.as_ptr().add(i));
+            let y = S::load(w.as_ptr().add(i));
+            let hi = S::lt(a, x);
+            let m = S::and_m(S::ge(a, x), S::ge(x, b));
+            d_hi = S::dadd(d_hi, S::keep(hi, y));
+            d_mid = S::dadd(d_mid, S::keep(m, y));
+            n_hi += S::count(hi) as usize;
+            if S::any(m) {
+                S::push_masked(m, x, i, idx, mid);
+            }
+            i += S::N;
+        }
+        let (mut s_hi, mut s_mid) = (S::dsum(d_hi), S::dsum(d_mid));
+        for k in i..n {
+            if v[k] > v1 {
+                s_hi += w[k] as f64;
+                n_hi += 1;
+            } else if v[k] >= v2 {
+                s_mid += w[k] as f64;
+                idx.push(k as i32);
+                mid.push(v[k]);
+            }
+        }
+        (s_hi, n_hi, s_mid)
+    }
+}
+
+/// Dist's weights `expf(f(v) - w0)` of the kept values `s.vals` into `s.ws`, and their total
+/// when every sum of them is exact (see [`draw_tail`]).
+fn kept_weights(ts: &[f32], w0: f32, s: &mut WideScratch) -> Option<f64> {
+    if !w0.is_finite() {
+        return None;
+    }
+    s.ws.clear();
+    s.ws.resize(s.vals.len(), 0.0);
+    for (c, out) in s.vals.chunks(TAIL_BLOCK).zip(s.ws.chunks_mut(TAIL_BLOCK)) {
+        s.xs.clear();
+        s.xs.extend_from_slice(c);
+        // One pass per temperature, then the maximum's: `temp_scale` and dist's arithmetic.
+        for &t in ts {
+            for x in s.xs.iter_mut() {
+                *x /= t;
+            }
+        }
+        for x in s.xs.iter_mut() {
+            *x -= w0;
+        }
+        expf_exact_slice(&s.xs, out);
+    }
+    let (total, lo, hi) = sum_min_max(&s.ws);
+    // `!(lo > 0)` also catches NaN.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(lo > 0.0) || !hi.is_finite() {
+        return None;
+    }
+    let exp = (lo.to_bits() >> 23) as i32;
+    let q = if exp == 0 { -149 } else { exp - 127 - 23 };
+    if s.ws.len() as f64 * hi as f64 > 2f64.powi(q + 53) {
+        return None;
+    }
+    Some(total)
+}
+
+/// The weight of a (key, weight) pair.
+#[inline]
+fn pair_weight(x: u64) -> f64 {
+    f32::from_bits(x as u32) as f64
+}
+
+/// The first sorted index whose running sum of the kept weights (values `s.vals`, weights
+/// `s.ws`, unsorted, sums exact, `total` theirs) reaches `target`, and its value. Keeps a set of
+/// values holding that index, with the count and the sum of the weights of the values above
+/// it, and narrows it to a bracket of values picked from a sorted sample, until it is short
+/// enough to sort.
+fn crossing_unsorted(target: f64, total: f64, s: &mut WideScratch) -> (usize, f32) {
+    let (mut cv, mut cw) = (std::mem::take(&mut s.vals), std::mem::take(&mut s.ws));
+    let (mut nv, mut nw) = (std::mem::take(&mut s.next_vals), std::mem::take(&mut s.next_ws));
+    let (mut pos, mut above, mut sum) = (0usize, 0.0f64, total);
+    while cv.len() > SELECT_SMALL {
+        let (v1, v2) = bracket(&cv, &cw, (target - above) / sum, &mut s.sample);
+        s.ids.clear();
+        nv.clear();
+        let (s_hi, n_hi, s_mid) = split3(&cv, &cw, v1, v2, &mut s.ids, &mut nv);
+        let n_mid = nv.len();
+        nw.clear();
+        if n_hi > 0 && above + s_hi >= target {
+            nv.clear();
+            for (&v, &w) in cv.iter().zip(&cw) {
+                if v > v1 {
+                    nv.push(v);
+                    nw.push(w);
+                }
+            }
+            sum = s_hi;
+        } else if n_mid > 0 && above + s_hi + s_mid >= target {
+            nw.extend(s.ids.iter().map(|&i| cw[i as usize]));
+            (above, pos, sum) = (above + s_hi, pos + n_hi, s_mid);
+        } else {
+            nv.clear();
+            for (&v, &w) in cv.iter().zip(&cw) {
+                if v < v2 {
+                    nv.push(v);
+                    nw.push(w);
+                }
+            }
+            (above, pos, sum) = (above + s_hi + s_mid, pos + n_hi + n_mid, sum - s_hi - s_mid);
+        }
+        let shrunk = nv.len() < cv.len();
+        std::mem::swap(&mut cv, &mut nv);
+        std::mem::swap(&mut cw, &mut nw);
+        if !shrunk {
+            break;
+        }
+    }
+    s.sample.clear();
+    s.sample.extend(cv.iter().zip(&cw).map(|(&v, &w)| (desc_key(v) as u64) << 32 | w.to_bits() as u64));
+    s.sample.sort_unstable();
+    let last = s.sample[s.sample.len() - 1];
+    let mut r = (pos + s.sample.len() - 1, key_value((last >> 32) as u32));
+    let mut run = above;
+    for (k, &x) in s.sample.iter().enumerate() {
+        run += pair_weight(x);
+        if run >= target {
+            r = (pos + k, key_value((x >> 32) as u32));
+            break;
+        }
+    }
+    (s.vals, s.ws, s.next_vals, s.next_ws) = (cv, cw, nv, nw);
+    r
+}
+
+/// Values `(v1, v2)`, `v1 >= v2`, bracketing the place where the running sum of the weights
+/// `w` of the values `v` (in sorted order) reaches the fraction `frac` of their total,
+/// estimated from a sorted sample.
+fn bracket(v: &[f32], w: &[f32], frac: f64, sample: &mut Vec<u64>) -> (f32, f32) {
+    let step = (v.len() / SAMPLE).max(1);
+    sample.clear();
+    sample.extend(v.iter().zip(w).step_by(step).take(SAMPLE).map(|(&v, &w)| (desc_key(v) as u64) << 32 | w.to_bits() as u64));
+    sample.sort_unstable();
+    let t: f64 = sample.iter().map(|&x| pair_weight(x)).sum();
+    let want = frac * t;
+    let mut run = 0.0;
+    let mut at = sample.len() - 1;
+    for (k, &x) in sample.iter().enumerate() {
+        run += pair_weight(x);
+        if run >= want {
+            at = k;
+            break;
+        }
+    }
+    let v1 = if at >= BRACKET { key_value((sample[at - BRACKET] >> 32) as u32) } else { f32::INFINITY };
+    let v2 = if at + BRACKET < sample.len() { key_value((sample[at + BRACKET] >> 32) as u32) } else { f32::NEG_INFINITY };
+    (v1, v2)
+}
+
 /// The id llama.cpp's full path has at sorted index `i` (`i` below the sorted count): the one
 /// token with that logit, or, when the logit is tied, the id llama.cpp's sort of the bucket
 /// holding it puts there (replayed with its own algorithm).
-pub(crate) fn id_at(row: Row<'_>, w: &Wide, i: usize, s: &mut WideScratch) -> i32 {
-    let v = key_value(s.keys[i]);
+/// `v` is the value at `i` (the bucket counts the tie replay needs are taken from the row
+/// then).
+pub(crate) fn id_at(row: Row<'_>, i: usize, v: f32, s: &mut WideScratch) -> i32 {
     let mut buf = [0f32; BLOCK];
     let (mut at, mut count) = (0usize, 0usize);
     for b in 0..row.len().div_ceil(BLOCK) {
@@ -438,25 +837,35 @@ pub(crate) fn id_at(row: Row<'_>, w: &Wide, i: usize, s: &mut WideScratch) -> i3
         let k = x.iter().position(|&l| l == v).unwrap_or(0);
         return (at * BLOCK + k) as i32;
     }
-    // The bucket in id order (the full path's stable scatter), sorted as the full path does.
+    // The bucket in id order (the full path's stable scatter), sorted as the full path does;
+    // with the number of tokens in the buckets above it (where it starts in the sorted order)
+    // and the lowest non-empty bucket (the one the full path sorts with `std::partial_sort`).
     let bk = bucket_of(v);
+    let (mut start, mut low) = (0usize, NBUCKETS);
     s.group.clear();
     for b in 0..row.len().div_ceil(BLOCK) {
         let x = row.block(b, &mut buf);
         for (k, &l) in x.iter().enumerate() {
-            if bucket_of(l) == bk {
+            let j = bucket_of(l);
+            low = low.min(j);
+            start += (j > bk) as usize;
+            if j == bk {
                 s.group.push(TokenData { id: (b * BLOCK + k) as i32, logit: l, p: 0.0 });
             }
         }
     }
-    if bk == w.low_bucket {
+    if bk == low {
         let len = s.group.len();
         std_partial_sort(&mut s.group, len, logit_before);
     } else {
         std_sort(&mut s.group, logit_before);
     }
-    let start: usize = w.counts[bk + 1..].iter().map(|&c| c as usize).sum();
     s.group[i - start].id
+}
+
+/// The kept prefix's value at sorted index `i` (`+0.0` for both zeros).
+pub(crate) fn value_at(s: &WideScratch, i: usize) -> f32 {
+    key_value(s.keys[i])
 }
 
 /// The smallest `f32` in llama.cpp's sort bucket `ib` or above (`1 <= ib < NBUCKETS`):
@@ -594,7 +1003,7 @@ mod tests {
                         })
                         .unwrap();
                         assert_eq!(c, plain, "{level:?} value {v}");
-                        let id = with_level(level, || id_at(r, &w, i, &mut s)).unwrap();
+                        let id = with_level(level, || id_at(r, i, value_at(&s, i), &mut s)).unwrap();
                         assert_eq!(row[id as usize], v, "{level:?} index {i}");
                         if plain == 1 {
                             assert_eq!(id as usize, row.iter().position(|&l| l == v).unwrap());
