@@ -439,7 +439,9 @@ fn wide_decided() -> u64 {
 /// hand-built chains over flat rows (f32, and bf16 with many ties): min-p before and after
 /// temperatures, two of each, min-p cut by `min_keep`, by `p = 1` (ties with the maximum) and
 /// `p > 1`, no-op members, a temperature small enough that dist's sums are not exact or
-/// overflow, and more temperatures than the replay takes (the generic tail).
+/// overflow, and more temperatures than the replay takes (the generic tail); with top-p 0.95
+/// (min-p decides what is kept: no sort, `min_p_draw`, on several tails) and 0.6 (top-p cuts
+/// first: the sorted path).
 #[test]
 fn wide_top_p_tails_match() {
     use nucleus_sampler::samplers::{dist::Dist, min_p::MinP, temp::Temp, top_p::TopP};
@@ -456,8 +458,11 @@ fn wide_top_p_tails_match() {
         vec![t(0.02)],
         vec![t(1e-38), mp(0.05, 1)],
         vec![t(0.9), t(0.9), t(0.9), t(0.9), t(0.9), mp(0.05, 1)],
+        vec![mp(0.05, 50_000), t(0.8)],
+        vec![t(0.5), mp(0.05, 1)],
     ];
     let before = wide_decided();
+    let unsorted = nucleus_sampler::session::top_p_wide_min_p_count();
     let mut steps = 0;
     for (shape, seed) in [(0u8, 11u64), (1, 12)] {
         let mut g = Gen((seed * 0x9E37_79B9) | 1);
@@ -472,18 +477,23 @@ fn wide_top_p_tails_match() {
                 }
             })
             .collect();
-        for (k, tail) in tails.iter().enumerate() {
-            let mut chain = Chain::new().with(TopP::new(0.95, 1));
-            for s in tail {
-                chain.push(s.clone());
+        // top-p 0.6 cuts before min-p's threshold: the sorted path, not the min-p one.
+        for top_p in [0.95f32, 0.6] {
+            for (k, tail) in tails.iter().enumerate() {
+                let mut chain = Chain::new().with(TopP::new(top_p, 1));
+                for s in tail {
+                    chain.push(s.clone());
+                }
+                let chain = chain.with(Dist::new(seed as u32 + k as u32));
+                compare_deferred(TokenSampler::new(chain), &row, &[], 6, true).unwrap();
+                steps += 6;
             }
-            let chain = chain.with(Dist::new(seed as u32 + k as u32));
-            compare_deferred(TokenSampler::new(chain), &row, &[], 6, true).unwrap();
-            steps += 6;
         }
     }
     let after = wide_decided();
     assert!(after - before >= steps, "wide path decided {} of {steps} draws", after - before);
+    let unsorted = nucleus_sampler::session::top_p_wide_min_p_count() - unsorted;
+    assert!(unsorted >= 12 && unsorted < steps, "{unsorted} of {steps} draws without sorting");
 }
 
 /// Rows shaped like a real model's (thousands of logits in llama.cpp's top sort bucket, equal

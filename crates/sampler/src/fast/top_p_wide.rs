@@ -482,7 +482,8 @@ pub(crate) fn min_p_draw(
     }
     // The running sum over the first `a` stays below p_top (f64 margins far above the f64
     // rounding of `mass`).
-    let bound = mass / sum as f64 * (1.0 + 2f64.powi(-20)) + a as f64 * 2f64.powi(-25);
+    // (`2^-100` per term covers the absolute error of subnormal `p_i`.)
+    let bound = mass / sum as f64 * (1.0 + 2f64.powi(-20)) + a as f64 * (2f64.powi(-25) + 2f64.powi(-100));
     if bound >= p_top as f64 {
         return None;
     }
@@ -1064,6 +1065,90 @@ mod tests {
         }
         let after = TAIL_BRANCHES.with(|c| c.get());
         assert!(after[0] > before[0] && after[1] > before[1], "branches {before:?} -> {after:?}");
+    }
+
+    /// [`crossing_unsorted`] against a plain scan of the sorted weights, at every level: sets
+    /// short and long, with many ties (a coarse grid) and without, targets at 0, at the total,
+    /// at exact running sums (the first index reaching them) and in between.
+    #[test]
+    fn crossing_unsorted_matches_a_sorted_scan() {
+        for level in levels() {
+            for (n, grid, seed) in [(700usize, false, 1u64), (50_000, false, 2), (120_000, true, 3), (3_000, true, 4)] {
+                let vals: Vec<f32> = flat_row(n, seed, grid).iter().map(|&v| if v == 0.0 { 0.0 } else { v }).collect();
+                let m = vals.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                // Weights on a 2^-20 grid in (0, 1]: every sum of them is exact.
+                let ws: Vec<f32> = vals.iter().map(|&v| ((((v - m) * 0.7).exp() * 1_048_576.0).ceil() / 1_048_576.0) as f32).collect();
+                let mut sorted: Vec<(f32, f32)> = vals.iter().copied().zip(ws.iter().copied()).collect();
+                sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
+                let total: f64 = ws.iter().map(|&w| w as f64).sum();
+                let mut runs = Vec::with_capacity(n);
+                let mut run = 0.0f64;
+                for &(_, w) in &sorted {
+                    run += w as f64;
+                    runs.push(run);
+                }
+                let mut targets = vec![0.0, total, runs[0], runs[n / 3], runs[n - 2]];
+                targets.extend((1..40).map(|k| total * k as f64 / 40.0 + 1e-7));
+                for t in targets {
+                    let want = runs.iter().position(|&r| r >= t).unwrap();
+                    let mut s = WideScratch { vals: vals.clone(), ws: ws.clone(), ..Default::default() };
+                    let (i, v) = with_level(level, || crossing_unsorted(t, total, &mut s)).unwrap();
+                    assert_eq!((i, v.to_bits()), (want, sorted[want].0.to_bits()), "{level:?} n {n} target {t}");
+                }
+            }
+        }
+    }
+
+    /// [`min_p_draw`] against the sorted path ([`build`], then [`draw_tail`]): same index,
+    /// value, logit and RNG use whenever it decides; it declines (RNG untouched) when top-p
+    /// cuts before min-p's threshold, when `min_keep` reaches past it, when dist's sums would
+    /// not be exact, and for other tails.
+    #[test]
+    fn min_p_draw_matches_the_sorted_path() {
+        use crate::samplers::dist::Dist;
+        use TailOp::{MinP as M, Temp as T};
+        let cases: [(f32, &[TailOp], bool); 9] = [
+            (0.95, &[M { p: 0.05, min_keep: 1 }, T(0.8)], true),
+            (0.95, &[T(0.8), M { p: 0.05, min_keep: 1 }], true),
+            (0.99, &[T(1.3), M { p: 0.2, min_keep: 100 }, T(0.6)], true),
+            (0.95, &[M { p: 0.05, min_keep: 1 }, T(0.5)], true),
+            // Weights too spread for exact sums.
+            (0.95, &[M { p: 0.05, min_keep: 1 }, T(0.02)], false),
+            (0.5, &[M { p: 0.05, min_keep: 1 }, T(0.8)], false),
+            (0.95, &[M { p: 0.05, min_keep: 200_000 }, T(0.8)], false),
+            (0.95, &[T(0.8)], false),
+            (0.95, &[M { p: 0.05, min_keep: 1 }, M { p: 0.1, min_keep: 1 }], false),
+        ];
+        for level in levels() {
+            for (n, seed, grid) in [(262_144usize, 2u64, false), (65_536, 3, true)] {
+                let row = flat_row(n, seed, grid);
+                let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let r = Row { logits: &row, patches: &[] };
+                let mut s = WideScratch::default();
+                for (c, &(p_top, ops, decides)) in cases.iter().enumerate() {
+                    for seed in 0..3u32 {
+                        let mut fast = Dist::new(seed);
+                        let got = with_level(level, || min_p_draw(r, m, p_top, ops, fast.rng_mut(), &mut s)).unwrap();
+                        let mut full = Dist::new(seed);
+                        let w = with_level(level, || build(r, m, p_top, 1, &mut s)).unwrap().unwrap();
+                        let (i, l) = draw_tail(&w, ops, full.rng_mut(), &mut s);
+                        let want = (i, value_at(&s, i).to_bits(), l.to_bits());
+                        let next = (fast.rng_mut().uniform_f64().to_bits(), full.rng_mut().uniform_f64().to_bits());
+                        match got {
+                            Some((j, v, l)) => {
+                                assert!(decides, "{level:?} n {n} case {c}: decided");
+                                assert_eq!((j, v.to_bits(), l.to_bits()), want, "{level:?} n {n} case {c} seed {seed}");
+                                assert_eq!(next.0, next.1, "RNG use");
+                            }
+                            None => {
+                                assert!(!decides, "{level:?} n {n} case {c}: declined");
+                                assert_ne!(next.0, next.1, "an undecided step must leave the RNG alone");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Profiling aid, not a check: with `FLAT_ROWS_OUT=path`, writes 16 flat rows of 262,144
