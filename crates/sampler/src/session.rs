@@ -47,7 +47,8 @@ use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
 use crate::fast::top_p_wide::{
-    draw_tail, fill_kept, id_at as wide_id_at, min_p_draw, value_at as wide_value_at, wide_nucleus, TailOp, TailOps, WideScratch, MAX_TEMPS,
+    draw_tail, fill_kept, id_at as wide_id_at, min_p_draw, value_at as wide_value_at, wide_nucleus, TailOp, TailOps,
+    WideScratch, MAX_TEMPS,
 };
 use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
@@ -509,7 +510,15 @@ impl TokenSampler {
     /// Defers a wide top-p step that selected sorted index `i`, token `id`, whose logit dist
     /// saw as `logit` (from the sorted values, which hold `+0.0` for both zeros: the
     /// temperature keeps a zero's sign, so the token's own zero decides it).
-    fn defer_wide(&mut self, row: &[f32], at: usize, dist_at: usize, i: usize, id: Token, logit: f32) -> Result<Token, SampleError> {
+    fn defer_wide(
+        &mut self,
+        row: &[f32],
+        at: usize,
+        dist_at: usize,
+        i: usize,
+        id: Token,
+        logit: f32,
+    ) -> Result<Token, SampleError> {
         let r = Row { logits: row, patches: self.fast.sparse.as_slice() };
         let raw = r.get(id as usize);
         let logit = if raw == 0.0 { logit.copysign(raw) } else { logit };

@@ -345,7 +345,14 @@ thread_local! {
 
 /// Per-block `f64` sums of dist's weights into `sums`, and their total, when every sum of the
 /// weights is exact (see [`draw_tail`]); `None` otherwise.
-fn block_sums(keys: &[u32], ts: &[f32], w0: f32, sums: &mut Vec<f64>, xs: &mut Vec<f32>, es: &mut Vec<f32>) -> Option<f64> {
+fn block_sums(
+    keys: &[u32],
+    ts: &[f32],
+    w0: f32,
+    sums: &mut Vec<f64>,
+    xs: &mut Vec<f32>,
+    es: &mut Vec<f32>,
+) -> Option<f64> {
     if !w0.is_finite() {
         return None;
     }
@@ -379,7 +386,15 @@ fn block_sums(keys: &[u32], ts: &[f32], w0: f32, sums: &mut Vec<f64>, xs: &mut V
 }
 
 /// The first index whose running sum of weights reaches `target`, from exact block sums.
-fn crossing(keys: &[u32], ts: &[f32], w0: f32, target: f64, sums: &[f64], xs: &mut Vec<f32>, es: &mut Vec<f32>) -> usize {
+fn crossing(
+    keys: &[u32],
+    ts: &[f32],
+    w0: f32,
+    target: f64,
+    sums: &[f64],
+    xs: &mut Vec<f32>,
+    es: &mut Vec<f32>,
+) -> usize {
     let mut run = 0.0f64;
     for (b, &bs) in sums.iter().enumerate() {
         if run + bs >= target {
@@ -400,7 +415,14 @@ fn crossing(keys: &[u32], ts: &[f32], w0: f32, target: f64, sums: &[f64], xs: &m
 
 /// dist's arithmetic replayed literally: the sequential `f64` total, the draw, the first
 /// running sum that reaches `total * u` (else the last index).
-fn dist_sequential(keys: &[u32], ts: &[f32], w0: f32, rng: &mut LlamaRng, xs: &mut Vec<f32>, es: &mut Vec<f32>) -> usize {
+fn dist_sequential(
+    keys: &[u32],
+    ts: &[f32],
+    w0: f32,
+    rng: &mut LlamaRng,
+    xs: &mut Vec<f32>,
+    es: &mut Vec<f32>,
+) -> usize {
     let nb = keys.len().div_ceil(TAIL_BLOCK);
     let mut total = 0.0f64;
     for b in 0..nb {
@@ -654,7 +676,14 @@ simd_dispatch!(
 );
 
 #[inline(always)]
-unsafe fn split3_k<S: Simd>(v: &[f32], w: &[f32], v1: f32, v2: f32, idx: &mut Vec<i32>, mid: &mut Vec<f32>) -> (f64, usize, f64) {
+unsafe fn split3_k<S: Simd>(
+    v: &[f32],
+    w: &[f32],
+    v1: f32,
+    v2: f32,
+    idx: &mut Vec<i32>,
+    mid: &mut Vec<f32>,
+) -> (f64, usize, f64) {
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside both slices (`i + S::N <= n`, `n` the shorter length; the tail done value by value).
     unsafe {
         let n = v.len().min(w.len());
@@ -800,7 +829,9 @@ fn crossing_unsorted(target: f64, total: f64, s: &mut WideScratch) -> (usize, f3
 fn bracket(v: &[f32], w: &[f32], frac: f64, sample: &mut Vec<u64>) -> (f32, f32) {
     let step = (v.len() / SAMPLE).max(1);
     sample.clear();
-    sample.extend(v.iter().zip(w).step_by(step).take(SAMPLE).map(|(&v, &w)| (desc_key(v) as u64) << 32 | w.to_bits() as u64));
+    sample.extend(
+        v.iter().zip(w).step_by(step).take(SAMPLE).map(|(&v, &w)| (desc_key(v) as u64) << 32 | w.to_bits() as u64),
+    );
     sample.sort_unstable();
     let t: f64 = sample.iter().map(|&x| pair_weight(x)).sum();
     let want = frac * t;
@@ -814,7 +845,8 @@ fn bracket(v: &[f32], w: &[f32], frac: f64, sample: &mut Vec<u64>) -> (f32, f32)
         }
     }
     let v1 = if at >= BRACKET { key_value((sample[at - BRACKET] >> 32) as u32) } else { f32::INFINITY };
-    let v2 = if at + BRACKET < sample.len() { key_value((sample[at + BRACKET] >> 32) as u32) } else { f32::NEG_INFINITY };
+    let v2 =
+        if at + BRACKET < sample.len() { key_value((sample[at + BRACKET] >> 32) as u32) } else { f32::NEG_INFINITY };
     (v1, v2)
 }
 
@@ -1077,7 +1109,8 @@ mod tests {
                 let vals: Vec<f32> = flat_row(n, seed, grid).iter().map(|&v| if v == 0.0 { 0.0 } else { v }).collect();
                 let m = vals.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 // Weights on a 2^-20 grid in (0, 1]: every sum of them is exact.
-                let ws: Vec<f32> = vals.iter().map(|&v| ((((v - m) * 0.7).exp() * 1_048_576.0).ceil() / 1_048_576.0) as f32).collect();
+                let ws: Vec<f32> =
+                    vals.iter().map(|&v| (((v - m) * 0.7).exp() * 1_048_576.0).ceil() / 1_048_576.0).collect();
                 let mut sorted: Vec<(f32, f32)> = vals.iter().copied().zip(ws.iter().copied()).collect();
                 sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
                 let total: f64 = ws.iter().map(|&w| w as f64).sum();
@@ -1161,7 +1194,8 @@ mod tests {
         let Some(path) = std::env::var_os("FLAT_ROWS_OUT") else {
             return;
         };
-        let bytes: Vec<u8> = (1..=16u64).flat_map(|seed| flat_row(262_144, seed, false)).flat_map(f32::to_le_bytes).collect();
+        let bytes: Vec<u8> =
+            (1..=16u64).flat_map(|seed| flat_row(262_144, seed, false)).flat_map(f32::to_le_bytes).collect();
         std::fs::write(path, bytes).unwrap();
     }
 
