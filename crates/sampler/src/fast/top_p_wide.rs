@@ -776,27 +776,17 @@ fn crossing_unsorted(target: f64, total: f64, s: &mut WideScratch) -> (usize, f3
         nv.clear();
         let (s_hi, n_hi, s_mid) = split3(&cv, &cw, v1, v2, &mut s.ids, &mut nv);
         let n_mid = nv.len();
-        nw.clear();
         if n_hi > 0 && above + s_hi >= target {
-            nv.clear();
-            for (&v, &w) in cv.iter().zip(&cw) {
-                if v > v1 {
-                    nv.push(v);
-                    nw.push(w);
-                }
-            }
+            // Above the bracket: the values `>= next_up(v1)`.
+            keep_range(&cv, &cw, f32::INFINITY, v1.next_up(), &mut s.ids, &mut nv, &mut nw);
             sum = s_hi;
         } else if n_mid > 0 && above + s_hi + s_mid >= target {
+            nw.clear();
             nw.extend(s.ids.iter().map(|&i| cw[i as usize]));
             (above, pos, sum) = (above + s_hi, pos + n_hi, s_mid);
         } else {
-            nv.clear();
-            for (&v, &w) in cv.iter().zip(&cw) {
-                if v < v2 {
-                    nv.push(v);
-                    nw.push(w);
-                }
-            }
+            // Below the bracket: the values `<= next_down(v2)`.
+            keep_range(&cv, &cw, v2.next_down(), f32::NEG_INFINITY, &mut s.ids, &mut nv, &mut nw);
             (above, pos, sum) = (above + s_hi + s_mid, pos + n_hi + n_mid, sum - s_hi - s_mid);
         }
         let shrunk = nv.len() < cv.len();
@@ -821,6 +811,15 @@ fn crossing_unsorted(target: f64, total: f64, s: &mut WideScratch) -> (usize, f3
     }
     (s.vals, s.ws, s.next_vals, s.next_ws) = (cv, cw, nv, nw);
     r
+}
+
+/// The values of `v` in `[lo, hi]` into `nv`, their weights (from `w`) into `nw`.
+fn keep_range(v: &[f32], w: &[f32], hi: f32, lo: f32, ids: &mut Vec<i32>, nv: &mut Vec<f32>, nw: &mut Vec<f32>) {
+    ids.clear();
+    nv.clear();
+    split3(v, w, hi, lo, ids, nv);
+    nw.clear();
+    nw.extend(ids.iter().map(|&i| w[i as usize]));
 }
 
 /// Values `(v1, v2)`, `v1 >= v2`, bracketing the place where the running sum of the weights
