@@ -7,7 +7,12 @@
 //! logit: equal logits have equal `p` bits, so the running sums, the cut, min-p's cut, the
 //! temperature and dist's draw (its `f64` sums and the selected index) are the same whichever
 //! way ties are laid out. Only the id at the selected index can differ, and only when its
-//! logit is tied with a neighbour's. So here:
+//! logit is tied with a neighbour's.
+//!
+//! When min-p follows and decides what is kept (top-p provably keeps more; the default chain
+//! on a flat row), nothing is sorted at all ([`min_p_draw`]): one pass gives llama.cpp's
+//! softmax sum and the values above min-p's threshold, and dist's crossing is found among them
+//! by exact subset sums, sorting only the last thousand or so. Otherwise:
 //!
 //! 1. one pass computes llama.cpp's exact `e_i = expf(l_i - max)` (the vector replica), its
 //!    sequential `f32` sum `s` in id order, and a histogram (count and mass) of llama.cpp's 128
@@ -20,7 +25,8 @@
 //!    run on the kept prefix as usual ([`fill_kept`]);
 //! 4. the selected index's id is the one token with that logit; when the logit is tied, the
 //!    one bucket that holds it is sorted again with llama.cpp's own algorithm (`std::sort`, or
-//!    `std::partial_sort` for the last bucket) to read the id llama.cpp has at that index.
+//!    `std::partial_sort` for the last bucket) to read the id llama.cpp has at that index
+//!    ([`id_at`], for both ways).
 //!
 //! The caller leaves the step to the full path (before anything is consumed) when the nucleus
 //! lies within llama.cpp's first 256 sorted candidates (another order then) or past the
