@@ -77,7 +77,7 @@ unsafe fn max_pass_avx512(row: &[f32]) -> f32 {
     c.remainder().iter().fold(_mm512_reduce_max_ps(v), |a, &x| if x > a { x } else { a })
 }
 
-/// Every fast path's tier counters, concatenated (dist, dist staged refinement [decided, not], sigma, mirostat, top-p, wide top-p).
+/// Every fast path's tier counters, concatenated (dist, dist staged refinement [decided, not], sigma, mirostat, top-p, wide top-p [sorted, full], wide top-p decided by min-p without sorting).
 fn tiers() -> Vec<u64> {
     use nucleus_sampler::session::*;
     let mut v = dist_tier_counts().to_vec();
@@ -86,6 +86,7 @@ fn tiers() -> Vec<u64> {
     v.extend(mirostat_tier_counts());
     v.extend(top_p_tier_counts());
     v.extend(top_p_wide_tier_counts());
+    v.push(top_p_wide_min_p_count());
     v
 }
 

@@ -53,7 +53,10 @@ use crate::fast::row::{scan_row, Row, RowScan, Scan};
 use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
-use crate::fast::top_p_wide::{id_at as wide_id_at, wide_nucleus, WideScratch};
+use crate::fast::top_p_wide::{
+    draw_tail, fill_kept, id_at as wide_id_at, min_p_draw, value_at as wide_value_at, wide_nucleus, TailOp, TailOps,
+    WideScratch, MAX_TEMPS,
+};
 use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
@@ -414,27 +417,40 @@ impl TokenSampler {
                         let Some(dist_at) = dist_at else {
                             return Ok(None);
                         };
-                        let Some(w) = wide_nucleus(r, m, p, min_keep, &mut f.wide, &mut self.cands) else {
+                        let steps = self.chain.samplers_mut();
+                        let ops = wide_tail_ops(&steps[at + 1..dist_at]);
+                        // min-p decides what is kept: no sort (the RNG is untouched when not).
+                        if let (Some(ops), Step::Dist(d)) = (&ops, &mut steps[dist_at]) {
+                            if let Some((i, v, logit)) = min_p_draw(r, m, p, ops.as_slice(), d.rng_mut(), &mut f.wide) {
+                                let id = wide_id_at(r, i, v, &mut f.wide);
+                                return Ok(Some(self.defer_wide(row, at, dist_at, i, id, logit)?));
+                            }
+                        }
+                        let Some(w) = wide_nucleus(r, m, p, min_keep, &mut f.wide) else {
                             return Ok(None);
                         };
-                        for s in &mut self.chain.samplers_mut()[at + 1..] {
-                            s.apply(&mut self.cands);
-                        }
-                        let Some(i) = self.cands.selected().filter(|&i| i < self.cands.len()) else {
-                            return self.selected().map(Some);
+                        let (i, logit) = match ops {
+                            Some(ops) => {
+                                let Step::Dist(d) = &mut steps[dist_at] else {
+                                    return Ok(None);
+                                };
+                                draw_tail(&w, ops.as_slice(), d.rng_mut(), &mut f.wide)
+                            }
+                            None => {
+                                fill_kept(&w, &mut f.wide, &mut self.cands);
+                                for s in &mut steps[at + 1..] {
+                                    s.apply(&mut self.cands);
+                                }
+                                let Some(i) = self.cands.selected().filter(|&i| i < self.cands.len()) else {
+                                    return self.selected().map(Some);
+                                };
+                                (i, self.cands.as_slice()[i].logit)
+                            }
                         };
-                        let mut logit = self.cands.as_slice()[i].logit;
                         let f = &mut self.fast;
                         let r = Row { logits: row, patches: f.sparse.as_slice() };
-                        let id = wide_id_at(r, &w, i, &mut f.wide);
-                        // The prefix holds `+0.0` for both zeros; the temperature keeps a
-                        // zero's sign, so the selected token's own zero decides it.
-                        let raw = r.get(id as usize);
-                        if raw == 0.0 {
-                            logit = logit.copysign(raw);
-                        }
-                        self.defer_token(at, dist_at, End::Dist, i, id, logit);
-                        self.selected().map(Some)
+                        let id = wide_id_at(r, i, wide_value_at(&f.wide, i), &mut f.wide);
+                        self.defer_wide(row, at, dist_at, i, id, logit).map(Some)
                     }
                     Nucleus::Nucleus => {
                         for s in &mut self.chain.samplers_mut()[at + 1..] {
@@ -513,6 +529,25 @@ impl TokenSampler {
         self.cands.fill_from(&[TokenData { id, logit, p: f32::NAN }]);
         self.cands.set_selected(Some(0));
         self.fast.deferred = Some(Deferred { start, end_at, end, selected });
+    }
+
+    /// Defers a wide top-p step that selected sorted index `i`, token `id`, whose logit dist
+    /// saw as `logit` (from the sorted values, which hold `+0.0` for both zeros: the
+    /// temperature keeps a zero's sign, so the token's own zero decides it).
+    fn defer_wide(
+        &mut self,
+        row: &[f32],
+        at: usize,
+        dist_at: usize,
+        i: usize,
+        id: Token,
+        logit: f32,
+    ) -> Result<Token, SampleError> {
+        let r = Row { logits: row, patches: self.fast.sparse.as_slice() };
+        let raw = r.get(id as usize);
+        let logit = if raw == 0.0 { logit.copysign(raw) } else { logit };
+        self.defer_token(at, dist_at, End::Dist, i, id, logit);
+        self.selected()
     }
 
     fn selected(&self) -> Result<Token, SampleError> {
@@ -629,6 +664,28 @@ fn compile_top_p(steps: &[Step], at: usize) -> Plan {
     Plan::Full
 }
 
+/// The members between a wide top-p and its dist as [`draw_tail`] replays them (no-ops left
+/// out), or `None` when there are more temperatures than it takes.
+fn wide_tail_ops(steps: &[Step]) -> Option<TailOps> {
+    let mut ops = TailOps::new();
+    let mut temps = 0;
+    for s in steps {
+        match (s.role(), s) {
+            (Role::Noop, _) => {}
+            (Role::MinP, Step::MinP(mp)) => {
+                let (p, min_keep) = mp.params();
+                ops.push(TailOp::MinP { p, min_keep })?;
+            }
+            (Role::Temp, _) if temps < MAX_TEMPS => {
+                ops.push(TailOp::Temp(temp_of(s)?))?;
+                temps += 1;
+            }
+            _ => return None,
+        }
+    }
+    Some(ops)
+}
+
 /// The temperature of a [`Role::Temp`] step.
 fn temp_of(s: &Step) -> Option<f32> {
     match s {
@@ -739,6 +796,13 @@ pub fn top_p_tier_counts() -> [u64; 2] {
 #[doc(hidden)]
 pub fn top_p_wide_tier_counts() -> [u64; 2] {
     crate::fast::top_p_wide::tier_counts()
+}
+
+/// How many draws the wide top-p fast path decided without sorting, because min-p decided
+/// what was kept (counted apart from [`top_p_wide_tier_counts`]). For benchmarks and tests.
+#[doc(hidden)]
+pub fn top_p_wide_min_p_count() -> u64 {
+    crate::fast::top_p_wide::shortcut_count()
 }
 
 /// Writes `logits` widened to f32 into `out` (resized to the row; no allocation once it has

@@ -406,7 +406,7 @@ fn plan_is_recompiled_after_chain_edits() {
 #[test]
 fn wide_top_p_matches_on_flat_rows() {
     let n = 65536;
-    let before = nucleus_sampler::session::top_p_wide_tier_counts();
+    let before = wide_decided();
     for (shape, seed) in [(0u8, 1u64), (0, 2), (1, 3), (1, 4)] {
         let mut g = Gen((seed * 0x9E37_79B9) | 1);
         let row: Vec<f32> = (0..n)
@@ -426,8 +426,74 @@ fn wide_top_p_matches_on_flat_rows() {
             compare_deferred(s, &row, &[5, 6, 7], 24, true).unwrap();
         }
     }
-    let after = nucleus_sampler::session::top_p_wide_tier_counts();
-    assert!(after[0] - before[0] >= 8 * 24, "wide path decided {} draws", after[0] - before[0]);
+    let after = wide_decided();
+    assert!(after - before >= 8 * 24, "wide path decided {} draws", after - before);
+}
+
+/// Draws the wide top-p path decided so far: sorted, and without sorting (min-p decided).
+fn wide_decided() -> u64 {
+    nucleus_sampler::session::top_p_wide_tier_counts()[0] + nucleus_sampler::session::top_p_wide_min_p_count()
+}
+
+/// The wide top-p path's replay of the chain after top-p (`fast::top_p_wide::draw_tail`) on
+/// hand-built chains over flat rows (f32, and bf16 with many ties): min-p before and after
+/// temperatures, two of each, min-p cut by `min_keep`, by `p = 1` (ties with the maximum) and
+/// `p > 1`, no-op members, a temperature small enough that dist's sums are not exact or
+/// overflow, and more temperatures than the replay takes (the generic tail); with top-p 0.95
+/// (min-p decides what is kept: no sort, `min_p_draw`, on several tails) and 0.6 (top-p cuts
+/// first: the sorted path).
+#[test]
+fn wide_top_p_tails_match() {
+    use nucleus_sampler::samplers::{dist::Dist, min_p::MinP, temp::Temp, top_p::TopP};
+    use nucleus_sampler::step::Step;
+    let n = 65536;
+    let mp = |p, k| Step::from(MinP::new(p, k));
+    let t = |t| Step::from(Temp::new(t));
+    let tails: Vec<Vec<Step>> = vec![
+        vec![mp(0.05, 1), t(0.8)],
+        vec![t(0.8), mp(0.05, 1)],
+        vec![t(0.8), mp(0.05, 1), t(1.3), mp(0.3, 20_000)],
+        vec![mp(0.0, 1), t(1.0), mp(1.0, 1), t(0.8)],
+        vec![mp(1.5, 300)],
+        vec![t(0.02)],
+        vec![t(1e-38), mp(0.05, 1)],
+        vec![t(0.9), t(0.9), t(0.9), t(0.9), t(0.9), mp(0.05, 1)],
+        vec![mp(0.05, 50_000), t(0.8)],
+        vec![t(0.5), mp(0.05, 1)],
+    ];
+    let before = wide_decided();
+    let unsorted = nucleus_sampler::session::top_p_wide_min_p_count();
+    let mut steps = 0;
+    for (shape, seed) in [(0u8, 11u64), (1, 12)] {
+        let mut g = Gen((seed * 0x9E37_79B9) | 1);
+        let row: Vec<f32> = (0..n)
+            .map(|_| {
+                let z = g.normal();
+                let v = 0.8 * z - 0.05 * z * z;
+                if shape == 1 {
+                    half::bf16::from_f32(v).to_f32()
+                } else {
+                    v
+                }
+            })
+            .collect();
+        // top-p 0.6 cuts before min-p's threshold: the sorted path, not the min-p one.
+        for top_p in [0.95f32, 0.6] {
+            for (k, tail) in tails.iter().enumerate() {
+                let mut chain = Chain::new().with(TopP::new(top_p, 1));
+                for s in tail {
+                    chain.push(s.clone());
+                }
+                let chain = chain.with(Dist::new(seed as u32 + k as u32));
+                compare_deferred(TokenSampler::new(chain), &row, &[], 6, true).unwrap();
+                steps += 6;
+            }
+        }
+    }
+    let after = wide_decided();
+    assert!(after - before >= steps, "wide path decided {} of {steps} draws", after - before);
+    let unsorted = nucleus_sampler::session::top_p_wide_min_p_count() - unsorted;
+    assert!(unsorted >= 12 && unsorted < steps, "{unsorted} of {steps} draws without sorting");
 }
 
 /// Rows shaped like a real model's (thousands of logits in llama.cpp's top sort bucket, equal

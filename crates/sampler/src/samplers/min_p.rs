@@ -79,6 +79,11 @@ impl Sampler for MinP {
 
 impl MinP {
     /// How the whole-vocabulary fast paths treat this sampler.
+    /// `(p, min_keep)` (for the wide top-p fast path, which replays `apply` on sorted values).
+    pub(crate) fn params(&self) -> (f32, usize) {
+        (self.p, self.min_keep)
+    }
+
     pub(crate) fn role(&self) -> Role {
         if self.p <= 0.0 {
             Role::Noop
