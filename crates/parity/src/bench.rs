@@ -131,6 +131,9 @@ pub struct Row {
     pub llama_us_p90: f64,
     /// llama.cpp 99th percentile µs per token.
     pub llama_us_p99: f64,
+    /// Measured steps whose token differs between the two sides (0 when nucleus is exact; after
+    /// a difference the histories differ too, so later steps may differ as a consequence).
+    pub tokens_differ: usize,
 }
 
 impl Row {
@@ -168,6 +171,7 @@ pub fn measure(chain: &'static str, params: &SamplingParams, row: &[f32], shape:
         let sel = cands.selected().expect("llama.cpp selected a token");
         theirs.accept(cands.as_slice()[sel].id);
     }
+    let mut tokens_differ = 0;
     for _ in 0..iters {
         let t0 = Instant::now();
         let tok = ours.sample(row).expect("valid logits");
@@ -180,6 +184,7 @@ pub fn measure(chain: &'static str, params: &SamplingParams, row: &[f32], shape:
         let id = cands.as_slice()[sel].id;
         theirs.accept(id);
         b.push(t0.elapsed().as_secs_f64() * 1e6);
+        tokens_differ += usize::from(tok != id);
     }
     Row {
         chain,
@@ -191,6 +196,7 @@ pub fn measure(chain: &'static str, params: &SamplingParams, row: &[f32], shape:
         llama_us_median: quantile(&mut b, 0.5),
         llama_us_p90: quantile(&mut b, 0.9),
         llama_us_p99: quantile(&mut b, 0.99),
+        tokens_differ,
     }
 }
 
@@ -213,6 +219,7 @@ pub fn measure_rows(chain: &'static str, params: &SamplingParams, rows: &[Vec<f3
     }
     let touch = |row: &[f32]| std::hint::black_box(row.iter().fold(0.0f32, |a, &x| a + x));
     let (mut a, mut b) = (Vec::with_capacity(rows.len() * reps), Vec::with_capacity(rows.len() * reps));
+    let mut tokens_differ = 0;
     for rep in 0..reps + 1 {
         for row in rows {
             touch(row);
@@ -225,12 +232,14 @@ pub fn measure_rows(chain: &'static str, params: &SamplingParams, rows: &[Vec<f3
             cands.fill(row);
             theirs.apply(&mut cands);
             let sel = cands.selected().expect("llama.cpp selected a token");
-            theirs.accept(cands.as_slice()[sel].id);
+            let id = cands.as_slice()[sel].id;
+            theirs.accept(id);
             let tb = t0.elapsed().as_secs_f64() * 1e6;
             // The first pass warms buffers and caches and is not measured.
             if rep > 0 {
                 a.push(ta);
                 b.push(tb);
+                tokens_differ += usize::from(tok != id);
             }
         }
     }
@@ -244,6 +253,7 @@ pub fn measure_rows(chain: &'static str, params: &SamplingParams, rows: &[Vec<f3
         llama_us_median: quantile(&mut b, 0.5),
         llama_us_p90: quantile(&mut b, 0.9),
         llama_us_p99: quantile(&mut b, 0.99),
+        tokens_differ,
     }
 }
 

@@ -97,7 +97,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let mut floors = serde_json::Map::new();
     if !args.json {
         println!(
-            "{:<5} {:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "{:<5} {:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6}",
             "chain",
             "vocab",
             "shape",
@@ -107,13 +107,14 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             "llama_med",
             "llama_p90",
             "llama_p99",
-            "ratio"
+            "ratio",
+            "differ"
         );
     }
     let print = |r: &Row, model: Option<&str>| {
         if !args.json {
             println!(
-                "{:<5} {:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>7.1}x{}",
+                "{:<5} {:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>7.1}x {:>6}{}",
                 r.chain,
                 r.vocab,
                 r.shape.name(),
@@ -124,6 +125,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                 r.llama_us_p90,
                 r.llama_us_p99,
                 r.ratio(),
+                r.tokens_differ,
                 model.map(|m| format!("  ({m})")).unwrap_or_default()
             );
         }
@@ -176,6 +178,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
                     "llama_us_median": round2(r.llama_us_median), "llama_us_p90": round2(r.llama_us_p90),
                     "llama_us_p99": round2(r.llama_us_p99),
                     "ratio": round2(r.ratio()),
+                    "tokens_differ": r.tokens_differ,
                 });
                 if let Some(m) = model {
                     o["model"] = json!(m);
