@@ -42,7 +42,7 @@ use crate::chain::Chain;
 use crate::error::SampleError;
 use crate::fast::dist::{dist_list, dist_row, DistScratch};
 use crate::fast::mirostat_v2::{id_at as miro_id_at, mirostat_prefix, Miro, MiroScratch};
-use crate::fast::row::{scan_row, Row, RowScan, Scan};
+use crate::fast::row::{scan_row_with, Row, RowScan, Scan};
 use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
@@ -394,7 +394,8 @@ impl TokenSampler {
                 }
                 let f = &mut self.fast;
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
-                let m = match scan_row(r, &mut f.scan) {
+                // The narrow path reads only the block maxima (no coarse sums).
+                let m = match scan_row_with(r, &mut f.scan, false) {
                     Scan::Bad(i) => return Err(bad_logit(row, i)),
                     Scan::Max(m) if m == f32::NEG_INFINITY => return Ok(None),
                     Scan::Max(m) => m,
@@ -692,10 +693,11 @@ pub fn mirostat_tier_counts() -> [u64; 3] {
     crate::fast::mirostat_v2::tier_counts()
 }
 
-/// How often the top-p fast path built the nucleus / left the step to the full path:
-/// `[nucleus, full]`. For benchmarks and tests.
+/// How often the top-p fast path built the nucleus / left the step to the full path, and how
+/// many of the built ones replayed llama.cpp's bucket order (a tie in the nucleus):
+/// `[nucleus, full, replayed]`. For benchmarks and tests.
 #[doc(hidden)]
-pub fn top_p_tier_counts() -> [u64; 2] {
+pub fn top_p_tier_counts() -> [u64; 3] {
     crate::fast::top_p::tier_counts()
 }
 

@@ -3,82 +3,84 @@
 //!
 //! llama.cpp computes `p_i = RN(e_i / s)` with `s` a sequential `f32` sum of
 //! `e_i = expf(l_i - max)` in id order, partially sorts the top 256 candidates with its bucket
-//! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`. The partial sort's
-//! first 256 entries come from the top buckets: those are gathered and sorted with llama.cpp's
-//! algorithms (in id order, as its stable scatter leaves them). The running sum is monotone in
-//! `s`, so evaluating it at both ends of a bracket of `s` (from the max pass's coarse block
-//! sums) either fixes the cut or says it is ambiguous. Then, when the maximum comes late in the
-//! row, a 1-ulp vector exp pass that also sums `min(e_i, U/2)` (`U` an ulp bound of `s`: each
-//! addition is off by at most `min(e_i, ulp(s)/2)`) gives a tighter bracket; failing that, `s`
-//! itself is computed exactly, skipping the terms too small to change it (see [`exact_sum`]),
-//! and the cut is read at `s`.
-//! When even the bracket's largest `p`s cannot reach the cut within 256 candidates, the caller
-//! runs the wide path or the full path; nothing has been consumed.
+//! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`.
+//!
+//! One pass over the row (after the max pass) collects two sets ([`collect`]):
+//! - the values that can change `s`: a term below half an ulp of the running sum leaves it
+//!   unchanged, and the running sum is at least the exponential of the largest value seen so
+//!   far, so only values within [`NEAR`] nats of the running maximum are kept (in id order);
+//!   their exact exponentials, added by the grid replay, give `s` exactly ([`exact_sum`]);
+//! - the 257 largest values, by a rising threshold as in `fast::top_k` (every value at or above
+//!   the buffer's 257th largest, cut back when the buffer fills).
+//!
+//! llama.cpp's first 256 positions hold the 256 largest values in descending order whatever
+//! the order of equal values (its buckets are ranges of values, top down), and the cut reads
+//! only values, so the cut is found on the values sorted. When the nucleus and the position
+//! after it hold distinct values, that order is llama.cpp's; otherwise the top buckets are
+//! gathered and put in order by llama.cpp's own algorithms ([`llama_order`]).
+//! When even the exact `s` does not reach the cut within 256 candidates, the caller runs the
+//! wide path or the full path; nothing has been consumed.
 
 use crate::candidates::{Candidates, TokenData};
-use crate::fast::bounds::{f32_down, f32_up, seq_block};
-use crate::fast::expf::{exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
+use crate::fast::bounds::{f32_down, seq_block};
+use crate::fast::expf::expf_exact_slice;
 use crate::fast::row::{collect_into, Row, RowScan, TierCounts, BLOCK};
-use crate::fast::simd::{simd_dispatch, Scalar, Simd};
+use crate::fast::simd::{simd_dispatch, Simd};
+use crate::fast::top_k::keep_top;
+use crate::fast::value_sort::desc_key;
 use crate::sort::{bucket_of, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
 
 /// Candidates llama.cpp's adaptive top-p sorts first.
 const FIRST: usize = 256;
 
+/// A value more than this many nats below the running maximum adds nothing to llama.cpp's
+/// sum: `ln(2^25) = 17.33` (the term is then below `2^-25` times the running sum, so below
+/// half its ulp) plus room for the rounding of `l - max` and of `expf` (see [`collect`]).
+const NEAR: f64 = 17.35;
+
+/// The running maximum must be at most this far below the row's for its exponential (a lower
+/// bound of the running sum) to be a normal `f32`.
+const NORMAL: f64 = 87.0;
+
+/// The rising-threshold buffer of the largest values.
+#[derive(Clone, Debug, Default)]
+struct TopBuf {
+    ids: Vec<i32>,
+    vals: Vec<f32>,
+    sel: Vec<f32>,
+    /// Every value of the row at or above it is in the buffer.
+    thr: f32,
+    /// Length at which the buffer is cut back.
+    cap: usize,
+}
+
 /// Reusable buffers.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TopPScratch {
+    /// Values that may change llama.cpp's sum (with their ids), id order.
+    near_ids: Vec<i32>,
+    near: Vec<f32>,
+    top: TopBuf,
+    keys: Vec<u64>,
+    sorted: Vec<TokenData>,
+    xs: Vec<f32>,
+    es: Vec<f32>,
+    // llama.cpp's bucket order (ties in the nucleus).
     ids: Vec<i32>,
     vals: Vec<f32>,
     groups: Vec<TokenData>,
     counts: Vec<u32>,
-    xs: Vec<f32>,
-    es: Vec<f32>,
-    sids: Vec<i32>,
-    svals: Vec<f32>,
     /// One bucket as gathered (id order), for the libstdc++ emulation on ties.
     spare: Vec<TokenData>,
 }
 
-/// How often the nucleus was built here / left to the full path, process-wide.
-static TIERS: TierCounts<2> = TierCounts::new();
+/// How often the nucleus was built here / left to the full path / built through llama.cpp's
+/// bucket order (a tie in the nucleus, or fewer than 257 values near the maximum), process-wide.
+static TIERS: TierCounts<3> = TierCounts::new();
 
-/// `[nucleus built, full path]` so far in this process.
-pub(crate) fn tier_counts() -> [u64; 2] {
+/// `[nucleus built, full path, of the built: through the bucket order]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 3] {
     TIERS.get()
-}
-
-simd_dispatch!(
-    /// (sum of `exp_near(x - m)`, sum of `min(exp_near(x - m), c)`) over one block; the second
-    /// is summed in `f32` lanes (its caller widens it by the lane sums' rounding).
-    fn block_near_min(x: &[f32], m: f32, c: f32) -> (f64, f64) = block_near_min_k
-);
-
-#[inline(always)]
-unsafe fn block_near_min_k<S: Simd>(x: &[f32], m: f32, c: f32) -> (f64, f64) {
-    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
-    unsafe {
-        let n = x.len();
-        let p = x.as_ptr();
-        let (mv, cv) = (S::splat(m), S::splat(c));
-        let mut a = S::dzero();
-        let mut b = S::splat(0.0);
-        let mut i = 0;
-        while i + 2 * S::N <= n {
-            let e0 = exp_near::<S>(S::sub(S::load(p.add(i)), mv));
-            let e1 = exp_near::<S>(S::sub(S::load(p.add(i + S::N)), mv));
-            a = S::dadd(a, S::add(e0, e1));
-            b = S::add(b, S::add(S::min(e0, cv), S::min(e1, cv)));
-            i += 2 * S::N;
-        }
-        let (mut sa, mut sb) = (S::dsum(a), S::hsum_f64(b));
-        for &v in &x[i..] {
-            let e = exp_near::<Scalar>(v - m);
-            sa += e as f64;
-            sb += e.min(c) as f64;
-        }
-        (sa, sb)
-    }
 }
 
 /// Outcome of [`top_p_nucleus`].
@@ -89,8 +91,8 @@ pub(crate) enum TopP {
     Nucleus,
 }
 
-/// llama.cpp's top-p over `row` (scanned into `d`, maximum `m` finite) for `p < 1` and
-/// `min_keep`, when the nucleus lies within the first 256 sorted candidates.
+/// llama.cpp's top-p over `row` (scanned into `d`: `cmax` is read, maximum `m` finite) for
+/// `p < 1` and `min_keep`, when the nucleus lies within the first 256 sorted candidates.
 pub(crate) fn top_p_nucleus(
     row: Row<'_>,
     m: f32,
@@ -101,10 +103,23 @@ pub(crate) fn top_p_nucleus(
     out: &mut Candidates,
 ) -> TopP {
     let r = nucleus(row, m, p, min_keep, d, s, out);
-    TIERS.bump(matches!(r, TopP::Full) as usize);
-    r
+    match r {
+        Some(replayed) => {
+            TIERS.bump(0);
+            if replayed {
+                TIERS.bump(2);
+            }
+            TopP::Nucleus
+        }
+        None => {
+            TIERS.bump(1);
+            TopP::Full
+        }
+    }
 }
 
+/// The nucleus into `out`: `Some(whether llama.cpp's bucket order was replayed)`, `None` for
+/// the full path.
 fn nucleus(
     row: Row<'_>,
     m: f32,
@@ -113,38 +128,196 @@ fn nucleus(
     d: &RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
-) -> TopP {
+) -> Option<bool> {
     let n = row.len();
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if min_keep > FIRST || !(p >= 0.0) {
-        return TopP::Full;
+        return None;
     }
-    let nb = d.cmax.len();
-    // 1. A coarse upper bound of s from the scan (for the ulp bound U).
-    let (mut coarse_lo, mut coarse_hi) = (0.0f64, 0.0f64);
-    for b in 0..nb {
-        if d.cmax[b] == f32::NEG_INFINITY {
-            continue;
+    collect(row, m, d, s);
+    let sum = exact_sum(m, s);
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(sum > 0.0) || !(sum < f32::INFINITY) {
+        return None;
+    }
+    let k = FIRST.min(n);
+    // llama.cpp's first k positions hold the k largest values, sorted; the cut reads position
+    // k - 1 at most, and whether the nucleus's last value is tied with the next, position k.
+    let need = (FIRST + 1).min(n);
+    if s.top.ids.len() >= need {
+        sort_top(need, s);
+        let last = cut(&s.sorted, k, m, p, min_keep, sum, sum)?;
+        let tied = s.keys[..(last + 1).min(need)].windows(2).any(|w| w[0] >> 32 == w[1] >> 32);
+        if !tied {
+            out.fill_from(&s.sorted[..last]);
+            out.set_sorted(true);
+            return Some(false);
         }
-        let dd = m as f64 - d.cref[b] as f64;
-        let rho = (176.0 + dd) * 1.01 / 16_777_216.0 + 1.0 / 4_194_304.0;
-        let acc_err = BLOCK as f64 / 16_777_216.0;
-        let f = d.coarse[b];
-        coarse_hi += f * (1.0 + acc_err) * BOUND_MUL * (-dd).exp() * (1.0 + rho) * (1.0 + 1e-9);
-        coarse_lo += (f * (1.0 - acc_err) / BOUND_DIV * (-dd).exp() * (1.0 - rho) - BLOCK as f64 * TINY).max(0.0);
     }
-    if !coarse_hi.is_finite() {
-        return TopP::Full;
+    if !llama_order(row, m, d, s) {
+        return None;
     }
-    // llama.cpp's s never exceeds its real sum by more than the rounding, itself below the real
-    // sum: s < 2 * coarse_hi, so ulp(s) <= ulp(f32(2 * coarse_hi)).
-    let big = (2.0 * coarse_hi) as f32;
-    let ulp = f32::from_bits((big.to_bits() & 0x7f80_0000).max(24 << 23) - (23 << 23)) * 2.0;
-    let half_u = ulp / 2.0;
-    // 2. llama.cpp's first 256 sorted candidates: the buckets from the top down to the one
-    // where the count reaches 256. Gather everything above a logit threshold, lowering it until
-    // those buckets are wholly inside.
+    let last = cut(&s.groups, k, m, p, min_keep, sum, sum)?;
+    out.fill_from(&s.groups[..last]);
+    out.set_sorted(true);
+    Some(true)
+}
+
+/// One pass over the row: into `s.near` / `s.near_ids` every value that may change llama.cpp's
+/// sum, in id order, and into `s.top` every value at or above a threshold that never passes
+/// the row's 257th largest (nor starts above `m - NEAR`).
+///
+/// Why the others add nothing: llama.cpp's running sum `S` before token `i` is at least
+/// `e_R = expf(R - m)` for the largest value `R` before it (terms are positive and rounding is
+/// monotone), so when `e_R` is normal, half an ulp of `S` exceeds `2^-25 e_R`. A value below
+/// `R - NEAR` (threshold rounded down) has `l - m` at least `17.35 - 2^-24 (|l - m| + |R - m|)`
+/// below `R - m` after rounding, which for `|l - m| <= 1000` is more than
+/// `ln(2^25) + 2^-21` below, so its `expf` (within `2^-23` relative) is under `2^-25 e_R`:
+/// adding it leaves `S` unchanged. Further than 1000 below `m`, `expf` is zero. Each block
+/// takes `R` as the largest value of the blocks before it (`-inf`, so every value, while that
+/// is not within [`NORMAL`] of `m`).
+fn collect(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) {
+    let after = f32_down(m as f64 - NEAR);
+    s.near_ids.clear();
+    s.near.clear();
+    let t = &mut s.top;
+    t.ids.clear();
+    t.vals.clear();
+    t.thr = after;
+    t.cap = 4 * (FIRST + 1);
+    let mut buf = [0f32; BLOCK];
+    let mut run = f32::NEG_INFINITY;
+    for (b, &mx) in d.cmax.iter().enumerate() {
+        let thr = if run as f64 >= m as f64 - NORMAL { f32_down(run as f64 - NEAR) } else { f32::NEG_INFINITY };
+        if thr == after && row.patches.is_empty() {
+            // Every later block has the same threshold: one call for the rest of the row.
+            near_top(&row.logits[b * BLOCK..], b * BLOCK, thr, t, &mut s.near_ids, &mut s.near);
+            return;
+        }
+        run = run.max(mx);
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(mx >= thr) {
+            continue; // nothing near, and the top threshold is at least as high
+        }
+        let x = row.block(b, &mut buf);
+        near_top(x, b * BLOCK, thr, t, &mut s.near_ids, &mut s.near);
+    }
+}
+
+simd_dispatch!(
+    /// [`collect`] over `x` (ids from `base`): values `>= near_thr` into `ids` / `vals`, values
+    /// `>= t.thr` into `t` (cut back to its 257 largest when it reaches `t.cap`). Requires
+    /// `near_thr <= t.thr` and no NaN.
+    fn near_top(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, ids: &mut Vec<i32>, vals: &mut Vec<f32>) -> () = near_top_k
+);
+
+#[inline(always)]
+unsafe fn near_top_k<S: Simd>(
+    x: &[f32],
+    base: usize,
+    near_thr: f32,
+    t: &mut TopBuf,
+    ids: &mut Vec<i32>,
+    vals: &mut Vec<f32>,
+) {
+    const G: usize = 4; // vectors per group
+    let n = x.len();
+    let p = x.as_ptr();
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
+    // tail is done lane by lane.
+    unsafe {
+        let nv = S::splat(near_thr);
+        let mut tv = S::splat(t.thr);
+        let mut i = 0;
+        while i + G * S::N <= n {
+            let mut v = [S::splat(0.0); G];
+            for (j, vj) in v.iter_mut().enumerate() {
+                *vj = S::load(p.add(i + j * S::N));
+            }
+            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
+            if S::any(S::ge(mx, nv)) {
+                for (j, &vj) in v.iter().enumerate() {
+                    let k = S::ge(vj, nv);
+                    if S::any(k) {
+                        S::push_masked(k, vj, base + i + j * S::N, ids, vals);
+                    }
+                }
+                if S::any(S::ge(mx, tv)) {
+                    for (j, &vj) in v.iter().enumerate() {
+                        S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
+                    }
+                    if t.ids.len() >= t.cap {
+                        cut_top(t);
+                        tv = S::splat(t.thr);
+                    }
+                }
+            }
+            i += G * S::N;
+        }
+        for (j, &v) in x[i..].iter().enumerate() {
+            if v >= near_thr {
+                ids.push((base + i + j) as i32);
+                vals.push(v);
+            }
+            if v >= t.thr {
+                t.ids.push((base + i + j) as i32);
+                t.vals.push(v);
+            }
+        }
+        if t.ids.len() >= t.cap {
+            cut_top(t);
+        }
+    }
+}
+
+/// Cuts the buffer back to the values at or above its 257th largest (the new threshold). The
+/// cap grows with what survives, so a row of many equal values does not cut once per group.
+fn cut_top(t: &mut TopBuf) {
+    t.thr = keep_top(FIRST, &mut t.ids, &mut t.vals, &mut t.sel);
+    t.cap = t.cap.max(2 * t.ids.len());
+}
+
+/// llama.cpp's softmax sum (`expf(l_i - m)` added in id order in `f32`), exactly: the near
+/// values of [`collect`] are every term that changes it.
+fn exact_sum(m: f32, s: &mut TopPScratch) -> f32 {
+    s.xs.clear();
+    s.xs.extend(s.near.iter().map(|&v| v - m));
+    s.es.clear();
+    s.es.resize(s.xs.len(), 0.0);
+    expf_exact_slice(&s.xs, &mut s.es);
+    seq_block(&s.es, 0.0, false, false, 0.0)
+}
+
+/// The `need` largest values of the top buffer into `s.sorted`, descending (ids ascending
+/// among equal values), with their order keys (value key in the high half) in `s.keys`.
+fn sort_top(need: usize, s: &mut TopPScratch) {
+    let t = &s.top;
+    s.keys.clear();
+    s.keys.extend(t.vals.iter().enumerate().map(|(i, &v)| (u64::from(desc_key(v)) << 32) | i as u64));
+    if s.keys.len() > need {
+        s.keys.select_nth_unstable(need - 1);
+        s.keys.truncate(need);
+    }
+    s.keys.sort_unstable();
+    s.sorted.clear();
+    s.sorted.extend(s.keys.iter().map(|&key| {
+        let i = key as u32 as usize;
+        TokenData { id: t.ids[i], logit: t.vals[i], p: 0.0 }
+    }));
+}
+
+/// llama.cpp's first 256 sorted candidates in its own order, into `s.groups`: the buckets
+/// from the top down to the one where the count reaches 256, gathered (everything above a
+/// logit threshold, lowered until those buckets are wholly inside), scattered stably by
+/// bucket, then sorted with llama.cpp's algorithms where equal values make the order matter.
+/// False when that takes too many tokens (the full path runs).
+fn llama_order(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) -> bool {
+    let n = row.len();
+    let nb = d.cmax.len();
     // The k-th largest block maximum is at most the k-th largest value: start at the 256th
     // largest block maximum when there are that many blocks (one gather, usually enough).
     // A real model's row often holds hundreds of tokens in the top bucket (every logit at or
@@ -184,7 +357,7 @@ fn nucleus(
             break f;
         }
         if s.ids.len() > 16 * FIRST || edge_bucket == 0 {
-            return TopP::Full;
+            return false;
         }
         edge_bucket = edge_bucket.saturating_sub(widen);
         widen *= 2;
@@ -225,122 +398,7 @@ fn nucleus(
         }
         pos += cnt;
     }
-
-    // 3. The cut from the coarse bracket: each step of llama.cpp's sum is off by at most
-    // ulp(s)/2 <= U/2, n of them.
-    let rnd_all = n as f64 * half_u as f64;
-    let (c_lo, c_hi) = (f32_down(coarse_lo - rnd_all), f32_up(coarse_hi + rnd_all));
-    if c_lo > 0.0 && c_hi < f32::INFINITY {
-        if let Some(last) = cut(&s.groups, k, m, p, min_keep, c_lo, c_hi) {
-            out.fill_from(&s.groups[..last]);
-            out.set_sorted(true);
-            return TopP::Nucleus;
-        }
-    }
-    if c_lo > 0.0 && cut(&s.groups, k, m, p, min_keep, c_lo, c_lo).is_none() {
-        return TopP::Full; // even the largest `p`s cannot reach the cut within the first `k`
-    }
-    // 2'. Not decided by the coarse bracket. The exact sum (below) computes every exponential
-    // up to the maximum's block, then only those large enough to change the sum: cheap when the
-    // maximum comes early in the row. Otherwise a 1-ulp pass over the row (the real sum and a
-    // rounding bound) tries a tighter bracket first.
-    let max_block = d.cmax.iter().position(|&x| x == m).unwrap_or(0);
-    if max_block > nb / 8 {
-        let mut buf = [0f32; BLOCK];
-        let (mut sum, mut rnd) = (0.0f64, 0.0f64);
-        for b in 0..nb {
-            if d.cmax[b] == f32::NEG_INFINITY {
-                continue;
-            }
-            let x = row.block(b, &mut buf);
-            let (a, c) = block_near_min(x, m, half_u);
-            sum += a;
-            rnd += c;
-        }
-        let eps = NEAR_REL * 2.0 * 1.01 + 1e-12;
-        let t_lo = sum * (1.0 - eps) - 2.0 * n as f64 * TINY;
-        let t_hi = sum * (1.0 + eps) + 2.0 * n as f64 * TINY;
-        // sum min(e, c) <= (1 + 2^-23) sum min(exp_near, c) + n TINY; its f32 lane sums (at most
-        // BLOCK terms each) are within BLOCK 2^-24 of it.
-        let rnd = rnd * (1.0 + BLOCK as f64 / 8_388_608.0) + 2.0 * n as f64 * TINY;
-        let (s_lo, s_hi) = (f32_down(t_lo - rnd), f32_up(t_hi + rnd));
-        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        if !(s_lo > 0.0) || !(s_hi < f32::INFINITY) {
-            return TopP::Full;
-        }
-        if let Some(last) = cut(&s.groups, k, m, p, min_keep, s_lo, s_hi) {
-            out.fill_from(&s.groups[..last]);
-            out.set_sorted(true);
-            return TopP::Nucleus;
-        }
-        if cut(&s.groups, k, m, p, min_keep, s_lo, s_lo).is_none() {
-            return TopP::Full;
-        }
-    }
-    // 2''. llama.cpp's sum itself, exactly.
-    let exact = exact_sum(row, m, d, s);
-    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    if !(exact > 0.0) || !(exact < f32::INFINITY) {
-        return TopP::Full;
-    }
-    match cut(&s.groups, k, m, p, min_keep, exact, exact) {
-        Some(last) => {
-            out.fill_from(&s.groups[..last]);
-            out.set_sorted(true);
-            TopP::Nucleus
-        }
-        None => TopP::Full,
-    }
-}
-
-/// llama.cpp's softmax sum over `row` (maximum `m`): `expf(l_i - m)` added in id order in
-/// `f32`, exactly. The sum only grows, so once it is `s`, a term below half an ulp of `s`
-/// leaves it unchanged whatever comes later: each block adds only its values at or above
-/// [`vanish_below`] of the sum so far (gathered in id order, their exact exponentials added by
-/// the grid replay), and a block whose maximum is below it is skipped. On a real model's row
-/// (`s >= 1` from the maximum's token on, most logits 15 to 30 nats below it) that leaves a
-/// few thousand exponentials to compute instead of the whole vocabulary.
-fn exact_sum(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) -> f32 {
-    let mut buf = [0f32; BLOCK];
-    let mut sum = 0.0f32;
-    for (b, &mx) in d.cmax.iter().enumerate() {
-        let thr = vanish_below(sum, m);
-        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        if mx == f32::NEG_INFINITY || !(mx >= thr) {
-            continue;
-        }
-        let x = row.block(b, &mut buf);
-        s.xs.clear();
-        if thr == f32::NEG_INFINITY {
-            s.xs.extend(x.iter().map(|&v| v - m));
-        } else {
-            s.sids.clear();
-            s.svals.clear();
-            collect_into(x, thr, b * BLOCK, &mut s.sids, &mut s.svals);
-            s.xs.extend(s.svals.iter().map(|&v| v - m));
-        }
-        s.es.clear();
-        s.es.resize(s.xs.len(), 0.0);
-        expf_exact_slice(&s.xs, &mut s.es);
-        sum = seq_block(&s.es, sum, false, false, 0.0);
-    }
-    sum
-}
-
-/// A logit below which `expf(l - m)` is surely under half an ulp of `s` (so adding it to `s`,
-/// or to any later, larger sum, changes nothing); `-inf` when `s` is zero or subnormal.
-fn vanish_below(s: f32, m: f32) -> f32 {
-    let e = (s.to_bits() >> 23) & 0xff;
-    if e == 0 || e == 0xff {
-        return f32::NEG_INFINITY;
-    }
-    // half an ulp of s: 2^(e - 127 - 24); 0.01 of margin covers the rounding of `l - m` and
-    // of expf.
-    let ln_half_ulp = (e as f64 - 151.0) * std::f64::consts::LN_2;
-    f32_down(m as f64 + ln_half_ulp - 0.01)
+    true
 }
 
 /// The cut: llama.cpp's running f32 sum of `p = RN(e / s)` over the sorted candidates,
