@@ -57,8 +57,7 @@ struct TopBuf {
 /// Reusable buffers.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TopPScratch {
-    /// Values that may change llama.cpp's sum (with their ids), id order.
-    near_ids: Vec<i32>,
+    /// Values that may change llama.cpp's sum, id order.
     near: Vec<f32>,
     top: TopBuf,
     keys: Vec<u64>,
@@ -165,7 +164,7 @@ fn nucleus(
     Some(true)
 }
 
-/// One pass over the row: into `s.near` / `s.near_ids` every value that may change llama.cpp's
+/// One pass over the row: into `s.near` every value that may change llama.cpp's
 /// sum, in id order, and into `s.top` every value at or above a threshold that never passes
 /// the row's 257th largest (nor starts above `m - NEAR`).
 ///
@@ -180,7 +179,6 @@ fn nucleus(
 /// is not within [`NORMAL`] of `m`).
 fn collect(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) {
     let after = f32_down(m as f64 - NEAR);
-    s.near_ids.clear();
     s.near.clear();
     let t = &mut s.top;
     t.ids.clear();
@@ -193,7 +191,7 @@ fn collect(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) {
         let thr = if run as f64 >= m as f64 - NORMAL { f32_down(run as f64 - NEAR) } else { f32::NEG_INFINITY };
         if thr == after && row.patches.is_empty() {
             // Every later block has the same threshold: one call for the rest of the row.
-            near_top(&row.logits[b * BLOCK..], b * BLOCK, thr, t, &mut s.near_ids, &mut s.near);
+            near_top(&row.logits[b * BLOCK..], b * BLOCK, thr, t, &mut s.near);
             return;
         }
         run = run.max(mx);
@@ -203,32 +201,33 @@ fn collect(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) {
             continue; // nothing near, and the top threshold is at least as high
         }
         let x = row.block(b, &mut buf);
-        near_top(x, b * BLOCK, thr, t, &mut s.near_ids, &mut s.near);
+        near_top(x, b * BLOCK, thr, t, &mut s.near);
     }
 }
 
 simd_dispatch!(
-    /// [`collect`] over `x` (ids from `base`): values `>= near_thr` into `ids` / `vals`, values
+    /// [`collect`] over `x` (ids from `base`): values `>= near_thr` into `near`, values
     /// `>= t.thr` into `t` (cut back to its 257 largest when it reaches `t.cap`). Requires
     /// `near_thr <= t.thr` and no NaN.
-    fn near_top(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, ids: &mut Vec<i32>, vals: &mut Vec<f32>) -> () = near_top_k
+    fn near_top(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, near: &mut Vec<f32>) -> () = near_top_k
 );
 
 #[inline(always)]
-unsafe fn near_top_k<S: Simd>(
-    x: &[f32],
-    base: usize,
-    near_thr: f32,
-    t: &mut TopBuf,
-    ids: &mut Vec<i32>,
-    vals: &mut Vec<f32>,
-) {
+unsafe fn near_top_k<S: Simd>(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, near: &mut Vec<f32>) {
     const G: usize = 4; // vectors per group
     let n = x.len();
     let p = x.as_ptr();
+    // Every vector is compressed into `near` without a branch (a few percent of the lanes are
+    // near, at random: a branch per vector mispredicts often); room for a whole vector's
+    // store past the last value is reserved up front.
+    near.reserve(n + S::N);
+    let out = near.as_mut_ptr();
+    let mut len = near.len();
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
     // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
-    // tail is done lane by lane.
+    // tail is done lane by lane. Each `compress_store` writes `S::N` values from `len`, which
+    // is at most the old length plus `i + j * S::N`, inside the capacity reserved above; only
+    // the values it counts are exposed by `set_len`.
     unsafe {
         let nv = S::splat(near_thr);
         let mut tv = S::splat(t.thr);
@@ -238,40 +237,41 @@ unsafe fn near_top_k<S: Simd>(
             for (j, vj) in v.iter_mut().enumerate() {
                 *vj = S::load(p.add(i + j * S::N));
             }
+            for &vj in &v {
+                len += S::compress_store(S::ge(vj, nv), vj, out.add(len));
+            }
             let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
-            if S::any(S::ge(mx, nv)) {
+            if S::any(S::ge(mx, tv)) {
                 for (j, &vj) in v.iter().enumerate() {
-                    let k = S::ge(vj, nv);
-                    if S::any(k) {
-                        S::push_masked(k, vj, base + i + j * S::N, ids, vals);
-                    }
+                    S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
                 }
-                if S::any(S::ge(mx, tv)) {
-                    for (j, &vj) in v.iter().enumerate() {
-                        S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
-                    }
-                    if t.ids.len() >= t.cap {
-                        cut_top(t);
-                        tv = S::splat(t.thr);
-                    }
+                if t.ids.len() >= t.cap {
+                    cut_top(t);
+                    tv = S::splat(t.thr);
                 }
             }
             i += G * S::N;
         }
-        for (j, &v) in x[i..].iter().enumerate() {
-            if v >= near_thr {
-                ids.push((base + i + j) as i32);
-                vals.push(v);
-            }
-            if v >= t.thr {
-                t.ids.push((base + i + j) as i32);
-                t.vals.push(v);
-            }
+        near.set_len(len);
+    }
+    for (j, &v) in x[i_tail(n, S::N * G)..].iter().enumerate() {
+        let id = base + i_tail(n, S::N * G) + j;
+        if v >= near_thr {
+            near.push(v);
         }
-        if t.ids.len() >= t.cap {
-            cut_top(t);
+        if v >= t.thr {
+            t.ids.push(id as i32);
+            t.vals.push(v);
         }
     }
+    if t.ids.len() >= t.cap {
+        cut_top(t);
+    }
+}
+
+/// Where the vector loop over `n` values in steps of `step` stops.
+fn i_tail(n: usize, step: usize) -> usize {
+    n - n % step
 }
 
 /// Cuts the buffer back to the values at or above its 257th largest (the new threshold). The
@@ -441,6 +441,44 @@ fn gather(row: Row<'_>, thr: f32, d: &RowScan, s: &mut TopPScratch) {
             }
         } else {
             collect_into(x, thr, b * BLOCK, &mut s.ids, &mut s.vals);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fast::simd::{with_level, Level};
+
+    /// The collecting kernel at every level this CPU runs: `near` holds exactly the values at
+    /// or above the near threshold, in id order (vector groups and the tail), and the top
+    /// buffer every value at or above its final threshold, with at least 257 of them.
+    #[test]
+    fn near_top_collects_exactly() {
+        let mut x = 12_345u32;
+        let row: Vec<f32> = (0..5000 + 37)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                ((x >> 8) % 20_000) as f32 / 1000.0 - 10.0
+            })
+            .collect();
+        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+            if !level.is_supported() {
+                continue;
+            }
+            for near_thr in [f32::NEG_INFINITY, -3.0, 8.5] {
+                let mut t = TopBuf { thr: near_thr.max(-5.0), cap: 4 * (FIRST + 1), ..TopBuf::default() };
+                let mut near = vec![1.0f32; 3];
+                with_level(level, || near_top(&row, 100, near_thr, &mut t, &mut near)).unwrap();
+                let want: Vec<f32> = row.iter().copied().filter(|&v| v >= near_thr).collect();
+                assert_eq!(&near[..3], &[1.0; 3], "{level:?}");
+                assert_eq!(near[3..], want[..], "{level:?} {near_thr}");
+                let top: Vec<(i32, f32)> =
+                    row.iter().enumerate().filter(|&(_, &v)| v >= t.thr).map(|(i, &v)| (100 + i as i32, v)).collect();
+                let got: Vec<(i32, f32)> = t.ids.iter().copied().zip(t.vals.iter().copied()).collect();
+                assert_eq!(got, top, "{level:?} {near_thr}");
+                assert!(got.len() > FIRST, "{level:?} {near_thr}");
+            }
         }
     }
 }
