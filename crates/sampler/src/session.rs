@@ -42,7 +42,7 @@ use crate::chain::Chain;
 use crate::error::SampleError;
 use crate::fast::dist::{dist_list, dist_row, DistScratch};
 use crate::fast::mirostat_v2::{id_at as miro_id_at, mirostat_prefix, Miro, MiroScratch};
-use crate::fast::row::{scan_row_with, Row, RowScan, Scan};
+use crate::fast::row::{Row, RowScan};
 use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
@@ -51,7 +51,6 @@ use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
 use crate::softmax::softmax;
-use crate::sort::bucket_order_follows_values;
 use crate::step::{Role, Step};
 use half::slice::HalfFloatSliceExt;
 
@@ -394,17 +393,11 @@ impl TokenSampler {
                 }
                 let f = &mut self.fast;
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
-                // The narrow path reads only the block maxima (no coarse sums).
-                let m = match scan_row_with(r, &mut f.scan, false) {
-                    Scan::Bad(i) => return Err(bad_logit(row, i)),
-                    Scan::Max(m) if m == f32::NEG_INFINITY => return Ok(None),
-                    Scan::Max(m) => m,
-                };
-                if !bucket_order_follows_values(m) {
-                    return Ok(None);
-                }
-                match top_p_nucleus(r, m, p, min_keep, &f.scan, &mut f.top_p, &mut self.cands) {
-                    Nucleus::Full => {
+                // The narrow path scans the row itself (NaN and `+inf` included).
+                match top_p_nucleus(r, p, min_keep, &mut f.scan, &mut f.top_p, &mut self.cands) {
+                    Nucleus::Bad(i) => Err(bad_logit(row, i)),
+                    Nucleus::Skip => Ok(None),
+                    Nucleus::Full(m) => {
                         let Some(dist_at) = dist_at else {
                             return Ok(None);
                         };

@@ -460,9 +460,10 @@ fn real_shaped_rows_match() {
 /// (d) on rows shaped like a real model's, where the narrow top-p path reads the nucleus off
 /// the values and takes llama.cpp's sum from the values near the running maximum only: the
 /// maximum late in the row (so the values before it are taken relative to smaller running
-/// maxima), early, tied with another token (llama.cpp's bucket order is replayed), and far
-/// above every other value (fewer than 257 values near it). Same tokens and candidates as the
-/// full path; both the value order and the replay run.
+/// maxima), early, tied with another token (llama.cpp's bucket order is replayed), far above
+/// every other value (fewer than 257 values near it), and after a start far below it. Same
+/// tokens and candidates as the full path; both the value order and the replay run. NaN and
+/// `+inf` give the full path's error.
 #[test]
 fn top_p_value_path_matches() {
     let _counts = mirostat_counts(); // the top-p counters are process-wide too
@@ -480,13 +481,34 @@ fn top_p_value_path_matches() {
         tied[n / 3] = tied[n - 77];
         let mut peaked = base.clone();
         peaked[imax] += 30.0;
-        for row in [&late, &early, &tied, &peaked] {
+        // The first running maxima more than 87 nats below the row's: the max pass runs first.
+        let mut low_start = late.clone();
+        low_start[..3000].iter_mut().for_each(|v| *v -= 150.0);
+        for row in [&late, &early, &tied, &peaked, &low_start] {
             for top_p in [0.9f32, 0.95, 0.99] {
                 for min_keep in [0, 3] {
                     let p = SamplingParams { seed: seed as u32, top_k: 0, top_p, min_keep, ..Default::default() };
                     compare(TokenSampler::new(p.build(n, None).unwrap()), row, &[], 2).unwrap();
                 }
             }
+        }
+    }
+    // The one-pass scan reports the first NaN or `+inf` (in a vector group or in the tail),
+    // as the full path does.
+    let mut g = Gen(99);
+    let base = real_shaped(n - 21, &mut g);
+    for (at, later) in [(5, 900), (n / 2 + 3, n - 30), (n - 25, n - 22), (n - 23, n - 22)] {
+        for bad in [f32::NAN, f32::INFINITY] {
+            let mut row = base.clone();
+            row[at] = bad;
+            row[later] = f32::NAN;
+            let p = SamplingParams { seed: 5, top_k: 0, ..Default::default() };
+            let mut fast = TokenSampler::new(p.build(row.len(), None).unwrap());
+            let mut slow = fast.clone();
+            slow.set_fast_path(false);
+            let got = fast.sample(&row);
+            assert!(got.is_err(), "{at} {bad}");
+            assert_eq!(got, slow.sample(&row), "{at} {bad}");
         }
     }
     let after = nucleus_sampler::session::top_p_tier_counts();

@@ -5,7 +5,8 @@
 //! `e_i = expf(l_i - max)` in id order, partially sorts the top 256 candidates with its bucket
 //! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`.
 //!
-//! One pass over the row (after the max pass) collects two sets ([`collect`]):
+//! One pass over the row collects two sets ([`scan_near_top`]: the max pass itself, which
+//! also finds NaN and `+inf`; on a patched row, [`collect`] after the max pass):
 //! - the values that can change `s`: a term below half an ulp of the running sum leaves it
 //!   unchanged, and the running sum is at least the exponential of the largest value seen so
 //!   far, so only values within [`NEAR`] nats of the running maximum are kept (in id order);
@@ -24,11 +25,11 @@
 use crate::candidates::{Candidates, TokenData};
 use crate::fast::bounds::{f32_down, seq_block};
 use crate::fast::expf::expf_exact_slice;
-use crate::fast::row::{collect_into, Row, RowScan, TierCounts, BLOCK};
-use crate::fast::simd::{simd_dispatch, Simd};
+use crate::fast::row::{collect_into, scan_row_with, Row, RowScan, Scan, TierCounts, BLOCK};
+use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Simd};
 use crate::fast::top_k::keep_top;
 use crate::fast::value_sort::desc_key;
-use crate::sort::{bucket_of, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
+use crate::sort::{bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
 
 /// Candidates llama.cpp's adaptive top-p sorts first.
 const FIRST: usize = 256;
@@ -60,6 +61,8 @@ pub(crate) struct TopPScratch {
     /// Values that may change llama.cpp's sum, id order.
     near: Vec<f32>,
     top: TopBuf,
+    /// Whether the max pass filled the block maxima for this row.
+    scanned: bool,
     keys: Vec<u64>,
     sorted: Vec<TokenData>,
     xs: Vec<f32>,
@@ -84,23 +87,34 @@ pub(crate) fn tier_counts() -> [u64; 3] {
 
 /// Outcome of [`top_p_nucleus`].
 pub(crate) enum TopP {
-    /// Not decided here: run the full path.
-    Full,
+    /// The row holds a NaN or `+inf` at this index (the first one).
+    Bad(usize),
+    /// No fast path for this row (every value `-inf`, or values past llama.cpp's bucket range).
+    Skip,
+    /// Not decided here (the nucleus is wider than 256): the wide path or the full path runs;
+    /// the row's maximum.
+    Full(f32),
     /// `out` holds the nucleus (sorted, as llama.cpp's top-p leaves the view, `p` zero).
     Nucleus,
 }
 
-/// llama.cpp's top-p over `row` (scanned into `d`: `cmax` is read, maximum `m` finite) for
-/// `p < 1` and `min_keep`, when the nucleus lies within the first 256 sorted candidates.
+/// llama.cpp's top-p over `row` for `p < 1` and `min_keep`, when the nucleus lies within the
+/// first 256 sorted candidates; the row is scanned here (`d` is scratch).
 pub(crate) fn top_p_nucleus(
     row: Row<'_>,
-    m: f32,
     p: f32,
     min_keep: usize,
-    d: &RowScan,
+    d: &mut RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
 ) -> TopP {
+    let m = match scan(row, d, s) {
+        Err(i) => return TopP::Bad(i),
+        Ok(m) => m,
+    };
+    if m == f32::NEG_INFINITY || !bucket_order_follows_values(m) {
+        return TopP::Skip;
+    }
     let r = nucleus(row, m, p, min_keep, d, s, out);
     match r {
         Some(replayed) => {
@@ -112,19 +126,51 @@ pub(crate) fn top_p_nucleus(
         }
         None => {
             TIERS.bump(1);
-            TopP::Full
+            TopP::Full(m)
         }
     }
 }
 
-/// The nucleus into `out`: `Some(whether llama.cpp's bucket order was replayed)`, `None` for
-/// the full path.
+/// The row's maximum, with [`collect`]'s buffers filled: in one pass ([`scan_near_top`]) for
+/// an unpatched row, else (or when the first running maximum it used was too far below the
+/// row's) after the max pass. `Err`: the first NaN or `+inf`. `d.cmax` is filled only by the
+/// max pass (`s.scanned` says whether).
+fn scan(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Result<f32, usize> {
+    if row.patches.is_empty() {
+        s.near.clear();
+        reset_top(&mut s.top, f32::NEG_INFINITY);
+        let (m, first) = scan_near_top(row.logits, &mut s.top, &mut s.near)?;
+        // (`first` is NaN when no finite threshold was set: every value was kept.)
+        if (first as f64) < m as f64 - NORMAL {
+            return scan_then_collect(row, d, s);
+        }
+        s.scanned = false;
+        return Ok(m);
+    }
+    scan_then_collect(row, d, s)
+}
+
+/// The max pass, then [`collect`].
+fn scan_then_collect(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Result<f32, usize> {
+    let m = match scan_row_with(row, d, false) {
+        Scan::Bad(i) => return Err(i),
+        Scan::Max(m) => m,
+    };
+    s.scanned = true;
+    if m != f32::NEG_INFINITY && bucket_order_follows_values(m) {
+        collect(row, m, d, s);
+    }
+    Ok(m)
+}
+
+/// The nucleus into `out` from [`scan`]'s buffers: `Some(whether llama.cpp's bucket order
+/// was replayed)`, `None` for the full path.
 fn nucleus(
     row: Row<'_>,
     m: f32,
     p: f32,
     min_keep: usize,
-    d: &RowScan,
+    d: &mut RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
 ) -> Option<bool> {
@@ -134,7 +180,6 @@ fn nucleus(
     if min_keep > FIRST || !(p >= 0.0) {
         return None;
     }
-    collect(row, m, d, s);
     let sum = exact_sum(m, s);
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -155,6 +200,11 @@ fn nucleus(
             return Some(false);
         }
     }
+    if !s.scanned {
+        // The one-pass scan leaves no block maxima; the bucket order's gather reads them.
+        scan_row_with(row, d, false);
+        s.scanned = true;
+    }
     if !llama_order(row, m, d, s) {
         return None;
     }
@@ -162,6 +212,137 @@ fn nucleus(
     out.fill_from(&s.groups[..last]);
     out.set_sorted(true);
     Some(true)
+}
+
+/// Empties the top buffer and sets its threshold.
+fn reset_top(t: &mut TopBuf, thr: f32) {
+    t.ids.clear();
+    t.vals.clear();
+    t.thr = thr;
+    t.cap = 4 * (FIRST + 1);
+}
+
+simd_dispatch!(
+    /// [`collect`]'s two sets and the maximum in one pass over an unpatched row, each value's
+    /// near threshold taken from the running maximum `R` of the vector groups before it
+    /// ([`collect`] explains why the values below `R - NEAR` add nothing while `e_R` is normal:
+    /// the caller checks that with the `R` of the first finite threshold, returned second; NaN
+    /// when none was set). The top buffer's threshold is raised to the near threshold as it
+    /// rises (any threshold that only rises keeps every value at or above its final value).
+    /// `Err(i)`: the first NaN or `+inf`.
+    fn scan_near_top(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> = scan_near_top_k
+);
+
+#[inline(always)]
+unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> {
+    const G: usize = 4; // vectors per group
+    let n = x.len();
+    let p = x.as_ptr();
+    near.reserve(n + S::N);
+    let out = near.as_mut_ptr();
+    let mut len = near.len();
+    let mut run = f32::NEG_INFINITY;
+    let mut first = f32::NAN;
+    let mut nthr = f32::NEG_INFINITY;
+    let mut i = 0;
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
+    // tail is done lane by lane. Each `compress_store` writes `S::N` values from `len`, which
+    // is at most the old length plus `i + j * S::N`, inside the capacity reserved above; only
+    // the values it counts are exposed by `set_len`.
+    unsafe {
+        let inf = S::splat(f32::INFINITY);
+        let mut nv = S::splat(nthr);
+        let mut tv = S::splat(t.thr);
+        let mut rv = S::splat(run);
+        while i + G * S::N <= n {
+            let mut v = [S::splat(0.0); G];
+            for (j, vj) in v.iter_mut().enumerate() {
+                *vj = S::load(p.add(i + j * S::N));
+            }
+            // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
+            // finite overflow: the group is then checked value by value).
+            let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
+            if S::any(S::nlt(sum, inf)) {
+                let g = &x[i..i + G * S::N];
+                if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+                    near.set_len(len);
+                    return Err(i + first_nan_or_inf(g));
+                }
+            }
+            for &vj in &v {
+                len += S::compress_store(S::ge(vj, nv), vj, out.add(len));
+            }
+            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
+            if S::any(S::ge(mx, tv)) {
+                for (j, &vj) in v.iter().enumerate() {
+                    S::push_masked(S::ge(vj, tv), vj, i + j * S::N, &mut t.ids, &mut t.vals);
+                }
+                if t.ids.len() >= t.cap {
+                    cut_top(t);
+                    tv = S::splat(t.thr);
+                }
+            }
+            if S::any(S::lt(rv, mx)) {
+                run = run.max(S::hmax(mx));
+                rv = S::splat(run);
+                raise(run, &mut nthr, &mut first, t);
+                nv = S::splat(nthr);
+                tv = S::splat(t.thr);
+            }
+            i += G * S::N;
+        }
+        near.set_len(len);
+    }
+    for (j, &v) in x[i..].iter().enumerate() {
+        if v.is_nan() || v == f32::INFINITY {
+            return Err(i + j);
+        }
+        if v >= nthr {
+            near.push(v);
+        }
+        if v >= t.thr {
+            t.ids.push((i + j) as i32);
+            t.vals.push(v);
+        }
+        if v > run {
+            run = v;
+            raise(run, &mut nthr, &mut first, t);
+        }
+    }
+    if t.ids.len() >= t.cap {
+        cut_top(t);
+    }
+    drop_below(t);
+    Ok((run, first))
+}
+
+/// Drops the buffer's values below its threshold: raised to a near threshold, it may have
+/// passed values collected before, while the values like them that came after were not
+/// collected; what stays is every value of the row at or above the threshold.
+fn drop_below(t: &mut TopBuf) {
+    let mut w = 0;
+    for r in 0..t.vals.len() {
+        if t.vals[r] >= t.thr {
+            t.vals[w] = t.vals[r];
+            t.ids[w] = t.ids[r];
+            w += 1;
+        }
+    }
+    t.vals.truncate(w);
+    t.ids.truncate(w);
+}
+
+/// The near threshold for a new running maximum `run` (rounded down), the top buffer's
+/// threshold raised to it, and `first` set to `run` at the first finite threshold.
+fn raise(run: f32, nthr: &mut f32, first: &mut f32, t: &mut TopBuf) {
+    *nthr = f32_down(run as f64 - NEAR);
+    if *nthr > f32::NEG_INFINITY && first.is_nan() {
+        *first = run;
+    }
+    if *nthr > t.thr {
+        t.thr = *nthr;
+    }
 }
 
 /// One pass over the row: into `s.near` every value that may change llama.cpp's
@@ -180,11 +361,8 @@ fn nucleus(
 fn collect(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) {
     let after = f32_down(m as f64 - NEAR);
     s.near.clear();
+    reset_top(&mut s.top, after);
     let t = &mut s.top;
-    t.ids.clear();
-    t.vals.clear();
-    t.thr = after;
-    t.cap = 4 * (FIRST + 1);
     let mut buf = [0f32; BLOCK];
     let mut run = f32::NEG_INFINITY;
     for (b, &mx) in d.cmax.iter().enumerate() {
