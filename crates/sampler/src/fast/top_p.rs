@@ -191,8 +191,18 @@ fn nucleus(
     // k - 1 at most, and whether the nucleus's last value is tied with the next, position k.
     let need = (FIRST + 1).min(n);
     if s.top.ids.len() >= need {
-        sort_top(need, s);
-        let last = cut(&s.sorted, k, m, p, min_keep, sum, sum)?;
+        select_top(need, s);
+        // Most nuclei are short: the cut is tried on the largest few first, and the rest
+        // is sorted only when it lies further.
+        let short = SHORT.min(need);
+        sort_prefix(short, s);
+        let last = match cut(&s.sorted, (short - 1).min(k), m, p, min_keep, sum, sum) {
+            Some(last) => last,
+            None => {
+                sort_prefix(need, s);
+                cut(&s.sorted, k, m, p, min_keep, sum, sum)?
+            }
+        };
         let tied = s.keys[..(last + 1).min(need)].windows(2).any(|w| w[0] >> 32 == w[1] >> 32);
         if !tied {
             out.fill_from(&s.sorted[..last]);
@@ -522,19 +532,30 @@ fn vanish_below(s: f32, m: f32) -> f32 {
     f32_down(m as f64 + ln_half_ulp - 0.01)
 }
 
-/// The `need` largest values of the top buffer into `s.sorted`, descending (ids ascending
-/// among equal values), with their order keys (value key in the high half) in `s.keys`.
-fn sort_top(need: usize, s: &mut TopPScratch) {
-    let t = &s.top;
+/// Positions first sorted for the cut (the nucleus of most confident steps is shorter).
+const SHORT: usize = 33;
+
+/// The order keys of the `need` largest values of the top buffer into `s.keys` (value key in
+/// the high half, ascending as values descend; buffer index, so id order, in the low half).
+fn select_top(need: usize, s: &mut TopPScratch) {
     s.keys.clear();
-    s.keys.extend(t.vals.iter().enumerate().map(|(i, &v)| (u64::from(desc_key(v)) << 32) | i as u64));
+    s.keys.extend(s.top.vals.iter().enumerate().map(|(i, &v)| (u64::from(desc_key(v)) << 32) | i as u64));
     if s.keys.len() > need {
         s.keys.select_nth_unstable(need - 1);
         s.keys.truncate(need);
     }
-    s.keys.sort_unstable();
+}
+
+/// Sorts the first `len` of [`select_top`]'s keys into place (the smallest `len`, ascending:
+/// values descending, ids ascending among equal values) and lists them in `s.sorted`.
+fn sort_prefix(len: usize, s: &mut TopPScratch) {
+    if len < s.keys.len() {
+        s.keys.select_nth_unstable(len);
+    }
+    s.keys[..len].sort_unstable();
+    let t = &s.top;
     s.sorted.clear();
-    s.sorted.extend(s.keys.iter().map(|&key| {
+    s.sorted.extend(s.keys[..len].iter().map(|&key| {
         let i = key as u32 as usize;
         TokenData { id: t.ids[i], logit: t.vals[i], p: 0.0 }
     }));
