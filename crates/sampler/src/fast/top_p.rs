@@ -29,7 +29,10 @@ use crate::fast::row::{collect_into, scan_row_with, Row, RowScan, Scan, TierCoun
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Simd};
 use crate::fast::top_k::keep_top;
 use crate::fast::value_sort::desc_key;
-use crate::sort::{bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
+use crate::sort::{
+    bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
+    NBUCKETS,
+};
 
 /// Candidates llama.cpp's adaptive top-p sorts first.
 const FIRST: usize = 256;
