@@ -183,18 +183,25 @@ fn nucleus(
     if min_keep > FIRST || !(p >= 0.0) {
         return None;
     }
-    let sum = exact_sum(m, s);
+    let k = FIRST.min(n);
+    // llama.cpp's first k positions hold the k largest values, sorted; the cut reads position
+    // k - 1 at most, and whether the nucleus's last value is tied with the next, position k.
+    let need = (FIRST + 1).min(n);
+    let have_top = s.top.ids.len() >= need;
+    let mut wide_at = f64::INFINITY;
+    if have_top {
+        select_top(need, s);
+        if s.near.len() > WIDE_CHECK {
+            wide_at = wide_sum(k, m, p, s);
+        }
+    }
+    let sum = exact_sum(m, wide_at, s)?;
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if !(sum > 0.0) || !(sum < f32::INFINITY) {
         return None;
     }
-    let k = FIRST.min(n);
-    // llama.cpp's first k positions hold the k largest values, sorted; the cut reads position
-    // k - 1 at most, and whether the nucleus's last value is tied with the next, position k.
-    let need = (FIRST + 1).min(n);
-    if s.top.ids.len() >= need {
-        select_top(need, s);
+    if have_top {
         // Most nuclei are short: the cut is tried on the largest few first, and the rest
         // is sorted only when it lies further.
         let short = SHORT.min(need);
@@ -475,12 +482,26 @@ fn cut_top(t: &mut TopBuf) {
 /// Near values summed per chunk: each chunk drops what the sum so far already makes vanish.
 const SUM_CHUNK: usize = 2048;
 
+/// Past this many near values (a flat row, whose nucleus is likely wider than 256) the exact
+/// sum stops as soon as it shows that the cut lies beyond the first 256 candidates.
+const WIDE_CHECK: usize = 32_768;
+
+/// A sum above which the cut surely lies beyond the first `k` candidates: llama.cpp's
+/// running sum of `p_i = RN(e_i / s)` over them is at most `(1 + (k + 2) 2^-23)` times the
+/// real `E / s`, `E` the sum of their `e_i` (bounded by that of the `k + 1` selected largest
+/// values), so it stays below `p` for every `s` above `(1 + (k + 2) 2^-23) E / p`.
+fn wide_sum(k: usize, m: f32, p: f32, s: &TopPScratch) -> f64 {
+    let e: f64 = s.keys.iter().map(|&key| (s.top.vals[key as u32 as usize] - m).exp() as f64).sum();
+    e * (1.0 + (k as f64 + 2.0) / 8_388_608.0) * (1.0 + 1e-12) / p as f64
+}
+
 /// llama.cpp's softmax sum (`expf(l_i - m)` added in id order in `f32`), exactly: the near
 /// values of [`collect`] are every term that changes it. They were chosen against a lower
 /// bound of the running sum (`expf` of the running maximum, within a factor 2 of an ulp); the
 /// sum itself, once known, is a tighter one, so each chunk first drops its values below
 /// [`vanish_below`] of the sum before it (about a third of them on a real model's row).
-fn exact_sum(m: f32, s: &mut TopPScratch) -> f32 {
+/// `None` once the running sum passes `wide_at` (the sum only grows: see [`wide_sum`]).
+fn exact_sum(m: f32, wide_at: f64, s: &mut TopPScratch) -> Option<f32> {
     let mut sum = 0.0f32;
     for c in s.near.chunks(SUM_CHUNK) {
         s.xs.clear();
@@ -490,8 +511,11 @@ fn exact_sum(m: f32, s: &mut TopPScratch) -> f32 {
         s.es.resize(s.xs.len(), 0.0);
         expf_exact_slice(&s.xs, &mut s.es);
         sum = seq_block(&s.es, sum, false, false, 0.0);
+        if sum as f64 > wide_at {
+            return None;
+        }
     }
-    sum
+    Some(sum)
 }
 
 simd_dispatch!(
@@ -740,6 +764,34 @@ mod tests {
                 assert_eq!(terms[0], 7.0, "{level:?}");
                 assert_eq!(terms[1..], want[..], "{level:?} {near_thr}");
             }
+        }
+    }
+
+    /// The exact sum stops early only on rows whose cut lies beyond the first 256 candidates
+    /// (flat rows of many near values), and not on a confident one with as many near values.
+    #[test]
+    fn wide_exit_only_when_the_cut_is_beyond() {
+        let mut x = 777u32;
+        let mut unif = move || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            ((x >> 8) & 0xffff) as f32 / 65_536.0
+        };
+        for (n, spread, spike, want_exit) in
+            [(100_000, 3.0f32, 0.0f32, true), (100_000, 8.0, 0.0, true), (300_000, 20.0, 15.0, false)]
+        {
+            let mut row: Vec<f32> = (0..n).map(|_| spread * unif()).collect();
+            row[n / 2] = spread + spike;
+            let r = Row { logits: &row, patches: &[] };
+            let (mut d, mut s) = (RowScan::default(), TopPScratch::default());
+            let m = scan(r, &mut d, &mut s).unwrap();
+            assert!(s.near.len() > WIDE_CHECK && s.top.ids.len() > FIRST, "{n} {spread}");
+            select_top(FIRST + 1, &mut s);
+            let full = exact_sum(m, f64::INFINITY, &mut s).unwrap();
+            let exited = exact_sum(m, wide_sum(FIRST, m, 0.95, &s), &mut s).is_none();
+            assert_eq!(exited, want_exit, "spread {spread} spike {spike}");
+            sort_prefix(FIRST + 1, &mut s);
+            let reached = cut(&s.sorted, FIRST, m, 0.95, 1, full, full).is_some();
+            assert_eq!(reached, !want_exit, "spread {spread} spike {spike}");
         }
     }
 }
