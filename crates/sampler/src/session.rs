@@ -49,7 +49,7 @@ use crate::fast::mirostat_v2::{
     bounded_len as miro_bounded_len, id_at as miro_id_at, id_of_value as miro_id_of_value, mirostat_prefix,
     pick as miro_pick, Miro, MiroScratch,
 };
-use crate::fast::row::{scan_row, Row, RowScan, Scan};
+use crate::fast::row::{Row, RowScan};
 use crate::fast::top_k::{top_k_from_row, BadLogit, TopKScratch};
 use crate::fast::top_n_sigma::{sigma_survivors, Sigma, SigmaScratch};
 use crate::fast::top_p::{top_p_nucleus, TopP as Nucleus, TopPScratch};
@@ -61,7 +61,6 @@ use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
 use crate::softmax::softmax;
-use crate::sort::bucket_order_follows_values;
 use crate::step::{Role, Step};
 use half::slice::HalfFloatSliceExt;
 
@@ -404,16 +403,11 @@ impl TokenSampler {
                 }
                 let f = &mut self.fast;
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
-                let m = match scan_row(r, &mut f.scan) {
-                    Scan::Bad(i) => return Err(bad_logit(row, i)),
-                    Scan::Max(m) if m == f32::NEG_INFINITY => return Ok(None),
-                    Scan::Max(m) => m,
-                };
-                if !bucket_order_follows_values(m) {
-                    return Ok(None);
-                }
-                match top_p_nucleus(r, m, p, min_keep, &f.scan, &mut f.top_p, &mut self.cands) {
-                    Nucleus::Full => {
+                // The narrow path scans the row itself (NaN and `+inf` included).
+                match top_p_nucleus(r, p, min_keep, &mut f.scan, &mut f.top_p, &mut self.cands) {
+                    Nucleus::Bad(i) => Err(bad_logit(row, i)),
+                    Nucleus::Skip => Ok(None),
+                    Nucleus::Full(m) => {
                         let Some(dist_at) = dist_at else {
                             return Ok(None);
                         };
@@ -784,10 +778,11 @@ pub fn mirostat_margin_scale(k: u64) -> u64 {
     crate::fast::mirostat_v2::set_margin_scale(k)
 }
 
-/// How often the top-p fast path built the nucleus / left the step to the full path:
-/// `[nucleus, full]`. For benchmarks and tests.
+/// How often the top-p fast path built the nucleus / left the step to the full path, and how
+/// many of the built ones replayed llama.cpp's bucket order (a tie in the nucleus):
+/// `[nucleus, full, replayed]`. For benchmarks and tests.
 #[doc(hidden)]
-pub fn top_p_tier_counts() -> [u64; 2] {
+pub fn top_p_tier_counts() -> [u64; 3] {
     crate::fast::top_p::tier_counts()
 }
 

@@ -523,6 +523,66 @@ fn real_shaped_rows_match() {
     assert!(miro1[0] - miro0[0] >= 40, "mirostat prefix built {} times", miro1[0] - miro0[0]);
 }
 
+/// (d) on rows shaped like a real model's, where the narrow top-p path reads the nucleus off
+/// the values and takes llama.cpp's sum from the values near the running maximum only: the
+/// maximum late in the row (so the values before it are taken relative to smaller running
+/// maxima), early, tied with another token (llama.cpp's bucket order is replayed), far above
+/// every other value (fewer than 257 values near it), and after a start far below it. Same
+/// tokens and candidates as the full path; both the value order and the replay run. NaN and
+/// `+inf` give the full path's error.
+#[test]
+fn top_p_value_path_matches() {
+    let _counts = mirostat_counts(); // the top-p counters are process-wide too
+    let n = 262_144;
+    let before = nucleus_sampler::session::top_p_tier_counts();
+    for seed in 1..4u64 {
+        let mut g = Gen((seed * 0x51ED_2701) | 1);
+        let base = real_shaped(n, &mut g);
+        let imax = (0..n).max_by(|&a, &b| base[a].total_cmp(&base[b])).unwrap();
+        let mut late = base.clone();
+        late.swap(imax, n - 77);
+        let mut early = base.clone();
+        early.swap(imax, 3);
+        let mut tied = late.clone();
+        tied[n / 3] = tied[n - 77];
+        let mut peaked = base.clone();
+        peaked[imax] += 30.0;
+        // The first running maxima more than 87 nats below the row's: the max pass runs first.
+        let mut low_start = late.clone();
+        low_start[..3000].iter_mut().for_each(|v| *v -= 150.0);
+        for row in [&late, &early, &tied, &peaked, &low_start] {
+            for top_p in [0.9f32, 0.95, 0.99] {
+                for min_keep in [0, 3] {
+                    let p = SamplingParams { seed: seed as u32, top_k: 0, top_p, min_keep, ..Default::default() };
+                    compare(TokenSampler::new(p.build(n, None).unwrap()), row, &[], 2).unwrap();
+                }
+            }
+        }
+    }
+    // The one-pass scan reports the first NaN or `+inf` (in a vector group or in the tail),
+    // as the full path does.
+    let mut g = Gen(99);
+    let base = real_shaped(n - 21, &mut g);
+    for (at, later) in [(5, 900), (n / 2 + 3, n - 30), (n - 25, n - 22), (n - 23, n - 22)] {
+        for bad in [f32::NAN, f32::INFINITY] {
+            let mut row = base.clone();
+            row[at] = bad;
+            row[later] = f32::NAN;
+            let p = SamplingParams { seed: 5, top_k: 0, ..Default::default() };
+            let mut fast = TokenSampler::new(p.build(row.len(), None).unwrap());
+            let mut slow = fast.clone();
+            slow.set_fast_path(false);
+            let got = fast.sample(&row);
+            assert!(got.is_err(), "{at} {bad}");
+            assert_eq!(got, slow.sample(&row), "{at} {bad}");
+        }
+    }
+    let after = nucleus_sampler::session::top_p_tier_counts();
+    let (built, replayed) = (after[0] - before[0], after[2] - before[2]);
+    assert!(built >= 60, "top-p nucleus built {built} times");
+    assert!(replayed >= 30 && built - replayed >= 30, "bucket order replayed {replayed} of {built}");
+}
+
 /// mirostat v2 once `mu` has grown past every surprise (confident rows, large `eta`): the kept
 /// prefix holds most of the vocabulary, so it is built from values alone and the selected id
 /// read off the row — with equal logits everywhere (bf16-rounded rows and a 1/4096 grid), so the

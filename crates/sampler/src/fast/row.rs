@@ -104,7 +104,9 @@ pub(crate) enum Scan {
 const REF_SLACK: f32 = 60.0;
 
 /// Max pass: per-block maximum, coarse exponential sums (each relative to the running maximum
-/// at that block, `cref`), NaN/`+inf` detection.
+/// at that block, `cref`), NaN/`+inf` detection. The fast paths call [`scan_row_with`] (each
+/// says whether it needs the sums); the tests call this.
+#[cfg(test)]
 pub(crate) fn scan_row(row: Row<'_>, s: &mut RowScan) -> Scan {
     scan_row_with(row, s, true)
 }

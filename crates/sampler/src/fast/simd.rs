@@ -182,7 +182,8 @@ pub(crate) trait Simd {
     unsafe fn fnmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// `max(a, b)` for non-NaN inputs.
     unsafe fn max(a: Self::V, b: Self::V) -> Self::V;
-    /// `min(a, b)` for non-NaN inputs.
+    /// `min(a, b)` for non-NaN inputs (no kernel uses it at the moment; kept with `max`).
+    #[allow(dead_code)]
     unsafe fn min(a: Self::V, b: Self::V) -> Self::V;
     /// `|a|`.
     unsafe fn abs(a: Self::V) -> Self::V;
@@ -219,6 +220,10 @@ pub(crate) trait Simd {
     unsafe fn count(m: Self::M) -> u32;
     /// Appends `(base + lane, v[lane])` for the lanes set in `m` (in lane order).
     unsafe fn push_masked(m: Self::M, v: Self::V, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>);
+    /// Writes the lanes of `v` set in `m` to `dst` in lane order and returns how many; may
+    /// write up to `N` values (`dst` must have room for them). No branch on `m` where the
+    /// level allows it, for masks that are set at random.
+    unsafe fn compress_store(m: Self::M, v: Self::V, dst: *mut f32) -> usize;
     /// Per-lane `f64` accumulators.
     type D: Copy;
     unsafe fn dzero() -> Self::D;
@@ -386,6 +391,12 @@ impl Simd for Scalar {
             ids.push(base as i32);
             vals.push(v);
         }
+    }
+    #[inline(always)]
+    unsafe fn compress_store(m: bool, v: f32, dst: *mut f32) -> usize {
+        // SAFETY: the caller passes room for one value (the `Simd::compress_store` contract).
+        unsafe { *dst = v };
+        m as usize
     }
     type D = f64;
     #[inline(always)]
@@ -649,6 +660,13 @@ mod x86 {
                 vals.set_len(lv + k);
             }
         }
+        #[inline(always)]
+        unsafe fn compress_store(m: __mmask16, v: __m512, dst: *mut f32) -> usize {
+            // Compressed in a register and stored whole (the memory form is slow on some CPUs).
+            // SAFETY: the caller passes room for 16 values (the `Simd::compress_store` contract); AVX-512F is available (kernel contract).
+            unsafe { _mm512_storeu_ps(dst, _mm512_maskz_compress_ps(m, v)) };
+            (m as u32).count_ones() as usize
+        }
         type D = (__m512d, __m512d);
         #[inline(always)]
         unsafe fn dzero() -> Self::D {
@@ -819,6 +837,21 @@ mod x86 {
                     }
                 }
             }
+        }
+        #[inline(always)]
+        unsafe fn compress_store(m: __m256, v: __m256, dst: *mut f32) -> usize {
+            let mut bits = _mm256_movemask_ps(m) as u32;
+            let mut a = [0f32; 8];
+            // SAFETY: `a` holds 8 f32, what the unaligned store writes; AVX2 is available (kernel contract).
+            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
+            let mut k = 0;
+            while bits != 0 {
+                // SAFETY: at most 8 lanes are set, and the caller passes room for 8 values.
+                unsafe { *dst.add(k) = a[bits.trailing_zeros() as usize] };
+                k += 1;
+                bits &= bits - 1;
+            }
+            k
         }
         type D = (__m256d, __m256d);
         #[inline(always)]

@@ -202,7 +202,7 @@ unsafe fn collect_top_k<S: Simd>(
                     S::push_masked(S::nlt(vj, t), vj, i + j * S::N, ids, vals);
                 }
                 if ids.len() >= cap {
-                    thr = cut(k, ids, vals, sel);
+                    thr = keep_top(k, ids, vals, sel);
                     t = S::splat(thr);
                     // Values equal to the threshold survive the cut: on a row of many equal
                     // values the buffer stays full and a cut per group would be quadratic
@@ -227,8 +227,8 @@ unsafe fn collect_top_k<S: Simd>(
 }
 
 /// Cuts the buffer (more than `k + 1` values, no NaN) to the values at or above its `k + 1`-th
-/// largest, which it returns.
-fn cut(k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &mut Vec<f32>) -> f32 {
+/// largest, which it returns (also `fast::top_p`'s rising-threshold buffer).
+pub(crate) fn keep_top(k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &mut Vec<f32>) -> f32 {
     sel.clear();
     sel.extend_from_slice(vals);
     let (_, &mut thr, _) = sel.select_nth_unstable_by(k, |a, b| b.total_cmp(a));

@@ -3,148 +3,599 @@
 //!
 //! llama.cpp computes `p_i = RN(e_i / s)` with `s` a sequential `f32` sum of
 //! `e_i = expf(l_i - max)` in id order, partially sorts the top 256 candidates with its bucket
-//! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`. The partial sort's
-//! first 256 entries come from the top buckets: those are gathered and sorted with llama.cpp's
-//! algorithms (in id order, as its stable scatter leaves them). The running sum is monotone in
-//! `s`, so evaluating it at both ends of a bracket of `s` (from the max pass's coarse block
-//! sums) either fixes the cut or says it is ambiguous. Then, when the maximum comes late in the
-//! row, a 1-ulp vector exp pass that also sums `min(e_i, U/2)` (`U` an ulp bound of `s`: each
-//! addition is off by at most `min(e_i, ulp(s)/2)`) gives a tighter bracket; failing that, `s`
-//! itself is computed exactly, skipping the terms too small to change it (see [`exact_sum`]),
-//! and the cut is read at `s`.
-//! When even the bracket's largest `p`s cannot reach the cut within 256 candidates, the caller
-//! runs the wide path or the full path; nothing has been consumed.
+//! sort and accumulates `p` in that order (`f32`) until the sum reaches `p`.
+//!
+//! One pass over the row collects two sets ([`scan_near_top`]: the max pass itself, which
+//! also finds NaN and `+inf`; on a patched row, [`collect`] after the max pass):
+//! - the values that can change `s`: a term below half an ulp of the running sum leaves it
+//!   unchanged, and the running sum is at least the exponential of the largest value seen so
+//!   far, so only values within [`NEAR`] nats of the running maximum are kept (in id order);
+//!   their exact exponentials, added by the grid replay, give `s` exactly ([`exact_sum`]);
+//! - the 257 largest values, by a rising threshold as in `fast::top_k` (every value at or above
+//!   the buffer's 257th largest, cut back when the buffer fills).
+//!
+//! llama.cpp's first 256 positions hold the 256 largest values in descending order whatever
+//! the order of equal values (its buckets are ranges of values, top down), and the cut reads
+//! only values, so the cut is found on the values sorted. When the nucleus and the position
+//! after it hold distinct values, that order is llama.cpp's; otherwise the top buckets are
+//! gathered and put in order by llama.cpp's own algorithms ([`llama_order`]).
+//! When even the exact `s` does not reach the cut within 256 candidates, the caller runs the
+//! wide path or the full path; nothing has been consumed.
 
 use crate::candidates::{Candidates, TokenData};
-use crate::fast::bounds::{f32_down, f32_up, seq_block};
-use crate::fast::expf::{exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
-use crate::fast::row::{collect_into, Row, RowScan, TierCounts, BLOCK};
-use crate::fast::simd::{simd_dispatch, Scalar, Simd};
-use crate::sort::{bucket_of, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort, NBUCKETS};
+use crate::fast::bounds::{f32_down, seq_block};
+use crate::fast::expf::expf_exact_slice;
+use crate::fast::row::{collect_into, scan_row_with, Row, RowScan, Scan, TierCounts, BLOCK};
+use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Simd};
+use crate::fast::top_k::keep_top;
+use crate::fast::value_sort::desc_key;
+use crate::sort::{
+    bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
+    NBUCKETS,
+};
 
 /// Candidates llama.cpp's adaptive top-p sorts first.
 const FIRST: usize = 256;
 
+/// A value more than this many nats below the running maximum adds nothing to llama.cpp's
+/// sum: `ln(2^25) = 17.33` (the term is then below `2^-25` times the running sum, so below
+/// half its ulp) plus room for the rounding of `l - max` and of `expf` (see [`collect`]).
+const NEAR: f64 = 17.35;
+
+/// The running maximum must be at most this far below the row's for its exponential (a lower
+/// bound of the running sum) to be a normal `f32`.
+const NORMAL: f64 = 87.0;
+
+/// The rising-threshold buffer of the largest values.
+#[derive(Clone, Debug, Default)]
+struct TopBuf {
+    ids: Vec<i32>,
+    vals: Vec<f32>,
+    sel: Vec<f32>,
+    /// Every value of the row at or above it is in the buffer.
+    thr: f32,
+    /// Length at which the buffer is cut back.
+    cap: usize,
+}
+
 /// Reusable buffers.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TopPScratch {
+    /// Values that may change llama.cpp's sum, id order.
+    near: Vec<f32>,
+    top: TopBuf,
+    /// Whether the max pass filled the block maxima for this row.
+    scanned: bool,
+    keys: Vec<u64>,
+    sorted: Vec<TokenData>,
+    xs: Vec<f32>,
+    es: Vec<f32>,
+    // llama.cpp's bucket order (ties in the nucleus).
     ids: Vec<i32>,
     vals: Vec<f32>,
     groups: Vec<TokenData>,
     counts: Vec<u32>,
-    xs: Vec<f32>,
-    es: Vec<f32>,
-    sids: Vec<i32>,
-    svals: Vec<f32>,
     /// One bucket as gathered (id order), for the libstdc++ emulation on ties.
     spare: Vec<TokenData>,
 }
 
-/// How often the nucleus was built here / left to the full path, process-wide.
-static TIERS: TierCounts<2> = TierCounts::new();
+/// How often the nucleus was built here / left to the full path / built through llama.cpp's
+/// bucket order (a tie in the nucleus, or fewer than 257 values near the maximum), process-wide.
+static TIERS: TierCounts<3> = TierCounts::new();
 
-/// `[nucleus built, full path]` so far in this process.
-pub(crate) fn tier_counts() -> [u64; 2] {
+/// `[nucleus built, full path, of the built: through the bucket order]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 3] {
     TIERS.get()
-}
-
-simd_dispatch!(
-    /// (sum of `exp_near(x - m)`, sum of `min(exp_near(x - m), c)`) over one block; the second
-    /// is summed in `f32` lanes (its caller widens it by the lane sums' rounding).
-    fn block_near_min(x: &[f32], m: f32, c: f32) -> (f64, f64) = block_near_min_k
-);
-
-#[inline(always)]
-unsafe fn block_near_min_k<S: Simd>(x: &[f32], m: f32, c: f32) -> (f64, f64) {
-    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
-    unsafe {
-        let n = x.len();
-        let p = x.as_ptr();
-        let (mv, cv) = (S::splat(m), S::splat(c));
-        let mut a = S::dzero();
-        let mut b = S::splat(0.0);
-        let mut i = 0;
-        while i + 2 * S::N <= n {
-            let e0 = exp_near::<S>(S::sub(S::load(p.add(i)), mv));
-            let e1 = exp_near::<S>(S::sub(S::load(p.add(i + S::N)), mv));
-            a = S::dadd(a, S::add(e0, e1));
-            b = S::add(b, S::add(S::min(e0, cv), S::min(e1, cv)));
-            i += 2 * S::N;
-        }
-        let (mut sa, mut sb) = (S::dsum(a), S::hsum_f64(b));
-        for &v in &x[i..] {
-            let e = exp_near::<Scalar>(v - m);
-            sa += e as f64;
-            sb += e.min(c) as f64;
-        }
-        (sa, sb)
-    }
 }
 
 /// Outcome of [`top_p_nucleus`].
 pub(crate) enum TopP {
-    /// Not decided here: run the full path.
-    Full,
+    /// The row holds a NaN or `+inf` at this index (the first one).
+    Bad(usize),
+    /// No fast path for this row (every value `-inf`, or values past llama.cpp's bucket range).
+    Skip,
+    /// Not decided here (the nucleus is wider than 256): the wide path or the full path runs;
+    /// the row's maximum.
+    Full(f32),
     /// `out` holds the nucleus (sorted, as llama.cpp's top-p leaves the view, `p` zero).
     Nucleus,
 }
 
-/// llama.cpp's top-p over `row` (scanned into `d`, maximum `m` finite) for `p < 1` and
-/// `min_keep`, when the nucleus lies within the first 256 sorted candidates.
+/// llama.cpp's top-p over `row` for `p < 1` and `min_keep`, when the nucleus lies within the
+/// first 256 sorted candidates; the row is scanned here (`d` is scratch).
 pub(crate) fn top_p_nucleus(
     row: Row<'_>,
-    m: f32,
     p: f32,
     min_keep: usize,
-    d: &RowScan,
+    d: &mut RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
 ) -> TopP {
+    let m = match scan(row, d, s) {
+        Err(i) => return TopP::Bad(i),
+        Ok(m) => m,
+    };
+    if m == f32::NEG_INFINITY || !bucket_order_follows_values(m) {
+        return TopP::Skip;
+    }
     let r = nucleus(row, m, p, min_keep, d, s, out);
-    TIERS.bump(matches!(r, TopP::Full) as usize);
-    r
+    match r {
+        Some(replayed) => {
+            TIERS.bump(0);
+            if replayed {
+                TIERS.bump(2);
+            }
+            TopP::Nucleus
+        }
+        None => {
+            TIERS.bump(1);
+            TopP::Full(m)
+        }
+    }
 }
 
+/// The row's maximum, with [`collect`]'s buffers filled: in one pass ([`scan_near_top`]) for
+/// an unpatched row, else (or when the first running maximum it used was too far below the
+/// row's) after the max pass. `Err`: the first NaN or `+inf`. `d.cmax` is filled only by the
+/// max pass (`s.scanned` says whether).
+fn scan(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Result<f32, usize> {
+    if row.patches.is_empty() {
+        s.near.clear();
+        reset_top(&mut s.top, f32::NEG_INFINITY);
+        let (m, first) = scan_near_top(row.logits, &mut s.top, &mut s.near)?;
+        // (`first` is NaN when no finite threshold was set: every value was kept.)
+        if (first as f64) < m as f64 - NORMAL {
+            return scan_then_collect(row, d, s);
+        }
+        s.scanned = false;
+        return Ok(m);
+    }
+    scan_then_collect(row, d, s)
+}
+
+/// The max pass, then [`collect`].
+fn scan_then_collect(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Result<f32, usize> {
+    let m = match scan_row_with(row, d, false) {
+        Scan::Bad(i) => return Err(i),
+        Scan::Max(m) => m,
+    };
+    s.scanned = true;
+    if m != f32::NEG_INFINITY && bucket_order_follows_values(m) {
+        collect(row, m, d, s);
+    }
+    Ok(m)
+}
+
+/// The nucleus into `out` from [`scan`]'s buffers: `Some(whether llama.cpp's bucket order
+/// was replayed)`, `None` for the full path.
 fn nucleus(
     row: Row<'_>,
     m: f32,
     p: f32,
     min_keep: usize,
-    d: &RowScan,
+    d: &mut RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
-) -> TopP {
+) -> Option<bool> {
     let n = row.len();
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if min_keep > FIRST || !(p >= 0.0) {
-        return TopP::Full;
+        return None;
     }
-    let nb = d.cmax.len();
-    // 1. A coarse upper bound of s from the scan (for the ulp bound U).
-    let (mut coarse_lo, mut coarse_hi) = (0.0f64, 0.0f64);
-    for b in 0..nb {
-        if d.cmax[b] == f32::NEG_INFINITY {
-            continue;
+    let k = FIRST.min(n);
+    // llama.cpp's first k positions hold the k largest values, sorted; the cut reads position
+    // k - 1 at most, and whether the nucleus's last value is tied with the next, position k.
+    let need = (FIRST + 1).min(n);
+    let have_top = s.top.ids.len() >= need;
+    let mut wide_at = f64::INFINITY;
+    if have_top {
+        select_top(need, s);
+        if s.near.len() > WIDE_CHECK {
+            wide_at = wide_sum(k, m, p, s);
         }
-        let dd = m as f64 - d.cref[b] as f64;
-        let rho = (176.0 + dd) * 1.01 / 16_777_216.0 + 1.0 / 4_194_304.0;
-        let acc_err = BLOCK as f64 / 16_777_216.0;
-        let f = d.coarse[b];
-        coarse_hi += f * (1.0 + acc_err) * BOUND_MUL * (-dd).exp() * (1.0 + rho) * (1.0 + 1e-9);
-        coarse_lo += (f * (1.0 - acc_err) / BOUND_DIV * (-dd).exp() * (1.0 - rho) - BLOCK as f64 * TINY).max(0.0);
     }
-    if !coarse_hi.is_finite() {
-        return TopP::Full;
+    let sum = exact_sum(m, wide_at, s)?;
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(sum > 0.0) || !(sum < f32::INFINITY) {
+        return None;
     }
-    // llama.cpp's s never exceeds its real sum by more than the rounding, itself below the real
-    // sum: s < 2 * coarse_hi, so ulp(s) <= ulp(f32(2 * coarse_hi)).
-    let big = (2.0 * coarse_hi) as f32;
-    let ulp = f32::from_bits((big.to_bits() & 0x7f80_0000).max(24 << 23) - (23 << 23)) * 2.0;
-    let half_u = ulp / 2.0;
-    // 2. llama.cpp's first 256 sorted candidates: the buckets from the top down to the one
-    // where the count reaches 256. Gather everything above a logit threshold, lowering it until
-    // those buckets are wholly inside.
+    if have_top {
+        // Most nuclei are short: the cut is tried on the largest few first, and the rest
+        // is sorted only when it lies further.
+        let short = SHORT.min(need);
+        sort_prefix(short, s);
+        let last = match cut(&s.sorted, (short - 1).min(k), m, p, min_keep, sum, sum) {
+            Some(last) => last,
+            None => {
+                sort_prefix(need, s);
+                cut(&s.sorted, k, m, p, min_keep, sum, sum)?
+            }
+        };
+        let tied = s.keys[..(last + 1).min(need)].windows(2).any(|w| w[0] >> 32 == w[1] >> 32);
+        if !tied {
+            out.fill_from(&s.sorted[..last]);
+            out.set_sorted(true);
+            return Some(false);
+        }
+    }
+    if !s.scanned {
+        // The one-pass scan leaves no block maxima; the bucket order's gather reads them.
+        scan_row_with(row, d, false);
+        s.scanned = true;
+    }
+    if !llama_order(row, m, d, s) {
+        return None;
+    }
+    let last = cut(&s.groups, k, m, p, min_keep, sum, sum)?;
+    out.fill_from(&s.groups[..last]);
+    out.set_sorted(true);
+    Some(true)
+}
+
+/// Empties the top buffer and sets its threshold.
+fn reset_top(t: &mut TopBuf, thr: f32) {
+    t.ids.clear();
+    t.vals.clear();
+    t.thr = thr;
+    t.cap = 4 * (FIRST + 1);
+}
+
+simd_dispatch!(
+    /// [`collect`]'s two sets and the maximum in one pass over an unpatched row, each value's
+    /// near threshold taken from the running maximum `R` of the vector groups before it
+    /// ([`collect`] explains why the values below `R - NEAR` add nothing while `e_R` is normal:
+    /// the caller checks that with the `R` of the first finite threshold, returned second; NaN
+    /// when none was set). The top buffer's threshold is raised to the near threshold as it
+    /// rises (any threshold that only rises keeps every value at or above its final value).
+    /// `Err(i)`: the first NaN or `+inf`.
+    fn scan_near_top(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> = scan_near_top_k
+);
+
+#[inline(always)]
+unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> {
+    const G: usize = 4; // vectors per group
+    let n = x.len();
+    let p = x.as_ptr();
+    near.reserve(n + S::N);
+    let out = near.as_mut_ptr();
+    let mut len = near.len();
+    let mut run = f32::NEG_INFINITY;
+    let mut first = f32::NAN;
+    let mut nthr = f32::NEG_INFINITY;
+    let mut i = 0;
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
+    // tail is done lane by lane. Each `compress_store` writes `S::N` values from `len`, which
+    // is at most the old length plus `i + j * S::N`, inside the capacity reserved above; only
+    // the values it counts are exposed by `set_len`.
+    unsafe {
+        let inf = S::splat(f32::INFINITY);
+        let mut nv = S::splat(nthr);
+        let mut tv = S::splat(t.thr);
+        let mut rv = S::splat(run);
+        while i + G * S::N <= n {
+            let mut v = [S::splat(0.0); G];
+            for (j, vj) in v.iter_mut().enumerate() {
+                *vj = S::load(p.add(i + j * S::N));
+            }
+            // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
+            // finite overflow: the group is then checked value by value).
+            let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
+            if S::any(S::nlt(sum, inf)) {
+                let g = &x[i..i + G * S::N];
+                if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+                    near.set_len(len);
+                    return Err(i + first_nan_or_inf(g));
+                }
+            }
+            for &vj in &v {
+                len += S::compress_store(S::ge(vj, nv), vj, out.add(len));
+            }
+            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
+            if S::any(S::ge(mx, tv)) {
+                for (j, &vj) in v.iter().enumerate() {
+                    S::push_masked(S::ge(vj, tv), vj, i + j * S::N, &mut t.ids, &mut t.vals);
+                }
+                if t.ids.len() >= t.cap {
+                    cut_top(t);
+                    tv = S::splat(t.thr);
+                }
+            }
+            if S::any(S::lt(rv, mx)) {
+                run = run.max(S::hmax(mx));
+                rv = S::splat(run);
+                raise(run, &mut nthr, &mut first, t);
+                nv = S::splat(nthr);
+                tv = S::splat(t.thr);
+            }
+            i += G * S::N;
+        }
+        near.set_len(len);
+    }
+    for (j, &v) in x[i..].iter().enumerate() {
+        if v.is_nan() || v == f32::INFINITY {
+            return Err(i + j);
+        }
+        if v >= nthr {
+            near.push(v);
+        }
+        if v >= t.thr {
+            t.ids.push((i + j) as i32);
+            t.vals.push(v);
+        }
+        if v > run {
+            run = v;
+            raise(run, &mut nthr, &mut first, t);
+        }
+    }
+    if t.ids.len() >= t.cap {
+        cut_top(t);
+    }
+    drop_below(t);
+    Ok((run, first))
+}
+
+/// Drops the buffer's values below its threshold: raised to a near threshold, it may have
+/// passed values collected before, while the values like them that came after were not
+/// collected; what stays is every value of the row at or above the threshold.
+fn drop_below(t: &mut TopBuf) {
+    let mut w = 0;
+    for r in 0..t.vals.len() {
+        if t.vals[r] >= t.thr {
+            t.vals[w] = t.vals[r];
+            t.ids[w] = t.ids[r];
+            w += 1;
+        }
+    }
+    t.vals.truncate(w);
+    t.ids.truncate(w);
+}
+
+/// The near threshold for a new running maximum `run` (rounded down), the top buffer's
+/// threshold raised to it, and `first` set to `run` at the first finite threshold.
+fn raise(run: f32, nthr: &mut f32, first: &mut f32, t: &mut TopBuf) {
+    *nthr = f32_down(run as f64 - NEAR);
+    if *nthr > f32::NEG_INFINITY && first.is_nan() {
+        *first = run;
+    }
+    if *nthr > t.thr {
+        t.thr = *nthr;
+    }
+}
+
+/// One pass over the row: into `s.near` every value that may change llama.cpp's
+/// sum, in id order, and into `s.top` every value at or above a threshold that never passes
+/// the row's 257th largest (nor starts above `m - NEAR`).
+///
+/// Why the others add nothing: llama.cpp's running sum `S` before token `i` is at least
+/// `e_R = expf(R - m)` for the largest value `R` before it (terms are positive and rounding is
+/// monotone), so when `e_R` is normal, half an ulp of `S` exceeds `2^-25 e_R`. A value below
+/// `R - NEAR` (threshold rounded down) has `l - m` at least `17.35 - 2^-24 (|l - m| + |R - m|)`
+/// below `R - m` after rounding, which for `|l - m| <= 1000` is more than
+/// `ln(2^25) + 2^-21` below, so its `expf` (within `2^-23` relative) is under `2^-25 e_R`:
+/// adding it leaves `S` unchanged. Further than 1000 below `m`, `expf` is zero. Each block
+/// takes `R` as the largest value of the blocks before it (`-inf`, so every value, while that
+/// is not within [`NORMAL`] of `m`).
+fn collect(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) {
+    let after = f32_down(m as f64 - NEAR);
+    s.near.clear();
+    reset_top(&mut s.top, after);
+    let t = &mut s.top;
+    let mut buf = [0f32; BLOCK];
+    let mut run = f32::NEG_INFINITY;
+    for (b, &mx) in d.cmax.iter().enumerate() {
+        let thr = if run as f64 >= m as f64 - NORMAL { f32_down(run as f64 - NEAR) } else { f32::NEG_INFINITY };
+        if thr == after && row.patches.is_empty() {
+            // Every later block has the same threshold: one call for the rest of the row.
+            near_top(&row.logits[b * BLOCK..], b * BLOCK, thr, t, &mut s.near);
+            return;
+        }
+        run = run.max(mx);
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(mx >= thr) {
+            continue; // nothing near, and the top threshold is at least as high
+        }
+        let x = row.block(b, &mut buf);
+        near_top(x, b * BLOCK, thr, t, &mut s.near);
+    }
+}
+
+simd_dispatch!(
+    /// [`collect`] over `x` (ids from `base`): values `>= near_thr` into `near`, values
+    /// `>= t.thr` into `t` (cut back to its 257 largest when it reaches `t.cap`). Requires
+    /// `near_thr <= t.thr` and no NaN.
+    fn near_top(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, near: &mut Vec<f32>) -> () = near_top_k
+);
+
+#[inline(always)]
+unsafe fn near_top_k<S: Simd>(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, near: &mut Vec<f32>) {
+    const G: usize = 4; // vectors per group
+    let n = x.len();
+    let p = x.as_ptr();
+    // Every vector is compressed into `near` without a branch (a few percent of the lanes are
+    // near, at random: a branch per vector mispredicts often); room for a whole vector's
+    // store past the last value is reserved up front.
+    near.reserve(n + S::N);
+    let out = near.as_mut_ptr();
+    let mut len = near.len();
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
+    // tail is done lane by lane. Each `compress_store` writes `S::N` values from `len`, which
+    // is at most the old length plus `i + j * S::N`, inside the capacity reserved above; only
+    // the values it counts are exposed by `set_len`.
+    unsafe {
+        let nv = S::splat(near_thr);
+        let mut tv = S::splat(t.thr);
+        let mut i = 0;
+        while i + G * S::N <= n {
+            let mut v = [S::splat(0.0); G];
+            for (j, vj) in v.iter_mut().enumerate() {
+                *vj = S::load(p.add(i + j * S::N));
+            }
+            for &vj in &v {
+                len += S::compress_store(S::ge(vj, nv), vj, out.add(len));
+            }
+            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
+            if S::any(S::ge(mx, tv)) {
+                for (j, &vj) in v.iter().enumerate() {
+                    S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
+                }
+                if t.ids.len() >= t.cap {
+                    cut_top(t);
+                    tv = S::splat(t.thr);
+                }
+            }
+            i += G * S::N;
+        }
+        near.set_len(len);
+    }
+    for (j, &v) in x[i_tail(n, S::N * G)..].iter().enumerate() {
+        let id = base + i_tail(n, S::N * G) + j;
+        if v >= near_thr {
+            near.push(v);
+        }
+        if v >= t.thr {
+            t.ids.push(id as i32);
+            t.vals.push(v);
+        }
+    }
+    if t.ids.len() >= t.cap {
+        cut_top(t);
+    }
+}
+
+/// Where the vector loop over `n` values in steps of `step` stops.
+fn i_tail(n: usize, step: usize) -> usize {
+    n - n % step
+}
+
+/// Cuts the buffer back to the values at or above its 257th largest (the new threshold). The
+/// cap grows with what survives, so a row of many equal values does not cut once per group.
+fn cut_top(t: &mut TopBuf) {
+    t.thr = keep_top(FIRST, &mut t.ids, &mut t.vals, &mut t.sel);
+    t.cap = t.cap.max(2 * t.ids.len());
+}
+
+/// Near values summed per chunk: each chunk drops what the sum so far already makes vanish.
+const SUM_CHUNK: usize = 2048;
+
+/// Past this many near values (a flat row, whose nucleus is likely wider than 256) the exact
+/// sum stops as soon as it shows that the cut lies beyond the first 256 candidates.
+const WIDE_CHECK: usize = 32_768;
+
+/// A sum above which the cut surely lies beyond the first `k` candidates: llama.cpp's
+/// running sum of `p_i = RN(e_i / s)` over them is at most `(1 + (k + 2) 2^-23)` times the
+/// real `E / s`, `E` the sum of their `e_i` (bounded by that of the `k + 1` selected largest
+/// values), so it stays below `p` for every `s` above `(1 + (k + 2) 2^-23) E / p`.
+fn wide_sum(k: usize, m: f32, p: f32, s: &TopPScratch) -> f64 {
+    let e: f64 = s.keys.iter().map(|&key| (s.top.vals[key as u32 as usize] - m).exp() as f64).sum();
+    e * (1.0 + (k as f64 + 2.0) / 8_388_608.0) * (1.0 + 1e-12) / p as f64
+}
+
+/// llama.cpp's softmax sum (`expf(l_i - m)` added in id order in `f32`), exactly: the near
+/// values of [`collect`] are every term that changes it. They were chosen against a lower
+/// bound of the running sum (`expf` of the running maximum, within a factor 2 of an ulp); the
+/// sum itself, once known, is a tighter one, so each chunk first drops its values below
+/// [`vanish_below`] of the sum before it (about a third of them on a real model's row).
+/// `None` once the running sum passes `wide_at` (the sum only grows: see [`wide_sum`]).
+fn exact_sum(m: f32, wide_at: f64, s: &mut TopPScratch) -> Option<f32> {
+    let mut sum = 0.0f32;
+    for c in s.near.chunks(SUM_CHUNK) {
+        s.xs.clear();
+        s.xs.reserve(c.len() + 16);
+        near_terms(c, vanish_below(sum, m), m, &mut s.xs);
+        s.es.clear();
+        s.es.resize(s.xs.len(), 0.0);
+        expf_exact_slice(&s.xs, &mut s.es);
+        sum = seq_block(&s.es, sum, false, false, 0.0);
+        if sum as f64 > wide_at {
+            return None;
+        }
+    }
+    Some(sum)
+}
+
+simd_dispatch!(
+    /// Appends `v - m` for the values `v >= thr` of `x`, in order.
+    fn near_terms(x: &[f32], thr: f32, m: f32, out: &mut Vec<f32>) -> () = near_terms_k
+);
+
+#[inline(always)]
+unsafe fn near_terms_k<S: Simd>(x: &[f32], thr: f32, m: f32, out: &mut Vec<f32>) {
+    let n = x.len();
+    out.reserve(n + S::N);
+    let dst = out.as_mut_ptr();
+    let mut len = out.len();
+    let mut i = 0;
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i .. i + S::N <= n`, and the tail is done lane by lane.
+    // Each `compress_store` writes `S::N` values from `len`, at most the old length plus `i`,
+    // inside the capacity reserved above; only the values it counts are exposed by `set_len`.
+    unsafe {
+        let (tv, mv) = (S::splat(thr), S::splat(m));
+        while i + S::N <= n {
+            let v = S::load(x.as_ptr().add(i));
+            len += S::compress_store(S::ge(v, tv), S::sub(v, mv), dst.add(len));
+            i += S::N;
+        }
+        out.set_len(len);
+    }
+    out.extend(x[i..].iter().filter(|&&v| v >= thr).map(|&v| v - m));
+}
+
+/// A logit below which `expf(l - m)` is surely under half an ulp of `s` (so adding it to `s`,
+/// or to any later, larger sum, changes nothing); `-inf` when `s` is zero or subnormal.
+fn vanish_below(s: f32, m: f32) -> f32 {
+    let e = (s.to_bits() >> 23) & 0xff;
+    if e == 0 || e == 0xff {
+        return f32::NEG_INFINITY;
+    }
+    // half an ulp of s: 2^(e - 127 - 24); 0.01 of margin covers the rounding of `l - m` and
+    // of expf.
+    let ln_half_ulp = (e as f64 - 151.0) * std::f64::consts::LN_2;
+    f32_down(m as f64 + ln_half_ulp - 0.01)
+}
+
+/// Positions first sorted for the cut (the nucleus of most confident steps is shorter).
+const SHORT: usize = 33;
+
+/// The order keys of the `need` largest values of the top buffer into `s.keys` (value key in
+/// the high half, ascending as values descend; buffer index, so id order, in the low half).
+fn select_top(need: usize, s: &mut TopPScratch) {
+    s.keys.clear();
+    s.keys.extend(s.top.vals.iter().enumerate().map(|(i, &v)| (u64::from(desc_key(v)) << 32) | i as u64));
+    if s.keys.len() > need {
+        s.keys.select_nth_unstable(need - 1);
+        s.keys.truncate(need);
+    }
+}
+
+/// Sorts the first `len` of [`select_top`]'s keys into place (the smallest `len`, ascending:
+/// values descending, ids ascending among equal values) and lists them in `s.sorted`.
+fn sort_prefix(len: usize, s: &mut TopPScratch) {
+    if len < s.keys.len() {
+        s.keys.select_nth_unstable(len);
+    }
+    s.keys[..len].sort_unstable();
+    let t = &s.top;
+    s.sorted.clear();
+    s.sorted.extend(s.keys[..len].iter().map(|&key| {
+        let i = key as u32 as usize;
+        TokenData { id: t.ids[i], logit: t.vals[i], p: 0.0 }
+    }));
+}
+
+/// llama.cpp's first 256 sorted candidates in its own order, into `s.groups`: the buckets
+/// from the top down to the one where the count reaches 256, gathered (everything above a
+/// logit threshold, lowered until those buckets are wholly inside), scattered stably by
+/// bucket, then sorted with llama.cpp's algorithms where equal values make the order matter.
+/// False when that takes too many tokens (the full path runs).
+fn llama_order(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) -> bool {
+    let n = row.len();
+    let nb = d.cmax.len();
     // The k-th largest block maximum is at most the k-th largest value: start at the 256th
     // largest block maximum when there are that many blocks (one gather, usually enough).
     // A real model's row often holds hundreds of tokens in the top bucket (every logit at or
@@ -184,7 +635,7 @@ fn nucleus(
             break f;
         }
         if s.ids.len() > 16 * FIRST || edge_bucket == 0 {
-            return TopP::Full;
+            return false;
         }
         edge_bucket = edge_bucket.saturating_sub(widen);
         widen *= 2;
@@ -225,122 +676,7 @@ fn nucleus(
         }
         pos += cnt;
     }
-
-    // 3. The cut from the coarse bracket: each step of llama.cpp's sum is off by at most
-    // ulp(s)/2 <= U/2, n of them.
-    let rnd_all = n as f64 * half_u as f64;
-    let (c_lo, c_hi) = (f32_down(coarse_lo - rnd_all), f32_up(coarse_hi + rnd_all));
-    if c_lo > 0.0 && c_hi < f32::INFINITY {
-        if let Some(last) = cut(&s.groups, k, m, p, min_keep, c_lo, c_hi) {
-            out.fill_from(&s.groups[..last]);
-            out.set_sorted(true);
-            return TopP::Nucleus;
-        }
-    }
-    if c_lo > 0.0 && cut(&s.groups, k, m, p, min_keep, c_lo, c_lo).is_none() {
-        return TopP::Full; // even the largest `p`s cannot reach the cut within the first `k`
-    }
-    // 2'. Not decided by the coarse bracket. The exact sum (below) computes every exponential
-    // up to the maximum's block, then only those large enough to change the sum: cheap when the
-    // maximum comes early in the row. Otherwise a 1-ulp pass over the row (the real sum and a
-    // rounding bound) tries a tighter bracket first.
-    let max_block = d.cmax.iter().position(|&x| x == m).unwrap_or(0);
-    if max_block > nb / 8 {
-        let mut buf = [0f32; BLOCK];
-        let (mut sum, mut rnd) = (0.0f64, 0.0f64);
-        for b in 0..nb {
-            if d.cmax[b] == f32::NEG_INFINITY {
-                continue;
-            }
-            let x = row.block(b, &mut buf);
-            let (a, c) = block_near_min(x, m, half_u);
-            sum += a;
-            rnd += c;
-        }
-        let eps = NEAR_REL * 2.0 * 1.01 + 1e-12;
-        let t_lo = sum * (1.0 - eps) - 2.0 * n as f64 * TINY;
-        let t_hi = sum * (1.0 + eps) + 2.0 * n as f64 * TINY;
-        // sum min(e, c) <= (1 + 2^-23) sum min(exp_near, c) + n TINY; its f32 lane sums (at most
-        // BLOCK terms each) are within BLOCK 2^-24 of it.
-        let rnd = rnd * (1.0 + BLOCK as f64 / 8_388_608.0) + 2.0 * n as f64 * TINY;
-        let (s_lo, s_hi) = (f32_down(t_lo - rnd), f32_up(t_hi + rnd));
-        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        if !(s_lo > 0.0) || !(s_hi < f32::INFINITY) {
-            return TopP::Full;
-        }
-        if let Some(last) = cut(&s.groups, k, m, p, min_keep, s_lo, s_hi) {
-            out.fill_from(&s.groups[..last]);
-            out.set_sorted(true);
-            return TopP::Nucleus;
-        }
-        if cut(&s.groups, k, m, p, min_keep, s_lo, s_lo).is_none() {
-            return TopP::Full;
-        }
-    }
-    // 2''. llama.cpp's sum itself, exactly.
-    let exact = exact_sum(row, m, d, s);
-    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    if !(exact > 0.0) || !(exact < f32::INFINITY) {
-        return TopP::Full;
-    }
-    match cut(&s.groups, k, m, p, min_keep, exact, exact) {
-        Some(last) => {
-            out.fill_from(&s.groups[..last]);
-            out.set_sorted(true);
-            TopP::Nucleus
-        }
-        None => TopP::Full,
-    }
-}
-
-/// llama.cpp's softmax sum over `row` (maximum `m`): `expf(l_i - m)` added in id order in
-/// `f32`, exactly. The sum only grows, so once it is `s`, a term below half an ulp of `s`
-/// leaves it unchanged whatever comes later: each block adds only its values at or above
-/// [`vanish_below`] of the sum so far (gathered in id order, their exact exponentials added by
-/// the grid replay), and a block whose maximum is below it is skipped. On a real model's row
-/// (`s >= 1` from the maximum's token on, most logits 15 to 30 nats below it) that leaves a
-/// few thousand exponentials to compute instead of the whole vocabulary.
-fn exact_sum(row: Row<'_>, m: f32, d: &RowScan, s: &mut TopPScratch) -> f32 {
-    let mut buf = [0f32; BLOCK];
-    let mut sum = 0.0f32;
-    for (b, &mx) in d.cmax.iter().enumerate() {
-        let thr = vanish_below(sum, m);
-        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-        #[allow(clippy::neg_cmp_op_on_partial_ord)]
-        if mx == f32::NEG_INFINITY || !(mx >= thr) {
-            continue;
-        }
-        let x = row.block(b, &mut buf);
-        s.xs.clear();
-        if thr == f32::NEG_INFINITY {
-            s.xs.extend(x.iter().map(|&v| v - m));
-        } else {
-            s.sids.clear();
-            s.svals.clear();
-            collect_into(x, thr, b * BLOCK, &mut s.sids, &mut s.svals);
-            s.xs.extend(s.svals.iter().map(|&v| v - m));
-        }
-        s.es.clear();
-        s.es.resize(s.xs.len(), 0.0);
-        expf_exact_slice(&s.xs, &mut s.es);
-        sum = seq_block(&s.es, sum, false, false, 0.0);
-    }
-    sum
-}
-
-/// A logit below which `expf(l - m)` is surely under half an ulp of `s` (so adding it to `s`,
-/// or to any later, larger sum, changes nothing); `-inf` when `s` is zero or subnormal.
-fn vanish_below(s: f32, m: f32) -> f32 {
-    let e = (s.to_bits() >> 23) & 0xff;
-    if e == 0 || e == 0xff {
-        return f32::NEG_INFINITY;
-    }
-    // half an ulp of s: 2^(e - 127 - 24); 0.01 of margin covers the rounding of `l - m` and
-    // of expf.
-    let ln_half_ulp = (e as f64 - 151.0) * std::f64::consts::LN_2;
-    f32_down(m as f64 + ln_half_ulp - 0.01)
+    true
 }
 
 /// The cut: llama.cpp's running f32 sum of `p = RN(e / s)` over the sorted candidates,
@@ -383,6 +719,79 @@ fn gather(row: Row<'_>, thr: f32, d: &RowScan, s: &mut TopPScratch) {
             }
         } else {
             collect_into(x, thr, b * BLOCK, &mut s.ids, &mut s.vals);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fast::simd::{with_level, Level};
+
+    /// The collecting kernel at every level this CPU runs: `near` holds exactly the values at
+    /// or above the near threshold, in id order (vector groups and the tail), and the top
+    /// buffer every value at or above its final threshold, with at least 257 of them; the
+    /// exact sum's filter keeps exactly the values at or above its threshold.
+    #[test]
+    fn near_top_collects_exactly() {
+        let mut x = 12_345u32;
+        let row: Vec<f32> = (0..5000 + 37)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                ((x >> 8) % 20_000) as f32 / 1000.0 - 10.0
+            })
+            .collect();
+        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+            if !level.is_supported() {
+                continue;
+            }
+            for near_thr in [f32::NEG_INFINITY, -3.0, 8.5] {
+                let mut t = TopBuf { thr: near_thr.max(-5.0), cap: 4 * (FIRST + 1), ..TopBuf::default() };
+                let mut near = vec![1.0f32; 3];
+                with_level(level, || near_top(&row, 100, near_thr, &mut t, &mut near)).unwrap();
+                let want: Vec<f32> = row.iter().copied().filter(|&v| v >= near_thr).collect();
+                assert_eq!(&near[..3], &[1.0; 3], "{level:?}");
+                assert_eq!(near[3..], want[..], "{level:?} {near_thr}");
+                let top: Vec<(i32, f32)> =
+                    row.iter().enumerate().filter(|&(_, &v)| v >= t.thr).map(|(i, &v)| (100 + i as i32, v)).collect();
+                let got: Vec<(i32, f32)> = t.ids.iter().copied().zip(t.vals.iter().copied()).collect();
+                assert_eq!(got, top, "{level:?} {near_thr}");
+                assert!(got.len() > FIRST, "{level:?} {near_thr}");
+                // The exact sum's filter: `v - m` of the values at or above a threshold.
+                let mut terms = vec![7.0f32];
+                with_level(level, || near_terms(&row, near_thr, 9.5, &mut terms)).unwrap();
+                let want: Vec<f32> = row.iter().filter(|&&v| v >= near_thr).map(|&v| v - 9.5).collect();
+                assert_eq!(terms[0], 7.0, "{level:?}");
+                assert_eq!(terms[1..], want[..], "{level:?} {near_thr}");
+            }
+        }
+    }
+
+    /// The exact sum stops early only on rows whose cut lies beyond the first 256 candidates
+    /// (flat rows of many near values), and not on a confident one with as many near values.
+    #[test]
+    fn wide_exit_only_when_the_cut_is_beyond() {
+        let mut x = 777u32;
+        let mut unif = move || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            ((x >> 8) & 0xffff) as f32 / 65_536.0
+        };
+        for (n, spread, spike, want_exit) in
+            [(100_000, 3.0f32, 0.0f32, true), (100_000, 8.0, 0.0, true), (300_000, 20.0, 15.0, false)]
+        {
+            let mut row: Vec<f32> = (0..n).map(|_| spread * unif()).collect();
+            row[n / 2] = spread + spike;
+            let r = Row { logits: &row, patches: &[] };
+            let (mut d, mut s) = (RowScan::default(), TopPScratch::default());
+            let m = scan(r, &mut d, &mut s).unwrap();
+            assert!(s.near.len() > WIDE_CHECK && s.top.ids.len() > FIRST, "{n} {spread}");
+            select_top(FIRST + 1, &mut s);
+            let full = exact_sum(m, f64::INFINITY, &mut s).unwrap();
+            let exited = exact_sum(m, wide_sum(FIRST, m, 0.95, &s), &mut s).is_none();
+            assert_eq!(exited, want_exit, "spread {spread} spike {spike}");
+            sort_prefix(FIRST + 1, &mut s);
+            let reached = cut(&s.sorted, FIRST, m, 0.95, 1, full, full).is_some();
+            assert_eq!(reached, !want_exit, "spread {spread} spike {spike}");
         }
     }
 }
