@@ -182,8 +182,7 @@ pub(crate) trait Simd {
     unsafe fn fnmadd(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
     /// `max(a, b)` for non-NaN inputs.
     unsafe fn max(a: Self::V, b: Self::V) -> Self::V;
-    /// `min(a, b)` for non-NaN inputs (no kernel uses it at the moment; kept with `max`).
-    #[allow(dead_code)]
+    /// `min(a, b)` for non-NaN inputs.
     unsafe fn min(a: Self::V, b: Self::V) -> Self::V;
     /// `|a|`.
     unsafe fn abs(a: Self::V) -> Self::V;

@@ -562,24 +562,29 @@ fn scaled_value(v: f32, ts: &[f32]) -> f32 {
     ts.iter().fold(v, |v, &t| v / t)
 }
 
+/// Ordered integer of a finite `f32`, ascending with the value (both zeros distinct but
+/// adjacent, which bisection over a monotone predicate does not mind); [`unord`] inverts it.
+fn ord(v: f32) -> i64 {
+    let b = v.to_bits() as i32;
+    if b < 0 {
+        -((b & 0x7fff_ffff) as i64) - 1
+    } else {
+        b as i64
+    }
+}
+
+/// The `f32` whose [`ord`] is `k`.
+fn unord(k: i64) -> f32 {
+    if k < 0 {
+        f32::from_bits(((-(k + 1)) as u32) | 0x8000_0000)
+    } else {
+        f32::from_bits(k as u32)
+    }
+}
+
 /// The smallest finite `f32` `v <= m` with `f(v) >= thr` (`f` the temperatures `ts`, monotone),
 /// by bisection over the ordered `f32`s; `None` when `f(m) < thr`.
 fn lowest_kept(m: f32, ts: &[f32], thr: f32) -> Option<f32> {
-    fn ord(v: f32) -> i64 {
-        let b = v.to_bits() as i32;
-        if b < 0 {
-            -((b & 0x7fff_ffff) as i64) - 1
-        } else {
-            b as i64
-        }
-    }
-    fn unord(k: i64) -> f32 {
-        if k < 0 {
-            f32::from_bits(((-(k + 1)) as u32) | 0x8000_0000)
-        } else {
-            f32::from_bits(k as u32)
-        }
-    }
     let keep = |v: f32| scaled_value(v, ts) >= thr;
     if !keep(m) {
         return None;
@@ -911,23 +916,6 @@ pub(crate) fn value_at(s: &WideScratch, i: usize) -> f32 {
 /// this. Found by bisection over the ordered `f32`s.
 fn bucket_floor(ib: usize) -> f32 {
     debug_assert!((1..NBUCKETS).contains(&ib));
-    // Ordered integer of a finite f32 (ascending with the value; both zeros distinct but
-    // adjacent, which bisection over a monotone predicate does not mind).
-    fn ord(v: f32) -> i64 {
-        let b = v.to_bits() as i32;
-        if b < 0 {
-            -((b & 0x7fff_ffff) as i64) - 1
-        } else {
-            b as i64
-        }
-    }
-    fn unord(k: i64) -> f32 {
-        if k < 0 {
-            f32::from_bits(((-(k + 1)) as u32) | 0x8000_0000)
-        } else {
-            f32::from_bits(k as u32)
-        }
-    }
     // bucket_of(-20) = 0 < ib <= 127 = bucket_of(20).
     let (mut lo, mut hi) = (ord(-20.0), ord(20.0));
     while hi - lo > 1 {
