@@ -399,6 +399,23 @@ fn plan_is_recompiled_after_chain_edits() {
     assert_eq!(calls.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
 
+/// A flat row of `n` logits (`0.8 z - 0.05 z^2` for normal `z`, seeded), rounded through bf16
+/// when `bf16` is set (then most values are tied).
+fn quadratic_flat_row(n: usize, bf16: bool, seed: u64) -> Vec<f32> {
+    let mut g = Gen((seed * 0x9E37_79B9) | 1);
+    (0..n)
+        .map(|_| {
+            let z = g.normal();
+            let v = 0.8 * z - 0.05 * z * z;
+            if bf16 {
+                half::bf16::from_f32(v).to_f32()
+            } else {
+                v
+            }
+        })
+        .collect()
+}
+
 /// (d) on flat rows, where the nucleus holds tens of thousands of tokens: the wide top-p path
 /// decides the draws (the counter moves) and gives the full path's token, random stream and,
 /// once materialised, candidates — on f32 rows and on bf16 rows, whose many tied logits make
@@ -408,18 +425,7 @@ fn wide_top_p_matches_on_flat_rows() {
     let n = 65536;
     let before = wide_decided();
     for (shape, seed) in [(0u8, 1u64), (0, 2), (1, 3), (1, 4)] {
-        let mut g = Gen((seed * 0x9E37_79B9) | 1);
-        let row: Vec<f32> = (0..n)
-            .map(|_| {
-                let z = g.normal();
-                let v = 0.8 * z - 0.05 * z * z;
-                if shape == 1 {
-                    half::bf16::from_f32(v).to_f32()
-                } else {
-                    v
-                }
-            })
-            .collect();
+        let row = quadratic_flat_row(n, shape == 1, seed);
         for top_p in [0.9f32, 0.95] {
             let p = SamplingParams { seed: seed as u32, top_k: 0, top_p, ..Default::default() };
             let s = TokenSampler::new(p.build(n, None).unwrap());
@@ -465,18 +471,7 @@ fn wide_top_p_tails_match() {
     let unsorted = nucleus_sampler::session::top_p_wide_min_p_count();
     let mut steps = 0;
     for (shape, seed) in [(0u8, 11u64), (1, 12)] {
-        let mut g = Gen((seed * 0x9E37_79B9) | 1);
-        let row: Vec<f32> = (0..n)
-            .map(|_| {
-                let z = g.normal();
-                let v = 0.8 * z - 0.05 * z * z;
-                if shape == 1 {
-                    half::bf16::from_f32(v).to_f32()
-                } else {
-                    v
-                }
-            })
-            .collect();
+        let row = quadratic_flat_row(n, shape == 1, seed);
         // top-p 0.6 cuts before min-p's threshold: the sorted path, not the min-p one.
         for top_p in [0.95f32, 0.6] {
             for (k, tail) in tails.iter().enumerate() {
