@@ -622,9 +622,7 @@ fn flat_row(n: usize, grid: f32, g: &mut Gen) -> Vec<f32> {
     let top = (g.unif() * n as f64) as usize % n;
     (0..n)
         .map(|i| {
-            let z = 1.6 * g.normal()
-                + if i % 911 == 3 { 6.0 } else { 0.0 }
-                + if i == top { 14.0 } else { 0.0 };
+            let z = 1.6 * g.normal() + if i % 911 == 3 { 6.0 } else { 0.0 } + if i == top { 14.0 } else { 0.0 };
             if grid > 0.0 {
                 (z * grid).round() / grid
             } else {

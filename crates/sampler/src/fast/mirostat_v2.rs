@@ -43,11 +43,11 @@ use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
 use crate::fast::value_sort::{desc_key, key_value, radix_sort};
 use crate::rng::discrete_pick_at;
-use std::sync::atomic::{AtomicU64, Ordering};
 use crate::sort::{
     bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
     NBUCKETS,
 };
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Up to this many tokens are gathered for the sum; beyond it every token's term is used.
 const MAX_GATHER: usize = 32768;

@@ -573,7 +573,9 @@ mod tests {
                     let top_ids: Vec<i32> = sorted.iter().take(k + 3).map(|t| t.id).collect();
                     let mut sets: Vec<Vec<TokenData>> = Vec::new();
                     // Penalty-like: every one of the top k + 3 lowered a little.
-                    sets.push(top_ids.iter().map(|&id| TokenData { id, logit: l[id as usize] - 0.3, p: 0.0 }).collect());
+                    sets.push(
+                        top_ids.iter().map(|&id| TokenData { id, logit: l[id as usize] - 0.3, p: 0.0 }).collect(),
+                    );
                     // Raise low tokens over the top, lower the top ones out, -inf, first ids, tail.
                     sets.push(vec![
                         TokenData { id: 0, logit: 100.0, p: 0.0 },
