@@ -939,8 +939,9 @@ fn sorted_sum(es: &[f32]) -> f32 {
 /// term in `[0, 1]`, the largest exactly 1): terms below `2^-24` never change a running sum
 /// that is already >= 1, so they are dropped; the rest are radix-sorted by their bits (the
 /// order of non-negative floats) and summed in order. Uses `s.keys`, `s.tmp`, `s.radix`,
-/// `s.xs`. (The bucketed sum used before — a counting sort by the top bits, then one grid
-/// replay call per non-empty group — cost more on the Gemma rows.)
+/// `s.xs`. Used for the gathered terms (at most [`MAX_GATHER`]), where it costs less than
+/// [`bucketed_sorted_sum`] on the Gemma rows; with every token's term (a flat row) the radix
+/// scatter over random low digits costs more, and the bucketed sum runs instead.
 fn radix_sorted_sum(s: &mut MiroScratch) -> f32 {
     s.keys.clear();
     s.keys.extend(s.es.iter().filter(|&&e| e >= HALF_ULP_ONE).map(|&e| !e.to_bits()));
