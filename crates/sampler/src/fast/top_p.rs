@@ -94,9 +94,15 @@ pub(crate) enum TopP {
     Bad(usize),
     /// No fast path for this row (every value `-inf`, or values past llama.cpp's bucket range).
     Skip,
-    /// Not decided here (the nucleus is wider than 256): the wide path or the full path runs;
-    /// the row's maximum.
-    Full(f32),
+    /// Not decided here (the nucleus is wider than 256): the wide path or the full path runs.
+    Full {
+        /// The row's maximum.
+        m: f32,
+        /// Proven: llama.cpp's running sum stays below `p` (or `min_keep` is not reached) over
+        /// its first 256 sorted candidates, so its top-p sorts the whole row and keeps more
+        /// than 256 (only on rows of more than 1024, where that adaptive sort runs).
+        beyond: bool,
+    },
     /// `out` holds the nucleus (sorted, as llama.cpp's top-p leaves the view, `p` zero).
     Nucleus,
 }
@@ -118,20 +124,34 @@ pub(crate) fn top_p_nucleus(
     if m == f32::NEG_INFINITY || !bucket_order_follows_values(m) {
         return TopP::Skip;
     }
-    let r = nucleus(row, m, p, min_keep, d, s, out);
-    match r {
-        Some(replayed) => {
+    match nucleus(row, m, p, min_keep, d, s, out) {
+        Built::Nucleus { replayed } => {
             TIERS.bump(0);
             if replayed {
                 TIERS.bump(2);
             }
             TopP::Nucleus
         }
-        None => {
+        r => {
             TIERS.bump(1);
-            TopP::Full(m)
+            TopP::Full { m, beyond: r == Built::Beyond && row.len() > ADAPTIVE }
         }
     }
+}
+
+/// llama.cpp's top-p sorts only the first 256 candidates first on arrays longer than this
+/// (shorter ones are sorted whole, in place, by another algorithm).
+const ADAPTIVE: usize = 1024;
+
+/// What [`nucleus`] found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Built {
+    /// `out` holds the nucleus; whether llama.cpp's bucket order was replayed.
+    Nucleus { replayed: bool },
+    /// The cut provably lies beyond the first 256 sorted candidates.
+    Beyond,
+    /// Not decided here.
+    Undecided,
 }
 
 /// The row's maximum, with [`collect`]'s buffers filled: in one pass ([`scan_near_top`]) for
@@ -166,8 +186,7 @@ fn scan_then_collect(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Resu
     Ok(m)
 }
 
-/// The nucleus into `out` from [`scan`]'s buffers: `Some(whether llama.cpp's bucket order
-/// was replayed)`, `None` for the full path.
+/// The nucleus into `out` from [`scan`]'s buffers, or why not.
 fn nucleus(
     row: Row<'_>,
     m: f32,
@@ -176,12 +195,12 @@ fn nucleus(
     d: &mut RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
-) -> Option<bool> {
+) -> Built {
     let n = row.len();
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if min_keep > FIRST || !(p >= 0.0) {
-        return None;
+        return Built::Undecided;
     }
     let k = FIRST.min(n);
     // llama.cpp's first k positions hold the k largest values, sorted; the cut reads position
@@ -195,11 +214,13 @@ fn nucleus(
             wide_at = wide_sum(k, m, p, s);
         }
     }
-    let sum = exact_sum(m, wide_at, s)?;
+    let Some(sum) = exact_sum(m, wide_at, s) else {
+        return Built::Beyond;
+    };
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if !(sum > 0.0) || !(sum < f32::INFINITY) {
-        return None;
+        return Built::Undecided;
     }
     if have_top {
         // Most nuclei are short: the cut is tried on the largest few first, and the rest
@@ -210,14 +231,18 @@ fn nucleus(
             Some(last) => last,
             None => {
                 sort_prefix(need, s);
-                cut(&s.sorted, k, m, p, min_keep, sum, sum)?
+                match cut(&s.sorted, k, m, p, min_keep, sum, sum) {
+                    Some(last) => last,
+                    // The exact sum, so no bracket left it open: the first `k` do not reach it.
+                    None => return Built::Beyond,
+                }
             }
         };
         let tied = s.keys[..(last + 1).min(need)].windows(2).any(|w| w[0] >> 32 == w[1] >> 32);
         if !tied {
             out.fill_from(&s.sorted[..last]);
             out.set_sorted(true);
-            return Some(false);
+            return Built::Nucleus { replayed: false };
         }
     }
     if !s.scanned {
@@ -226,12 +251,14 @@ fn nucleus(
         s.scanned = true;
     }
     if !llama_order(row, m, d, s) {
-        return None;
+        return Built::Undecided;
     }
-    let last = cut(&s.groups, k, m, p, min_keep, sum, sum)?;
+    let Some(last) = cut(&s.groups, k, m, p, min_keep, sum, sum) else {
+        return Built::Beyond;
+    };
     out.fill_from(&s.groups[..last]);
     out.set_sorted(true);
-    Some(true)
+    Built::Nucleus { replayed: true }
 }
 
 /// Empties the top buffer and sets its threshold.

@@ -481,10 +481,17 @@ const BRACKET: usize = 12;
 /// the kept values by value ranges around it (sums of the ranges above it are its running sum
 /// so far), and only the last few hundred are sorted. The sorted order is llama.cpp's up to
 /// ties, which do not change values (see the module doc); the id is [`id_at`]'s.
+///
+/// `beyond`: the caller has proven that top-p keeps more than [`FIRST`] values (its running
+/// sum over the first 256 sorted candidates stays below `p_top`, so llama.cpp sorts the whole
+/// row). Then when `a <= FIRST` (a real model's flat step: the nucleus holds thousands of
+/// tokens, min-p's threshold a few dozen) top-p keeps more than `a` without any bound, and
+/// the softmax sum is not needed: one pass collects the kept values.
 pub(crate) fn min_p_draw(
     row: Row<'_>,
     m: f32,
     p_top: f32,
+    beyond: bool,
     ops: &[TailOp],
     rng: &mut LlamaRng,
     s: &mut WideScratch,
@@ -501,18 +508,12 @@ pub(crate) fn min_p_draw(
         return None;
     }
     let v_min = lowest_kept(m, ts, thr)?;
-    let (sum, mass) = exp_sum_and_kept(row, m, v_min, s);
-    let a = s.vals.len();
-    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    if !(sum > 0.0) || !sum.is_finite() || a <= FIRST || a < min_keep {
+    // (In this order: the proof, when given, spares the softmax pass.)
+    let keeps_more = (beyond && kept_within_first(row, v_min, s)) || top_p_keeps_more(row, m, v_min, p_top, s);
+    if !keeps_more {
         return None;
     }
-    // The running sum over the first `a` stays below p_top (f64 margins far above the f64
-    // rounding of `mass`).
-    // (`2^-100` per term covers the absolute error of subnormal `p_i`.)
-    let bound = mass / sum as f64 * (1.0 + 2f64.powi(-20)) + a as f64 * (2f64.powi(-25) + 2f64.powi(-100));
-    if bound >= p_top as f64 {
+    if s.vals.len() < min_keep {
         return None;
     }
     let ts_all = &all.0[..all.1];
@@ -522,6 +523,39 @@ pub(crate) fn min_p_draw(
     let target = total * rng.uniform_f64();
     let (i, v) = crossing_unsorted(target, total, s);
     Some((i, v, scaled_value(v, ts_all)))
+}
+
+/// The values `>= v_min` into `s.vals` (ids into `s.ids`), in one pass: whether they are at
+/// most [`FIRST`] (then top-p, proven to keep more than that, keeps more than them).
+fn kept_within_first(row: Row<'_>, v_min: f32, s: &mut WideScratch) -> bool {
+    s.ids.clear();
+    s.vals.clear();
+    let mut buf = [0f32; BLOCK];
+    for b in 0..row.len().div_ceil(BLOCK) {
+        collect_into(row.block(b, &mut buf), v_min, b * BLOCK, &mut s.ids, &mut s.vals);
+        if s.vals.len() > FIRST {
+            return false;
+        }
+    }
+    true
+}
+
+/// The values `>= v_min` into `s.vals` (ids into `s.ids`), with llama.cpp's softmax sum:
+/// whether they are more than [`FIRST`] and top-p's running `f32` sum over them (in sorted
+/// order, whatever it is) provably stays below `p_top`, so top-p keeps more than them.
+fn top_p_keeps_more(row: Row<'_>, m: f32, v_min: f32, p_top: f32, s: &mut WideScratch) -> bool {
+    let (sum, mass) = exp_sum_and_kept(row, m, v_min, s);
+    let a = s.vals.len();
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(sum > 0.0) || !sum.is_finite() || a <= FIRST {
+        return false;
+    }
+    // The running sum over the first `a` stays below p_top (f64 margins far above the f64
+    // rounding of `mass`).
+    // (`2^-100` per term covers the absolute error of subnormal `p_i`.)
+    let bound = mass / sum as f64 * (1.0 + 2f64.powi(-20)) + a as f64 * (2f64.powi(-25) + 2f64.powi(-100));
+    bound < p_top as f64
 }
 
 /// Temperatures, at most [`MAX_TEMPS`], and how many.
@@ -1154,7 +1188,8 @@ mod tests {
                 for (c, &(p_top, ops, decides)) in cases.iter().enumerate() {
                     for seed in 0..3u32 {
                         let mut fast = Dist::new(seed);
-                        let got = with_level(level, || min_p_draw(r, m, p_top, ops, fast.rng_mut(), &mut s)).unwrap();
+                        let got =
+                            with_level(level, || min_p_draw(r, m, p_top, false, ops, fast.rng_mut(), &mut s)).unwrap();
                         let mut full = Dist::new(seed);
                         let w = with_level(level, || build(r, m, p_top, 1, &mut s)).unwrap().unwrap();
                         let (i, l) = draw_tail(&w, ops, full.rng_mut(), &mut s);
@@ -1173,6 +1208,68 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// A flat row with a head of `head` tokens (spread over the row) a few nats above the
+    /// rest: top-p's nucleus holds thousands of tokens, min-p 0.05's threshold only the head.
+    /// On a 1/64 grid with `grid` (ties in the head).
+    fn headed_row(n: usize, seed: u64, grid: bool, head: usize) -> Vec<f32> {
+        let mut row = flat_row(n, seed, grid);
+        for k in 0..head {
+            let v = 6.0 + 2.5 * ((k * 37) % 101) as f32 / 101.0;
+            row[(k * 7919 + 13) % n] = if grid { (v * 64.0).round() / 64.0 } else { v };
+        }
+        row
+    }
+
+    /// [`min_p_draw`] told that top-p keeps more than 256 ([`build`] finds the same) on rows
+    /// where min-p keeps at most 256: decides, with the sorted path's index, value, logit and
+    /// RNG use; not told, it declines (RNG untouched); with `min_keep` past the kept values,
+    /// it declines.
+    #[test]
+    fn min_p_draw_beyond_first_matches_the_sorted_path() {
+        use crate::samplers::dist::Dist;
+        use TailOp::{MinP as M, Temp as T};
+        let tails: [&[TailOp]; 3] = [
+            &[M { p: 0.05, min_keep: 1 }, T(0.8)],
+            &[T(0.8), M { p: 0.05, min_keep: 1 }],
+            &[M { p: 0.2, min_keep: 5 }],
+        ];
+        for level in levels() {
+            for (n, seed, grid, head) in
+                [(262_144usize, 5u64, false, 60usize), (65_536, 6, true, 200), (4096, 7, true, 8)]
+            {
+                let row = headed_row(n, seed, grid, head);
+                let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let r = Row { logits: &row, patches: &[] };
+                let mut s = WideScratch::default();
+                for (t, ops) in tails.iter().enumerate() {
+                    for seed in 0..4u32 {
+                        let mut full = Dist::new(seed);
+                        let w = with_level(level, || build(r, m, 0.95, 1, &mut s)).unwrap().unwrap();
+                        assert!(w.last > 4 * FIRST, "n {n}: nucleus {}", w.last);
+                        let (i, l) = draw_tail(&w, ops, full.rng_mut(), &mut s);
+                        let want = (i, value_at(&s, i).to_bits(), l.to_bits(), full.rng_mut().uniform_f64().to_bits());
+                        let mut fast = Dist::new(seed);
+                        let got = with_level(level, || min_p_draw(r, m, 0.95, true, ops, fast.rng_mut(), &mut s));
+                        let (j, v, l) = got.unwrap().unwrap_or_else(|| panic!("{level:?} n {n} tail {t}: declined"));
+                        let got = (j, v.to_bits(), l.to_bits(), fast.rng_mut().uniform_f64().to_bits());
+                        assert_eq!(got, want, "{level:?} n {n} tail {t} seed {seed}");
+                        let mut fast = Dist::new(seed);
+                        let not_told = with_level(level, || min_p_draw(r, m, 0.95, false, ops, fast.rng_mut(), &mut s));
+                        assert!(not_told.unwrap().is_none(), "{level:?} n {n} tail {t}: decided without the proof");
+                        assert_eq!(
+                            fast.rng_mut().uniform_f64().to_bits(),
+                            Dist::new(seed).rng_mut().uniform_f64().to_bits()
+                        );
+                    }
+                }
+                let mut fast = Dist::new(1);
+                let past = [M { p: 0.05, min_keep: head + 50 }];
+                let got = with_level(level, || min_p_draw(r, m, 0.95, true, &past, fast.rng_mut(), &mut s));
+                assert!(got.unwrap().is_none(), "{level:?} n {n}: min_keep past the kept values");
             }
         }
     }
