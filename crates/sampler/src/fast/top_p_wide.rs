@@ -1159,6 +1159,43 @@ mod tests {
         }
     }
 
+    /// [`crossing_unsorted`] when the target equals a running sum exactly, at every narrowing
+    /// step: weights that are small integers (every sum exact, and every integer target up to
+    /// the total is some running sum), so the split's sums above a bracket meet the target for
+    /// some targets, where `>=` (not `>`) keeps the crossing at the first index reaching it.
+    #[test]
+    fn crossing_unsorted_exact_ties() {
+        for level in levels() {
+            {
+                // (Long enough that the narrowing steps meet such ties: shorter sets did not.)
+                let (n, seed) = (20_000usize, 9u64);
+                // Distinct values (the sort is by value), weights 1 to 3.
+                let vals: Vec<f32> = (0..n).map(|i| ((i * 7_919 + seed as usize) % n) as f32 * 0.25 - 100.0).collect();
+                let ws: Vec<f32> = vals.iter().map(|&v| (1 + (v.to_bits() % 3)) as f32).collect();
+                let mut sorted: Vec<(f32, f32)> = vals.iter().copied().zip(ws.iter().copied()).collect();
+                sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
+                let total: f64 = ws.iter().map(|&w| w as f64).sum();
+                let mut runs = Vec::with_capacity(n);
+                let mut run = 0.0f64;
+                for &(_, w) in &sorted {
+                    run += w as f64;
+                    runs.push(run);
+                }
+                let mut s = WideScratch::default();
+                for t in 1..=total as usize {
+                    let t = t as f64;
+                    let want = runs.partition_point(|&r| r < t);
+                    s.vals.clear();
+                    s.vals.extend_from_slice(&vals);
+                    s.ws.clear();
+                    s.ws.extend_from_slice(&ws);
+                    let (i, v) = with_level(level, || crossing_unsorted(t, total, &mut s)).unwrap();
+                    assert_eq!((i, v.to_bits()), (want, sorted[want].0.to_bits()), "{level:?} n {n} target {t}");
+                }
+            }
+        }
+    }
+
     /// [`min_p_draw`] against the sorted path ([`build`], then [`draw_tail`]): same index,
     /// value, logit and RNG use whenever it decides; it declines (RNG untouched) when top-p
     /// cuts before min-p's threshold, when `min_keep` reaches past it, when dist's sums would
