@@ -76,7 +76,16 @@ pub(crate) struct WideScratch {
     next_vals: Vec<f32>,
     next_ws: Vec<f32>,
     sample: Vec<u64>,
+    /// Every token of the row with a value `>= known_min` (ids and values), when the last
+    /// [`min_p_draw`] decided on a set of at most [`KNOWN_MAX`]; empty otherwise. [`id_at`]
+    /// reads an untied selected value's id here instead of from the row.
+    known_ids: Vec<i32>,
+    known_vals: Vec<f32>,
+    known_min: f32,
 }
+
+/// The most kept values [`min_p_draw`] keeps a copy of for [`id_at`].
+const KNOWN_MAX: usize = 4096;
 
 /// How often the wide nucleus was built / left to the full path, process-wide.
 static TIERS: TierCounts<2> = TierCounts::new();
@@ -102,6 +111,7 @@ pub(crate) fn wide_nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mu
 }
 
 fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch) -> Option<Wide> {
+    forget_known(s);
     let n = row.len();
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -496,6 +506,7 @@ pub(crate) fn min_p_draw(
     rng: &mut LlamaRng,
     s: &mut WideScratch,
 ) -> Option<(usize, f32, f32)> {
+    forget_known(s);
     let (before, p_min, min_keep, all) = split_ops(ops)?;
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -519,6 +530,12 @@ pub(crate) fn min_p_draw(
     let ts_all = &all.0[..all.1];
     let w0 = scaled_value(m, ts_all);
     let total = kept_weights(ts_all, w0, s)?;
+    if s.vals.len() <= KNOWN_MAX {
+        // (The crossing below reorders `s.vals` and reuses `s.ids`.)
+        s.known_ids.extend_from_slice(&s.ids);
+        s.known_vals.extend_from_slice(&s.vals);
+        s.known_min = v_min;
+    }
     SHORTCUT.bump(0);
     let target = total * rng.uniform_f64();
     let (i, v) = crossing_unsorted(target, total, s);
@@ -900,6 +917,9 @@ fn bracket(v: &[f32], w: &[f32], frac: f64, sample: &mut Vec<u64>) -> (f32, f32)
 /// `v` is the value at `i` (the bucket counts the tie replay needs are taken from the row
 /// then).
 pub(crate) fn id_at(row: Row<'_>, i: usize, v: f32, s: &mut WideScratch) -> i32 {
+    if let Some(id) = known_untied(v, s) {
+        return id;
+    }
     let mut buf = [0f32; BLOCK];
     let (mut at, mut count) = (0usize, 0usize);
     for b in 0..row.len().div_ceil(BLOCK) {
@@ -938,6 +958,28 @@ pub(crate) fn id_at(row: Row<'_>, i: usize, v: f32, s: &mut WideScratch) -> i32 
         std_sort(&mut s.group, logit_before);
     }
     s.group[i - start].id
+}
+
+/// Empties [`min_p_draw`]'s copy of the kept tokens (another row, or another path's draw).
+fn forget_known(s: &mut WideScratch) {
+    s.known_ids.clear();
+    s.known_vals.clear();
+}
+
+/// The one token with value `v` (`==`: both zeros alike) when [`min_p_draw`]'s copy holds
+/// every token of the row with that value (`v >= known_min`) and exactly one of them has it.
+fn known_untied(v: f32, s: &WideScratch) -> Option<i32> {
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if s.known_vals.is_empty() || !(v >= s.known_min) {
+        return None;
+    }
+    let mut equal = s.known_vals.iter().enumerate().filter(|&(_, &l)| l == v);
+    let (k, _) = equal.next()?;
+    match equal.next() {
+        None => Some(s.known_ids[k]),
+        Some(_) => None,
+    }
 }
 
 /// The kept prefix's value at sorted index `i` (`+0.0` for both zeros).
