@@ -282,15 +282,36 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> {
+    // SAFETY: the caller's kernel contract (`fast::simd`), passed on.
+    let r = unsafe { near_top_any::<S, true>(x, 0, f32::NEG_INFINITY, t, near) };
+    drop_below(t);
+    r
+}
+
+/// The kernel of [`scan_near_top`] (`TRACK`: the running maximum raises the near threshold;
+/// NaN and `+inf` are reported, `Err` with the first one's index in `x`) and of [`near_top`]
+/// (the near threshold `nthr` fixed, no NaN): every vector is compressed into `near` without a
+/// branch (a few percent of the lanes are near, at random: a branch per vector mispredicts
+/// often), and the top buffer takes the values `>= t.thr` (ids from `base`), cut back to its
+/// 257 largest when it reaches `t.cap`. `Ok`: the running maximum (`-inf` without `TRACK`) and
+/// the running maximum at the first finite near threshold (NaN when none was set).
+#[inline(always)]
+unsafe fn near_top_any<S: Simd, const TRACK: bool>(
+    x: &[f32],
+    base: usize,
+    mut nthr: f32,
+    t: &mut TopBuf,
+    near: &mut Vec<f32>,
+) -> Result<(f32, f32), usize> {
     const G: usize = 4; // vectors per group
     let n = x.len();
     let p = x.as_ptr();
+    // Room for a whole vector's store past the last value, reserved up front.
     near.reserve(n + S::N);
     let out = near.as_mut_ptr();
     let mut len = near.len();
     let mut run = f32::NEG_INFINITY;
     let mut first = f32::NAN;
-    let mut nthr = f32::NEG_INFINITY;
     let mut i = 0;
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
     // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
@@ -307,14 +328,16 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
             for (j, vj) in v.iter_mut().enumerate() {
                 *vj = S::load(p.add(i + j * S::N));
             }
-            // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
-            // finite overflow: the group is then checked value by value).
-            let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
-            if S::any(S::nlt(sum, inf)) {
-                let g = &x[i..i + G * S::N];
-                if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
-                    near.set_len(len);
-                    return Err(i + first_nan_or_inf(g));
+            if TRACK {
+                // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
+                // finite overflow: the group is then checked value by value).
+                let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
+                if S::any(S::nlt(sum, inf)) {
+                    let g = &x[i..i + G * S::N];
+                    if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+                        near.set_len(len);
+                        return Err(i + first_nan_or_inf(g));
+                    }
                 }
             }
             for &vj in &v {
@@ -323,14 +346,14 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
             let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
             if S::any(S::ge(mx, tv)) {
                 for (j, &vj) in v.iter().enumerate() {
-                    S::push_masked(S::ge(vj, tv), vj, i + j * S::N, &mut t.ids, &mut t.vals);
+                    S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
                 }
                 if t.ids.len() >= t.cap {
                     cut_top(t);
                     tv = S::splat(t.thr);
                 }
             }
-            if S::any(S::lt(rv, mx)) {
+            if TRACK && S::any(S::lt(rv, mx)) {
                 run = run.max(S::hmax(mx));
                 rv = S::splat(run);
                 raise(run, &mut nthr, &mut first, t);
@@ -342,17 +365,17 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
         near.set_len(len);
     }
     for (j, &v) in x[i..].iter().enumerate() {
-        if v.is_nan() || v == f32::INFINITY {
+        if TRACK && (v.is_nan() || v == f32::INFINITY) {
             return Err(i + j);
         }
         if v >= nthr {
             near.push(v);
         }
         if v >= t.thr {
-            t.ids.push((i + j) as i32);
+            t.ids.push((base + i + j) as i32);
             t.vals.push(v);
         }
-        if v > run {
+        if TRACK && v > run {
             run = v;
             raise(run, &mut nthr, &mut first, t);
         }
@@ -360,7 +383,6 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
     if t.ids.len() >= t.cap {
         cut_top(t);
     }
-    drop_below(t);
     Ok((run, first))
 }
 
@@ -439,64 +461,9 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn near_top_k<S: Simd>(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, near: &mut Vec<f32>) {
-    const G: usize = 4; // vectors per group
-    let n = x.len();
-    let p = x.as_ptr();
-    // Every vector is compressed into `near` without a branch (a few percent of the lanes are
-    // near, at random: a branch per vector mispredicts often); room for a whole vector's
-    // store past the last value is reserved up front.
-    near.reserve(n + S::N);
-    let out = near.as_mut_ptr();
-    let mut len = near.len();
-    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
-    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
-    // tail is done lane by lane. Each `compress_store` writes `S::N` values from `len`, which
-    // is at most the old length plus `i + j * S::N`, inside the capacity reserved above; only
-    // the values it counts are exposed by `set_len`.
-    unsafe {
-        let nv = S::splat(near_thr);
-        let mut tv = S::splat(t.thr);
-        let mut i = 0;
-        while i + G * S::N <= n {
-            let mut v = [S::splat(0.0); G];
-            for (j, vj) in v.iter_mut().enumerate() {
-                *vj = S::load(p.add(i + j * S::N));
-            }
-            for &vj in &v {
-                len += S::compress_store(S::ge(vj, nv), vj, out.add(len));
-            }
-            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
-            if S::any(S::ge(mx, tv)) {
-                for (j, &vj) in v.iter().enumerate() {
-                    S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
-                }
-                if t.ids.len() >= t.cap {
-                    cut_top(t);
-                    tv = S::splat(t.thr);
-                }
-            }
-            i += G * S::N;
-        }
-        near.set_len(len);
-    }
-    for (j, &v) in x[i_tail(n, S::N * G)..].iter().enumerate() {
-        let id = base + i_tail(n, S::N * G) + j;
-        if v >= near_thr {
-            near.push(v);
-        }
-        if v >= t.thr {
-            t.ids.push(id as i32);
-            t.vals.push(v);
-        }
-    }
-    if t.ids.len() >= t.cap {
-        cut_top(t);
-    }
-}
-
-/// Where the vector loop over `n` values in steps of `step` stops.
-fn i_tail(n: usize, step: usize) -> usize {
-    n - n % step
+    // SAFETY: the caller's kernel contract (`fast::simd`), passed on. (Without `TRACK` there
+    // is no `Err`.)
+    let _ = unsafe { near_top_any::<S, false>(x, base, near_thr, t, near) };
 }
 
 /// Cuts the buffer back to the values at or above its 257th largest (the new threshold). The
