@@ -407,7 +407,7 @@ impl TokenSampler {
                 match top_p_nucleus(r, p, min_keep, &mut f.scan, &mut f.top_p, &mut self.cands) {
                     Nucleus::Bad(i) => Err(bad_logit(row, i)),
                     Nucleus::Skip => Ok(None),
-                    Nucleus::Full(m) => {
+                    Nucleus::Full { m, beyond } => {
                         let Some(dist_at) = dist_at else {
                             return Ok(None);
                         };
@@ -415,7 +415,9 @@ impl TokenSampler {
                         let ops = wide_tail_ops(&steps[at + 1..dist_at]);
                         // min-p decides what is kept: no sort (the RNG is untouched when not).
                         if let (Some(ops), Step::Dist(d)) = (&ops, &mut steps[dist_at]) {
-                            if let Some((i, v, logit)) = min_p_draw(r, m, p, ops.as_slice(), d.rng_mut(), &mut f.wide) {
+                            if let Some((i, v, logit)) =
+                                min_p_draw(r, m, p, beyond, ops.as_slice(), d.rng_mut(), &mut f.wide)
+                            {
                                 let id = wide_id_at(r, i, v, &mut f.wide);
                                 return Ok(Some(self.defer_wide(row, at, dist_at, i, id, logit)?));
                             }

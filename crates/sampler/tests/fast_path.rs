@@ -436,6 +436,30 @@ fn wide_top_p_matches_on_flat_rows() {
     assert!(after - before >= 8 * 24, "wide path decided {} draws", after - before);
 }
 
+/// (d) on a real model's flat step: a few dozen tokens a few nats ahead of a flat rest, so
+/// top-p's nucleus holds thousands of tokens while min-p 0.05 keeps only the head. The narrow
+/// path proves the nucleus wider than 256 and min-p's draw decides on the head alone (the
+/// unsorted-draw counter moves on every draw); f32 rows and bf16 rows (ties in the head),
+/// with the full path's tokens, random stream and candidates.
+#[test]
+fn wide_top_p_min_p_head_matches() {
+    let n = 65536;
+    let before = nucleus_sampler::session::top_p_wide_min_p_count();
+    for (bf16, seed, head) in [(false, 21u64, 40usize), (true, 22, 120), (true, 23, 250)] {
+        let mut row = quadratic_flat_row(n, bf16, seed);
+        for k in 0..head {
+            let v = 6.0 + 2.5 * ((k * 37) % 101) as f32 / 101.0;
+            row[(k * 7919 + 13) % n] = if bf16 { half::bf16::from_f32(v).to_f32() } else { v };
+        }
+        for top_p in [0.9f32, 0.95] {
+            let p = SamplingParams { seed: seed as u32, top_k: 0, top_p, ..Default::default() };
+            compare_deferred(TokenSampler::new(p.build(n, None).unwrap()), &row, &[5, 6, 7], 12, true).unwrap();
+        }
+    }
+    let decided = nucleus_sampler::session::top_p_wide_min_p_count() - before;
+    assert!(decided >= 3 * 2 * 12, "min-p decided {decided} draws");
+}
+
 /// Draws the wide top-p path decided so far: sorted, and without sorting (min-p decided).
 fn wide_decided() -> u64 {
     nucleus_sampler::session::top_p_wide_tier_counts()[0] + nucleus_sampler::session::top_p_wide_min_p_count()

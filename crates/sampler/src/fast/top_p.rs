@@ -94,9 +94,15 @@ pub(crate) enum TopP {
     Bad(usize),
     /// No fast path for this row (every value `-inf`, or values past llama.cpp's bucket range).
     Skip,
-    /// Not decided here (the nucleus is wider than 256): the wide path or the full path runs;
-    /// the row's maximum.
-    Full(f32),
+    /// Not decided here (the nucleus is wider than 256): the wide path or the full path runs.
+    Full {
+        /// The row's maximum.
+        m: f32,
+        /// Proven: llama.cpp's running sum stays below `p` (or `min_keep` is not reached) over
+        /// its first 256 sorted candidates, so its top-p sorts the whole row and keeps more
+        /// than 256 (only on rows of more than 1024, where that adaptive sort runs).
+        beyond: bool,
+    },
     /// `out` holds the nucleus (sorted, as llama.cpp's top-p leaves the view, `p` zero).
     Nucleus,
 }
@@ -118,20 +124,34 @@ pub(crate) fn top_p_nucleus(
     if m == f32::NEG_INFINITY || !bucket_order_follows_values(m) {
         return TopP::Skip;
     }
-    let r = nucleus(row, m, p, min_keep, d, s, out);
-    match r {
-        Some(replayed) => {
+    match nucleus(row, m, p, min_keep, d, s, out) {
+        Built::Nucleus { replayed } => {
             TIERS.bump(0);
             if replayed {
                 TIERS.bump(2);
             }
             TopP::Nucleus
         }
-        None => {
+        r => {
             TIERS.bump(1);
-            TopP::Full(m)
+            TopP::Full { m, beyond: r == Built::Beyond && row.len() > ADAPTIVE }
         }
     }
+}
+
+/// llama.cpp's top-p sorts only the first 256 candidates first on arrays longer than this
+/// (shorter ones are sorted whole, in place, by another algorithm).
+const ADAPTIVE: usize = 1024;
+
+/// What [`nucleus`] found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Built {
+    /// `out` holds the nucleus; whether llama.cpp's bucket order was replayed.
+    Nucleus { replayed: bool },
+    /// The cut provably lies beyond the first 256 sorted candidates.
+    Beyond,
+    /// Not decided here.
+    Undecided,
 }
 
 /// The row's maximum, with [`collect`]'s buffers filled: in one pass ([`scan_near_top`]) for
@@ -166,8 +186,7 @@ fn scan_then_collect(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Resu
     Ok(m)
 }
 
-/// The nucleus into `out` from [`scan`]'s buffers: `Some(whether llama.cpp's bucket order
-/// was replayed)`, `None` for the full path.
+/// The nucleus into `out` from [`scan`]'s buffers, or why not.
 fn nucleus(
     row: Row<'_>,
     m: f32,
@@ -176,12 +195,12 @@ fn nucleus(
     d: &mut RowScan,
     s: &mut TopPScratch,
     out: &mut Candidates,
-) -> Option<bool> {
+) -> Built {
     let n = row.len();
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if min_keep > FIRST || !(p >= 0.0) {
-        return None;
+        return Built::Undecided;
     }
     let k = FIRST.min(n);
     // llama.cpp's first k positions hold the k largest values, sorted; the cut reads position
@@ -195,11 +214,13 @@ fn nucleus(
             wide_at = wide_sum(k, m, p, s);
         }
     }
-    let sum = exact_sum(m, wide_at, s)?;
+    let Some(sum) = exact_sum(m, wide_at, s) else {
+        return Built::Beyond;
+    };
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if !(sum > 0.0) || !(sum < f32::INFINITY) {
-        return None;
+        return Built::Undecided;
     }
     if have_top {
         // Most nuclei are short: the cut is tried on the largest few first, and the rest
@@ -210,14 +231,18 @@ fn nucleus(
             Some(last) => last,
             None => {
                 sort_prefix(need, s);
-                cut(&s.sorted, k, m, p, min_keep, sum, sum)?
+                match cut(&s.sorted, k, m, p, min_keep, sum, sum) {
+                    Some(last) => last,
+                    // The exact sum, so no bracket left it open: the first `k` do not reach it.
+                    None => return Built::Beyond,
+                }
             }
         };
         let tied = s.keys[..(last + 1).min(need)].windows(2).any(|w| w[0] >> 32 == w[1] >> 32);
         if !tied {
             out.fill_from(&s.sorted[..last]);
             out.set_sorted(true);
-            return Some(false);
+            return Built::Nucleus { replayed: false };
         }
     }
     if !s.scanned {
@@ -226,12 +251,14 @@ fn nucleus(
         s.scanned = true;
     }
     if !llama_order(row, m, d, s) {
-        return None;
+        return Built::Undecided;
     }
-    let last = cut(&s.groups, k, m, p, min_keep, sum, sum)?;
+    let Some(last) = cut(&s.groups, k, m, p, min_keep, sum, sum) else {
+        return Built::Beyond;
+    };
     out.fill_from(&s.groups[..last]);
     out.set_sorted(true);
-    Some(true)
+    Built::Nucleus { replayed: true }
 }
 
 /// Empties the top buffer and sets its threshold.
@@ -255,15 +282,36 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> {
+    // SAFETY: the caller's kernel contract (`fast::simd`), passed on.
+    let r = unsafe { near_top_any::<S, true>(x, 0, f32::NEG_INFINITY, t, near) };
+    drop_below(t);
+    r
+}
+
+/// The kernel of [`scan_near_top`] (`TRACK`: the running maximum raises the near threshold;
+/// NaN and `+inf` are reported, `Err` with the first one's index in `x`) and of [`near_top`]
+/// (the near threshold `nthr` fixed, no NaN): every vector is compressed into `near` without a
+/// branch (a few percent of the lanes are near, at random: a branch per vector mispredicts
+/// often), and the top buffer takes the values `>= t.thr` (ids from `base`), cut back to its
+/// 257 largest when it reaches `t.cap`. `Ok`: the running maximum (`-inf` without `TRACK`) and
+/// the running maximum at the first finite near threshold (NaN when none was set).
+#[inline(always)]
+unsafe fn near_top_any<S: Simd, const TRACK: bool>(
+    x: &[f32],
+    base: usize,
+    mut nthr: f32,
+    t: &mut TopBuf,
+    near: &mut Vec<f32>,
+) -> Result<(f32, f32), usize> {
     const G: usize = 4; // vectors per group
     let n = x.len();
     let p = x.as_ptr();
+    // Room for a whole vector's store past the last value, reserved up front.
     near.reserve(n + S::N);
     let out = near.as_mut_ptr();
     let mut len = near.len();
     let mut run = f32::NEG_INFINITY;
     let mut first = f32::NAN;
-    let mut nthr = f32::NEG_INFINITY;
     let mut i = 0;
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
     // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
@@ -280,14 +328,16 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
             for (j, vj) in v.iter_mut().enumerate() {
                 *vj = S::load(p.add(i + j * S::N));
             }
-            // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
-            // finite overflow: the group is then checked value by value).
-            let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
-            if S::any(S::nlt(sum, inf)) {
-                let g = &x[i..i + G * S::N];
-                if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
-                    near.set_len(len);
-                    return Err(i + first_nan_or_inf(g));
+            if TRACK {
+                // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
+                // finite overflow: the group is then checked value by value).
+                let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
+                if S::any(S::nlt(sum, inf)) {
+                    let g = &x[i..i + G * S::N];
+                    if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+                        near.set_len(len);
+                        return Err(i + first_nan_or_inf(g));
+                    }
                 }
             }
             for &vj in &v {
@@ -296,14 +346,14 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
             let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
             if S::any(S::ge(mx, tv)) {
                 for (j, &vj) in v.iter().enumerate() {
-                    S::push_masked(S::ge(vj, tv), vj, i + j * S::N, &mut t.ids, &mut t.vals);
+                    S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
                 }
                 if t.ids.len() >= t.cap {
                     cut_top(t);
                     tv = S::splat(t.thr);
                 }
             }
-            if S::any(S::lt(rv, mx)) {
+            if TRACK && S::any(S::lt(rv, mx)) {
                 run = run.max(S::hmax(mx));
                 rv = S::splat(run);
                 raise(run, &mut nthr, &mut first, t);
@@ -315,17 +365,17 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
         near.set_len(len);
     }
     for (j, &v) in x[i..].iter().enumerate() {
-        if v.is_nan() || v == f32::INFINITY {
+        if TRACK && (v.is_nan() || v == f32::INFINITY) {
             return Err(i + j);
         }
         if v >= nthr {
             near.push(v);
         }
         if v >= t.thr {
-            t.ids.push((i + j) as i32);
+            t.ids.push((base + i + j) as i32);
             t.vals.push(v);
         }
-        if v > run {
+        if TRACK && v > run {
             run = v;
             raise(run, &mut nthr, &mut first, t);
         }
@@ -333,7 +383,6 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
     if t.ids.len() >= t.cap {
         cut_top(t);
     }
-    drop_below(t);
     Ok((run, first))
 }
 
@@ -412,64 +461,9 @@ simd_dispatch!(
 
 #[inline(always)]
 unsafe fn near_top_k<S: Simd>(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, near: &mut Vec<f32>) {
-    const G: usize = 4; // vectors per group
-    let n = x.len();
-    let p = x.as_ptr();
-    // Every vector is compressed into `near` without a branch (a few percent of the lanes are
-    // near, at random: a branch per vector mispredicts often); room for a whole vector's
-    // store past the last value is reserved up front.
-    near.reserve(n + S::N);
-    let out = near.as_mut_ptr();
-    let mut len = near.len();
-    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
-    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
-    // tail is done lane by lane. Each `compress_store` writes `S::N` values from `len`, which
-    // is at most the old length plus `i + j * S::N`, inside the capacity reserved above; only
-    // the values it counts are exposed by `set_len`.
-    unsafe {
-        let nv = S::splat(near_thr);
-        let mut tv = S::splat(t.thr);
-        let mut i = 0;
-        while i + G * S::N <= n {
-            let mut v = [S::splat(0.0); G];
-            for (j, vj) in v.iter_mut().enumerate() {
-                *vj = S::load(p.add(i + j * S::N));
-            }
-            for &vj in &v {
-                len += S::compress_store(S::ge(vj, nv), vj, out.add(len));
-            }
-            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
-            if S::any(S::ge(mx, tv)) {
-                for (j, &vj) in v.iter().enumerate() {
-                    S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
-                }
-                if t.ids.len() >= t.cap {
-                    cut_top(t);
-                    tv = S::splat(t.thr);
-                }
-            }
-            i += G * S::N;
-        }
-        near.set_len(len);
-    }
-    for (j, &v) in x[i_tail(n, S::N * G)..].iter().enumerate() {
-        let id = base + i_tail(n, S::N * G) + j;
-        if v >= near_thr {
-            near.push(v);
-        }
-        if v >= t.thr {
-            t.ids.push(id as i32);
-            t.vals.push(v);
-        }
-    }
-    if t.ids.len() >= t.cap {
-        cut_top(t);
-    }
-}
-
-/// Where the vector loop over `n` values in steps of `step` stops.
-fn i_tail(n: usize, step: usize) -> usize {
-    n - n % step
+    // SAFETY: the caller's kernel contract (`fast::simd`), passed on. (Without `TRACK` there
+    // is no `Err`.)
+    let _ = unsafe { near_top_any::<S, false>(x, base, near_thr, t, near) };
 }
 
 /// Cuts the buffer back to the values at or above its 257th largest (the new threshold). The

@@ -76,7 +76,16 @@ pub(crate) struct WideScratch {
     next_vals: Vec<f32>,
     next_ws: Vec<f32>,
     sample: Vec<u64>,
+    /// Every token of the row with a value `>= known_min` (ids and values), when the last
+    /// [`min_p_draw`] decided on a set of at most [`KNOWN_MAX`]; empty otherwise. [`id_at`]
+    /// reads an untied selected value's id here instead of from the row.
+    known_ids: Vec<i32>,
+    known_vals: Vec<f32>,
+    known_min: f32,
 }
+
+/// The most kept values [`min_p_draw`] keeps a copy of for [`id_at`].
+const KNOWN_MAX: usize = 4096;
 
 /// How often the wide nucleus was built / left to the full path, process-wide.
 static TIERS: TierCounts<2> = TierCounts::new();
@@ -102,6 +111,7 @@ pub(crate) fn wide_nucleus(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mu
 }
 
 fn build(row: Row<'_>, m: f32, p: f32, min_keep: usize, s: &mut WideScratch) -> Option<Wide> {
+    forget_known(s);
     let n = row.len();
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -481,14 +491,22 @@ const BRACKET: usize = 12;
 /// the kept values by value ranges around it (sums of the ranges above it are its running sum
 /// so far), and only the last few hundred are sorted. The sorted order is llama.cpp's up to
 /// ties, which do not change values (see the module doc); the id is [`id_at`]'s.
+///
+/// `beyond`: the caller has proven that top-p keeps more than [`FIRST`] values (its running
+/// sum over the first 256 sorted candidates stays below `p_top`, so llama.cpp sorts the whole
+/// row). Then when `a <= FIRST` (a real model's flat step: the nucleus holds thousands of
+/// tokens, min-p's threshold a few dozen) top-p keeps more than `a` without any bound, and
+/// the softmax sum is not needed: one pass collects the kept values.
 pub(crate) fn min_p_draw(
     row: Row<'_>,
     m: f32,
     p_top: f32,
+    beyond: bool,
     ops: &[TailOp],
     rng: &mut LlamaRng,
     s: &mut WideScratch,
 ) -> Option<(usize, f32, f32)> {
+    forget_known(s);
     let (before, p_min, min_keep, all) = split_ops(ops)?;
     // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
     #[allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -501,27 +519,60 @@ pub(crate) fn min_p_draw(
         return None;
     }
     let v_min = lowest_kept(m, ts, thr)?;
-    let (sum, mass) = exp_sum_and_kept(row, m, v_min, s);
-    let a = s.vals.len();
-    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-    #[allow(clippy::neg_cmp_op_on_partial_ord)]
-    if !(sum > 0.0) || !sum.is_finite() || a <= FIRST || a < min_keep {
+    // (In this order: the proof, when given, spares the softmax pass.)
+    let keeps_more = (beyond && kept_within_first(row, v_min, s)) || top_p_keeps_more(row, m, v_min, p_top, s);
+    if !keeps_more {
         return None;
     }
-    // The running sum over the first `a` stays below p_top (f64 margins far above the f64
-    // rounding of `mass`).
-    // (`2^-100` per term covers the absolute error of subnormal `p_i`.)
-    let bound = mass / sum as f64 * (1.0 + 2f64.powi(-20)) + a as f64 * (2f64.powi(-25) + 2f64.powi(-100));
-    if bound >= p_top as f64 {
+    if s.vals.len() < min_keep {
         return None;
     }
     let ts_all = &all.0[..all.1];
     let w0 = scaled_value(m, ts_all);
     let total = kept_weights(ts_all, w0, s)?;
+    if s.vals.len() <= KNOWN_MAX {
+        // (The crossing below reorders `s.vals` and reuses `s.ids`.)
+        s.known_ids.extend_from_slice(&s.ids);
+        s.known_vals.extend_from_slice(&s.vals);
+        s.known_min = v_min;
+    }
     SHORTCUT.bump(0);
     let target = total * rng.uniform_f64();
     let (i, v) = crossing_unsorted(target, total, s);
     Some((i, v, scaled_value(v, ts_all)))
+}
+
+/// The values `>= v_min` into `s.vals` (ids into `s.ids`), in one pass: whether they are at
+/// most [`FIRST`] (then top-p, proven to keep more than that, keeps more than them).
+fn kept_within_first(row: Row<'_>, v_min: f32, s: &mut WideScratch) -> bool {
+    s.ids.clear();
+    s.vals.clear();
+    let mut buf = [0f32; BLOCK];
+    for b in 0..row.len().div_ceil(BLOCK) {
+        collect_into(row.block(b, &mut buf), v_min, b * BLOCK, &mut s.ids, &mut s.vals);
+        if s.vals.len() > FIRST {
+            return false;
+        }
+    }
+    true
+}
+
+/// The values `>= v_min` into `s.vals` (ids into `s.ids`), with llama.cpp's softmax sum:
+/// whether they are more than [`FIRST`] and top-p's running `f32` sum over them (in sorted
+/// order, whatever it is) provably stays below `p_top`, so top-p keeps more than them.
+fn top_p_keeps_more(row: Row<'_>, m: f32, v_min: f32, p_top: f32, s: &mut WideScratch) -> bool {
+    let (sum, mass) = exp_sum_and_kept(row, m, v_min, s);
+    let a = s.vals.len();
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if !(sum > 0.0) || !sum.is_finite() || a <= FIRST {
+        return false;
+    }
+    // The running sum over the first `a` stays below p_top (f64 margins far above the f64
+    // rounding of `mass`).
+    // (`2^-100` per term covers the absolute error of subnormal `p_i`.)
+    let bound = mass / sum as f64 * (1.0 + 2f64.powi(-20)) + a as f64 * (2f64.powi(-25) + 2f64.powi(-100));
+    bound < p_top as f64
 }
 
 /// Temperatures, at most [`MAX_TEMPS`], and how many.
@@ -866,6 +917,9 @@ fn bracket(v: &[f32], w: &[f32], frac: f64, sample: &mut Vec<u64>) -> (f32, f32)
 /// `v` is the value at `i` (the bucket counts the tie replay needs are taken from the row
 /// then).
 pub(crate) fn id_at(row: Row<'_>, i: usize, v: f32, s: &mut WideScratch) -> i32 {
+    if let Some(id) = known_untied(v, s) {
+        return id;
+    }
     let mut buf = [0f32; BLOCK];
     let (mut at, mut count) = (0usize, 0usize);
     for b in 0..row.len().div_ceil(BLOCK) {
@@ -904,6 +958,28 @@ pub(crate) fn id_at(row: Row<'_>, i: usize, v: f32, s: &mut WideScratch) -> i32 
         std_sort(&mut s.group, logit_before);
     }
     s.group[i - start].id
+}
+
+/// Empties [`min_p_draw`]'s copy of the kept tokens (another row, or another path's draw).
+fn forget_known(s: &mut WideScratch) {
+    s.known_ids.clear();
+    s.known_vals.clear();
+}
+
+/// The one token with value `v` (`==`: both zeros alike) when [`min_p_draw`]'s copy holds
+/// every token of the row with that value (`v >= known_min`) and exactly one of them has it.
+fn known_untied(v: f32, s: &WideScratch) -> Option<i32> {
+    // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    if s.known_vals.is_empty() || !(v >= s.known_min) {
+        return None;
+    }
+    let mut equal = s.known_vals.iter().enumerate().filter(|&(_, &l)| l == v);
+    let (k, _) = equal.next()?;
+    match equal.next() {
+        None => Some(s.known_ids[k]),
+        Some(_) => None,
+    }
 }
 
 /// The kept prefix's value at sorted index `i` (`+0.0` for both zeros).
@@ -1125,6 +1201,43 @@ mod tests {
         }
     }
 
+    /// [`crossing_unsorted`] when the target equals a running sum exactly, at every narrowing
+    /// step: weights that are small integers (every sum exact, and every integer target up to
+    /// the total is some running sum), so the split's sums above a bracket meet the target for
+    /// some targets, where `>=` (not `>`) keeps the crossing at the first index reaching it.
+    #[test]
+    fn crossing_unsorted_exact_ties() {
+        for level in levels() {
+            {
+                // (Long enough that the narrowing steps meet such ties: shorter sets did not.)
+                let (n, seed) = (20_000usize, 9u64);
+                // Distinct values (the sort is by value), weights 1 to 3.
+                let vals: Vec<f32> = (0..n).map(|i| ((i * 7_919 + seed as usize) % n) as f32 * 0.25 - 100.0).collect();
+                let ws: Vec<f32> = vals.iter().map(|&v| (1 + (v.to_bits() % 3)) as f32).collect();
+                let mut sorted: Vec<(f32, f32)> = vals.iter().copied().zip(ws.iter().copied()).collect();
+                sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
+                let total: f64 = ws.iter().map(|&w| w as f64).sum();
+                let mut runs = Vec::with_capacity(n);
+                let mut run = 0.0f64;
+                for &(_, w) in &sorted {
+                    run += w as f64;
+                    runs.push(run);
+                }
+                let mut s = WideScratch::default();
+                for t in 1..=total as usize {
+                    let t = t as f64;
+                    let want = runs.partition_point(|&r| r < t);
+                    s.vals.clear();
+                    s.vals.extend_from_slice(&vals);
+                    s.ws.clear();
+                    s.ws.extend_from_slice(&ws);
+                    let (i, v) = with_level(level, || crossing_unsorted(t, total, &mut s)).unwrap();
+                    assert_eq!((i, v.to_bits()), (want, sorted[want].0.to_bits()), "{level:?} n {n} target {t}");
+                }
+            }
+        }
+    }
+
     /// [`min_p_draw`] against the sorted path ([`build`], then [`draw_tail`]): same index,
     /// value, logit and RNG use whenever it decides; it declines (RNG untouched) when top-p
     /// cuts before min-p's threshold, when `min_keep` reaches past it, when dist's sums would
@@ -1154,7 +1267,8 @@ mod tests {
                 for (c, &(p_top, ops, decides)) in cases.iter().enumerate() {
                     for seed in 0..3u32 {
                         let mut fast = Dist::new(seed);
-                        let got = with_level(level, || min_p_draw(r, m, p_top, ops, fast.rng_mut(), &mut s)).unwrap();
+                        let got =
+                            with_level(level, || min_p_draw(r, m, p_top, false, ops, fast.rng_mut(), &mut s)).unwrap();
                         let mut full = Dist::new(seed);
                         let w = with_level(level, || build(r, m, p_top, 1, &mut s)).unwrap().unwrap();
                         let (i, l) = draw_tail(&w, ops, full.rng_mut(), &mut s);
@@ -1173,6 +1287,68 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// A flat row with a head of `head` tokens (spread over the row) a few nats above the
+    /// rest: top-p's nucleus holds thousands of tokens, min-p 0.05's threshold only the head.
+    /// On a 1/64 grid with `grid` (ties in the head).
+    fn headed_row(n: usize, seed: u64, grid: bool, head: usize) -> Vec<f32> {
+        let mut row = flat_row(n, seed, grid);
+        for k in 0..head {
+            let v = 6.0 + 2.5 * ((k * 37) % 101) as f32 / 101.0;
+            row[(k * 7919 + 13) % n] = if grid { (v * 64.0).round() / 64.0 } else { v };
+        }
+        row
+    }
+
+    /// [`min_p_draw`] told that top-p keeps more than 256 ([`build`] finds the same) on rows
+    /// where min-p keeps at most 256: decides, with the sorted path's index, value, logit and
+    /// RNG use; not told, it declines (RNG untouched); with `min_keep` past the kept values,
+    /// it declines.
+    #[test]
+    fn min_p_draw_beyond_first_matches_the_sorted_path() {
+        use crate::samplers::dist::Dist;
+        use TailOp::{MinP as M, Temp as T};
+        let tails: [&[TailOp]; 3] = [
+            &[M { p: 0.05, min_keep: 1 }, T(0.8)],
+            &[T(0.8), M { p: 0.05, min_keep: 1 }],
+            &[M { p: 0.2, min_keep: 5 }],
+        ];
+        for level in levels() {
+            for (n, seed, grid, head) in
+                [(262_144usize, 5u64, false, 60usize), (65_536, 6, true, 200), (4096, 7, true, 8)]
+            {
+                let row = headed_row(n, seed, grid, head);
+                let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let r = Row { logits: &row, patches: &[] };
+                let mut s = WideScratch::default();
+                for (t, ops) in tails.iter().enumerate() {
+                    for seed in 0..4u32 {
+                        let mut full = Dist::new(seed);
+                        let w = with_level(level, || build(r, m, 0.95, 1, &mut s)).unwrap().unwrap();
+                        assert!(w.last > 4 * FIRST, "n {n}: nucleus {}", w.last);
+                        let (i, l) = draw_tail(&w, ops, full.rng_mut(), &mut s);
+                        let want = (i, value_at(&s, i).to_bits(), l.to_bits(), full.rng_mut().uniform_f64().to_bits());
+                        let mut fast = Dist::new(seed);
+                        let got = with_level(level, || min_p_draw(r, m, 0.95, true, ops, fast.rng_mut(), &mut s));
+                        let (j, v, l) = got.unwrap().unwrap_or_else(|| panic!("{level:?} n {n} tail {t}: declined"));
+                        let got = (j, v.to_bits(), l.to_bits(), fast.rng_mut().uniform_f64().to_bits());
+                        assert_eq!(got, want, "{level:?} n {n} tail {t} seed {seed}");
+                        let mut fast = Dist::new(seed);
+                        let not_told = with_level(level, || min_p_draw(r, m, 0.95, false, ops, fast.rng_mut(), &mut s));
+                        assert!(not_told.unwrap().is_none(), "{level:?} n {n} tail {t}: decided without the proof");
+                        assert_eq!(
+                            fast.rng_mut().uniform_f64().to_bits(),
+                            Dist::new(seed).rng_mut().uniform_f64().to_bits()
+                        );
+                    }
+                }
+                let mut fast = Dist::new(1);
+                let past = [M { p: 0.05, min_keep: head + 50 }];
+                let got = with_level(level, || min_p_draw(r, m, 0.95, true, &past, fast.rng_mut(), &mut s));
+                assert!(got.unwrap().is_none(), "{level:?} n {n}: min_keep past the kept values");
             }
         }
     }
