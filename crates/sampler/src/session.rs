@@ -634,7 +634,10 @@ fn compile(steps: &[Step], n: usize) -> Plan {
             Role::Dist => return Plan::Dist { at: i },
             Role::TopNSigma => return compile_sigma(steps, i),
             Role::Temp | Role::MirostatV2 => return compile_mirostat(steps, i),
-            Role::TopP => return compile_top_p(steps, i),
+            // llama.cpp's top-p sorts arrays of up to 1024 candidates whole with `std::sort`,
+            // whose order among equal values the fast path does not replay (it replays the
+            // bucket sort of longer arrays).
+            Role::TopP if n > crate::fast::top_p::ADAPTIVE => return compile_top_p(steps, i),
             _ => return Plan::Full,
         }
     }

@@ -177,6 +177,31 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Top-p over the whole row (chain d's shape) on rows at the size where llama.cpp's top-p
+    /// changes sorts: arrays of at most 1024 candidates are sorted whole by `std::sort`,
+    /// longer ones bucket-sorted 256 at a time first. Few distinct values, so ties fall
+    /// inside the nucleus and the tie order decides the token.
+    #[test]
+    fn top_p_matches_at_the_adaptive_sort_boundary(n in 1024usize..1030, seed in any::<u32>(), levels in 1u32..300,
+                                                   top_p in prop::sample::select(vec![0.5f32, 0.95, 0.99, 0.999]),
+                                                   min_p in prop::sample::select(vec![0.0f32, 0.05]),
+                                                   hist in prop::collection::vec(0i32..1024, 0..32)) {
+        let mut x = seed;
+        let row: Vec<f32> = (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                ((x >> 8) % levels) as f32 / 7.0
+            })
+            .collect();
+        let p = SamplingParams { seed: seed % 1000, top_k: 0, top_p, min_p, ..Default::default() };
+        let s = TokenSampler::new(p.build(row.len(), None).unwrap());
+        compare(s, &row, &hist, 3)?;
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
 
     /// (b): dist alone, alone after penalties / logit bias, many seeds, several steps.

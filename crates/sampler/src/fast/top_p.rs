@@ -140,8 +140,9 @@ pub(crate) fn top_p_nucleus(
 }
 
 /// llama.cpp's top-p sorts only the first 256 candidates first on arrays longer than this
-/// (shorter ones are sorted whole, in place, by another algorithm).
-const ADAPTIVE: usize = 1024;
+/// (shorter ones are sorted whole, in place, by another algorithm): the fast path runs only
+/// on longer rows (`session::compile`).
+pub(crate) const ADAPTIVE: usize = 1024;
 
 /// What [`nucleus`] found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
