@@ -682,7 +682,9 @@ fn mirostat_bounded_draw_matches() {
 /// A confident row like a real model's: one token far above the rest, a few dozen heads,
 /// a wide tail more than 16.7 below the top after temperature (outside the terms of `s1`),
 /// a sprinkling of tokens so far down that their terms are subnormal, and `-inf` entries.
-fn confident_tail_row(n: usize, g: &mut Gen) -> Vec<f32> {
+/// With `crowd`, 60 heads within 0.02 of each other and 1 under the top share the draw (so
+/// the crossing bin holds many tokens).
+fn confident_tail_row(n: usize, crowd: bool, g: &mut Gen) -> Vec<f32> {
     let mut v: Vec<f32> = (0..n)
         .map(|i| match i % 5003 {
             11 => -48.0 - 4.0 * g.unif() as f32,
@@ -690,9 +692,13 @@ fn confident_tail_row(n: usize, g: &mut Gen) -> Vec<f32> {
             _ => 2.0 * g.normal(),
         })
         .collect();
-    for h in 0..40 {
+    for h in 0..60 {
         let i = (g.unif() * n as f64) as usize % n;
-        v[i] = 16.0 + 8.0 * g.unif() as f32 - if h % 7 == 0 { 0.0 } else { 2.0 };
+        v[i] = if crowd {
+            26.0 + 0.02 * g.unif() as f32
+        } else {
+            16.0 + 8.0 * g.unif() as f32 - if h % 7 == 0 { 0.0 } else { 2.0 }
+        };
     }
     let top = (g.unif() * n as f64) as usize % n;
     v[top] = 27.0 + g.unif() as f32;
@@ -711,7 +717,7 @@ fn mirostat_top_tier_matches() {
     for seed in 1..5u64 {
         let mut g = Gen((seed * 0x2545_F491_4F6C_DD1D) | 1);
         let n = if seed % 2 == 0 { 262_144 } else { 70_000 + 3_331 * seed as usize };
-        let row = confident_tail_row(n, &mut g);
+        let row = confident_tail_row(n, seed > 2, &mut g);
         for (tau, eta, temp) in [(5.0f32, 0.5f32, 0.8f32), (5.0, 2.0, 1.0)] {
             let d = bounded_run(&row, seed as u32, tau, eta, temp, 70);
             for (t, x) in total.iter_mut().zip(d) {

@@ -34,11 +34,18 @@
 //! gathered, sorted by value and walked, with a rigorous bound on libstdc++'s `f64` rounding
 //! ([`pick`]); a `u` within that bound of a boundary takes the literal replay over the value
 //! path's sorted prefix. The drawn value gives `mu`'s update and, read off the row, the id.
+//!
+//! Binning every kept token needs its exact weight (an exact `expf` and a division per token,
+//! and a scatter). When the terms of `s1` were gathered, the step first tries without
+//! ([`top_tier`]): only the gathered top tokens are binned, exactly; the others (the tail) are
+//! counted exactly from their logits and their mass bracketed through a cheap `exp` with a
+//! proven bound, which brackets the total the draw divides by. On a confident row the tail
+//! holds a tiny share of the mass, so `u` almost always lands among the top tokens and is
+//! decided there ([`pick_top`]); otherwise the whole kept set is binned as above.
 
 use crate::candidates::{Candidates, TokenData};
-use crate::fast::bounds::{f32_down, f32_up};
 use crate::fast::bounds::{grid_chunk, seq_block};
-use crate::fast::expf::{exp_near, expf_exact_slice, NEAR_REL, TINY};
+use crate::fast::expf::{exp_bound, expf_exact_slice, BOUND_DIV, BOUND_MUL, EXP_CUT};
 use crate::fast::row::collect_into;
 use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
@@ -584,8 +591,8 @@ fn mass_bins(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> usize {
 /// `e_star`, `m`, `thr`, `s2` set; `s.vals` / `s.es` hold the tokens with logit `>= thr_g`
 /// and their exact terms, which include every term of `s1`). Those top tokens are binned
 /// exactly as [`mass_bins`] does; the kept tokens under `thr_g` (the tail) are only counted
-/// exactly and their mass bracketed, from [`exp_near`]'s proven error bound (the few whose
-/// bracket straddles `e*` get their exact term). The draw then usually lands among the top
+/// exactly (from their logits, with the few near `e*` checked through their exact term) and
+/// their mass bracketed ([`tail_terms`]). The draw then usually lands among the top
 /// tokens ([`pick_top`]); otherwise [`pick`] bins the whole kept set as before. Returns the
 /// kept count (also in `s.bins.n`), and marks the step ready for [`pick_top`].
 fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> usize {
@@ -603,17 +610,18 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     let n_top = bins_finish(tb, nbins);
     let w_top: f64 = tb.mass.iter().sum();
     // 2. The tail: exact count, bracketed mass.
-    let (n_tail, e_tail) = tail_terms(row, t, thr_g, s);
-    let n = n_top + n_tail as usize;
-    // Each tail term e_near is within NEAR_REL relative plus TINY of expf(x); each p = RN(e /
-    // s2) is within 2^-24 relative plus 2^-150 (half the smallest subnormal) of e / s2; the
-    // f64 sums above are within 2^-40 relative (fewer than 2^22 terms); the bins' total
-    // within (nbins + 2) ulps.
-    let tiny = n_tail as f64 * TINY;
-    let sub = n_tail as f64 * f64::from_bits((1023 - 150) << 52);
+    let Some(tail) = tail_terms(row, t, thr_g, s) else {
+        return 0;
+    };
+    let n = n_top + tail.n as usize;
+    // Each p = RN(e / s2) is within 2^-24 relative plus 2^-150 (half the smallest subnormal)
+    // of e / s2, and the f64 divisions and sums here are within 2^-40 relative (fewer than
+    // 2^22 terms); the bins' total within (nbins + 2) ulps.
+    let (nt, s2) = (tail.n as f64, s2 as f64);
+    let sub = nt * f64::from_bits((1023 - 150) << 52);
     let rel = 1.0 / 16_777_216.0 + 1.0 / 1_099_511_627_776.0;
-    let tail_lo = (((e_tail - tiny).max(0.0) / (1.0 + NEAR_REL) / s2 as f64) * (1.0 - rel) - sub).max(0.0);
-    let tail_hi = ((e_tail + tiny) / (1.0 - NEAR_REL) / s2 as f64) * (1.0 + rel) + sub;
+    let tail_lo = ((tail.lo / s2) * (1.0 - rel) - sub).max(0.0);
+    let tail_hi = (tail.hi / s2) * (1.0 + rel) + sub;
     let top_rel = (nbins + 2) as f64 * f64::EPSILON;
     s.top.w_lo = w_top * (1.0 - top_rel) + tail_lo;
     s.top.w_hi = w_top * (1.0 + top_rel) + tail_hi;
@@ -622,76 +630,121 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     n
 }
 
-/// Over the blocks reaching `s.bins.thr`, the kept tokens with logit `< thr_g`: their exact
-/// count and the `f64` sum of terms each within [`exp_near`]'s bound of its exact term (the
-/// exact term itself in a block where some token's bracket straddles `e*`).
-fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> (u64, f64) {
+/// The kept tokens under the gather threshold: their exact count and a bracket on the sum of
+/// their exact terms `e = expf(x)`.
+struct Tail {
+    n: u64,
+    lo: f64,
+    hi: f64,
+}
+
+/// [`Tail`] over the blocks reaching `s.bins.thr` (`None` for a temperature whose inverse is
+/// not a positive finite `f32`). Kept or not is read off the logit: every token at or above
+/// `l_hi` is kept, none under `thr` is (margins as the gather thresholds'); a block with a
+/// token between them (or lanes past its last whole vector) is done exactly. Each sure token's
+/// term is bracketed through [`exp_bound`] of `x' = l * (1 / t) - m`, one FMA instead of
+/// llama.cpp's division: `|x' - x| <= Δ = 2^-21 (max |l / t| + |m| + 1)` (three roundings
+/// of quantities at most that large), so `expf(x)` lies within `e^Δ (1 + 2^-22)` of
+/// `expf(x')` (both within 0.502 ulp of `exp`: `(1 + 2^-23) / (1 - 2^-23) < 1 + 2^-21`),
+/// plus `2^-147` for subnormal results.
+fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
     let b = &s.bins;
-    let e_star = b.e_star as f64;
-    // e_near >= cut_hi: expf(x) >= (e_near - TINY) / (1 + NEAR_REL) >= e*, kept. e_near <
-    // cut_lo: expf(x) <= (e_near + TINY) / (1 - NEAR_REL) < e*, not kept. (Slack on both.)
-    let cut_hi = f32_up((e_star + TINY) * (1.0 + 4.0 * NEAR_REL));
-    let cut_lo = f32_down((e_star - TINY) * (1.0 - 4.0 * NEAR_REL));
-    let tf = t.unwrap_or(1.0);
+    let (mf, es) = (b.m as f64, b.e_star);
+    let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
+    let l_hi = l_up(mf + (es as f64).ln() + margin, t);
+    let inv_t = match t {
+        Some(t) => 1.0 / t,
+        None => 1.0,
+    };
+    if !(inv_t.is_finite() && inv_t > 0.0 && l_hi > b.thr) {
+        return None;
+    }
+    let lmax = s.blocks.iter().fold(f32::NEG_INFINITY, |a, k| a.max(k.max));
+    let amax = (lmax.abs().max(b.thr.abs()) as f64) * inv_t as f64 * (1.0 + 1e-6);
+    let delta = (amax + mf.abs() + 1.0) / 2_097_152.0;
+    if delta.is_nan() || delta >= 1.0 {
+        return None; // huge logits: a bracket this loose would decide nothing
+    }
+    let k_hi = BOUND_MUL * delta.exp() * (1.0 + 1.0 / 2_097_152.0);
+    let k_lo = (-delta).exp() * (1.0 - 1.0 / 2_097_152.0) / BOUND_DIV;
     let mut buf = [0f32; BLOCK];
-    let (mut xs, mut es) = ([0f32; BLOCK], [0f32; BLOCK]);
-    let (mut cnt, mut sum) = (0u64, 0.0f64);
+    let (mut xs, mut es_buf) = ([0f32; BLOCK], [0f32; BLOCK]);
+    let (mut cnt, mut f_hi, mut f_lo, mut exact) = (0u64, 0.0f64, 0.0f64, 0.0f64);
+    let tf = t.unwrap_or(1.0);
     for (k, blk) in s.blocks.iter().enumerate() {
         #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(blk.max >= b.thr) {
             continue;
         }
         let x = row.block(k, &mut buf);
-        let (sure, maybe, e) = tail_block(x, tf, b.m, thr_g, cut_lo, cut_hi);
-        if sure == maybe {
-            cnt += sure as u64;
-            sum += e;
+        let r = tail_block(x, inv_t, b.m, thr_g, b.thr, l_hi);
+        if r.sure == r.maybe {
+            cnt += r.sure as u64;
+            f_hi += r.all as f64;
+            f_lo += r.normal as f64;
         } else {
-            // Some bracket straddles e* (or a lane left over): this block exactly.
+            // A token near the kept threshold (or lanes left over): this block exactly.
             let len = x.len();
             scale_shift(x, tf, b.m, &mut xs[..len]);
-            expf_exact_slice(&xs[..len], &mut es[..len]);
-            for (&l, &e) in x.iter().zip(&es[..len]) {
-                if l < thr_g && e >= b.e_star {
+            expf_exact_slice(&xs[..len], &mut es_buf[..len]);
+            for (&l, &e) in x.iter().zip(&es_buf[..len]) {
+                if l < thr_g && e >= es {
                     cnt += 1;
-                    sum += e as f64;
+                    exact += e as f64;
                 }
             }
         }
     }
-    (cnt, sum)
+    // The f32 block sums of nonnegative terms: at most 1024 / N + N <= 1025 roundings each,
+    // within 2^-13 relative.
+    let sub = cnt as f64 * f64::from_bits((1023 - 147) << 52);
+    let hi = (f_hi * (1.0 + 1.0 / 8192.0) * k_hi + exact) * (1.0 + 1e-12) + sub;
+    let lo = ((f_lo * (1.0 - 1.0 / 8192.0) * k_lo + exact) * (1.0 - 1e-12) - sub).max(0.0);
+    Some(Tail { n: cnt, lo, hi })
+}
+
+/// What [`tail_block`] found over one block.
+#[derive(Clone, Copy, Debug, Default)]
+struct TailBlock {
+    /// Tokens under the gather threshold at or above `l_hi` (kept for sure).
+    sure: u32,
+    /// Tokens under the gather threshold at or above `thr` (maybe kept), plus the lanes past
+    /// the last whole vector.
+    maybe: u32,
+    /// The `f32` sum of [`exp_bound`] of the sure tokens' `x'`, and of those with `x'` at
+    /// least [`EXP_CUT`] (where its lower bound holds).
+    all: f32,
+    normal: f32,
 }
 
 simd_dispatch!(
-    /// Over one block, the tokens with logit `< thr_g` and `e_near = exp_near(l / t - m)`:
-    /// how many have `e_near >= cut_hi`, how many `e_near >= cut_lo` (plus the lanes past the
-    /// last whole vector, so that a block with such lanes never looks settled), and the `f64`
-    /// sum of `e_near` over the first kind.
-    fn tail_block(x: &[f32], t: f32, m: f32, thr_g: f32, cut_lo: f32, cut_hi: f32) -> (u32, u32, f64) = tail_block_k
+    /// [`TailBlock`] of one block (`x'` = `l * inv_t - m` by one FMA).
+    fn tail_block(x: &[f32], inv_t: f32, m: f32, thr_g: f32, thr: f32, l_hi: f32) -> TailBlock = tail_block_k
 );
 
 #[inline(always)]
-unsafe fn tail_block_k<S: Simd>(x: &[f32], t: f32, m: f32, thr_g: f32, cut_lo: f32, cut_hi: f32) -> (u32, u32, f64) {
+unsafe fn tail_block_k<S: Simd>(x: &[f32], inv_t: f32, m: f32, thr_g: f32, thr: f32, l_hi: f32) -> TailBlock {
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
     // supports; every load covers `i..i + S::N` with `i + S::N <= x.len()`.
     unsafe {
-        let (tv, mv, gv, lo, hi) = (S::splat(t), S::splat(m), S::splat(thr_g), S::splat(cut_lo), S::splat(cut_hi));
+        let (iv, nm, gv) = (S::splat(inv_t), S::splat(-m), S::splat(thr_g));
+        let (lo, hi, cut) = (S::splat(thr), S::splat(l_hi), S::splat(EXP_CUT));
         let (mut sure, mut maybe) = (0u32, 0u32);
-        let mut d = S::dzero();
+        let (mut all, mut normal) = (S::splat(0.0), S::splat(0.0));
         let mut i = 0;
         while i + S::N <= x.len() {
             let l = S::load(x.as_ptr().add(i));
-            let v = if t == 1.0 { l } else { S::div(l, tv) };
-            let e = exp_near::<S>(S::sub(v, mv));
+            let xp = S::fmadd(l, iv, nm);
+            let f = exp_bound::<S>(xp);
             let tail = S::lt(l, gv);
-            let ms = S::and_m(tail, S::ge(e, hi));
-            let mm = S::and_m(tail, S::ge(e, lo));
+            let ms = S::and_m(tail, S::ge(l, hi));
             sure += S::count(ms);
-            maybe += S::count(mm);
-            d = S::dadd(d, S::keep(ms, e));
+            maybe += S::count(S::and_m(tail, S::ge(l, lo)));
+            all = S::add(all, S::keep(ms, f));
+            normal = S::add(normal, S::keep(S::and_m(ms, S::ge(xp, cut)), f));
             i += S::N;
         }
-        (sure, maybe + (x.len() - i) as u32, S::dsum(d))
+        TailBlock { sure, maybe: maybe + (x.len() - i) as u32, all: S::hsum_f32(all), normal: S::hsum_f32(normal) }
     }
 }
 
