@@ -102,6 +102,8 @@ pub(crate) struct MiroScratch {
     walk: Vec<u64>,
     /// The last [`top_tier`] step's top tokens as mass bins, and the bounds on the rest.
     top: Top,
+    /// The small terms of [`split_grid_sum`].
+    small: Vec<f32>,
 }
 
 /// A [`Miro::Bounded`] step prepared by [`top_tier`]: the gathered top tokens (`s.vals`, with
@@ -314,7 +316,9 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     let s1 = if gather_values(row, thr_g, s, MAX_GATHER) {
         exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
         gathered = true;
-        if s.es.len() > SORT_SUM_UP_TO {
+        if let Some(s1) = split_grid_sum(s) {
+            s1
+        } else if s.es.len() > SORT_SUM_UP_TO {
             radix_sorted_sum(s)
         } else {
             s.xs.clear();
@@ -1231,6 +1235,71 @@ unsafe fn scale_shift_k<S: Simd>(x: &[f32], t: f32, m: f32, out: &mut [f32]) {
     }
 }
 
+/// llama.cpp's sequential `f32` sum of the gathered terms `s.es` in descending order (unsorted,
+/// every term in `[0, 1]`, the largest exactly 1), without sorting them all: the terms of at
+/// least [`SPLIT`] (a few) are sorted and summed in order, which leaves the running sum `S`
+/// at 1 or more, in a binade `[lo, 2 lo)` of ulp `u`; every other term `t` is nonnegative and
+/// below `lo / 8`, and while the running sum stays in that binade each addition gives exactly
+/// `S + RN_u(t)` (`S` is a multiple of `u`), unless `t` is a tie (half a `u` past a multiple).
+/// So with no tie and `S + sum RN_u(t) + u < 2 lo` (every partial sum, exact or rounded, is
+/// then below `2 lo`), the sum is `S + sum RN_u(t)` in any order, all of it exact in `f32`
+/// ([`grid_nonneg`]). `None` otherwise. Uses `s.xs` and `s.small`.
+fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
+    s.xs.clear();
+    s.small.clear();
+    for &e in &s.es {
+        if e >= SPLIT {
+            s.xs.push(e);
+        } else {
+            s.small.push(e);
+        }
+    }
+    s.xs.sort_unstable_by(|a, b| b.total_cmp(a));
+    let big = sorted_sum(&s.xs);
+    if !(1.0..f32::MAX).contains(&big) {
+        return None;
+    }
+    let lo = f32::from_bits(big.to_bits() & 0x7f80_0000);
+    let u = lo / 8_388_608.0;
+    let (r, tie) = grid_nonneg(&s.small, 1.5 * lo, 0.5 * u);
+    if tie || big as f64 + r as f64 + u as f64 >= 2.0 * lo as f64 {
+        return None;
+    }
+    Some(big + r)
+}
+
+simd_dispatch!(
+    /// The sum of `RN_u(t) = (t + m) - m` over `x` (`m = 1.5 lo`, every term in `[0, lo / 8)`)
+    /// and whether some term is a tie (`|t - RN_u(t)|` is `half = u / 2`). Every `RN_u(t)` is a
+    /// multiple of `u`, and so is every lane's partial sum, which stays below `2 lo` when the
+    /// caller's check passes: the sum is exact then.
+    fn grid_nonneg(x: &[f32], m: f32, half: f32) -> (f32, bool) = grid_nonneg_k
+);
+
+/// Plain code, compiled for each level by [`simd_dispatch`] (the compiler vectorises the
+/// sixteen independent lanes).
+#[inline(always)]
+unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], m: f32, half: f32) -> (f32, bool) {
+    let (mut acc, mut tie) = ([0f32; 16], [false; 16]);
+    let mut c = x.chunks_exact(16);
+    for g in &mut c {
+        for j in 0..16 {
+            let r = (g[j] + m) - m;
+            tie[j] |= (g[j] - r).abs() == half;
+            acc[j] += r;
+        }
+    }
+    for (j, &t) in c.remainder().iter().enumerate() {
+        let r = (t + m) - m;
+        tie[j] |= (t - r).abs() == half;
+        acc[j] += r;
+    }
+    (acc.iter().sum(), tie.iter().any(|&b| b))
+}
+
+/// [`split_grid_sum`]'s split: below a quarter of any running sum of 1 or more.
+const SPLIT: f32 = 0.125;
+
 /// llama.cpp's sequential `f32` sum of `es` (sorted descending), exactly.
 fn sorted_sum(es: &[f32]) -> f32 {
     let mut s = 0.0f32;
@@ -1379,6 +1448,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// [`split_grid_sum`] is llama.cpp's sorted sequential sum whenever it answers: on term
+    /// sets with ties (half an ulp of the running sum past a multiple), sums that cross a
+    /// binade, and ordinary ones (which it must decide).
+    #[test]
+    fn split_grid_sum_is_the_sorted_sum() {
+        let mut x = 0x1234_5679u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut decided = 0;
+        for case in 0..400 {
+            let n = 1 + next() as usize % 3000;
+            let scale = [1.0e-4f32, 1.0e-3, 4.0e-4][case % 3];
+            let mut es: Vec<f32> = (0..n).map(|_| (next() % 1_000_000) as f32 / 1.0e6 * scale).collect();
+            es.push(1.0);
+            if case % 5 == 0 {
+                es.push(0.5 + (next() % 1000) as f32 / 2000.0); // may carry the sum past 2
+            }
+            if case % 4 == 1 {
+                // ties: odd multiples of half an ulp of [1, 2) (and of [2, 4))
+                for k in 0..3 {
+                    es.push((2 * (next() % 64) + 1) as f32 * 5.960_464_5e-8 * (1 + k % 2) as f32);
+                }
+            }
+            let mut sorted = es.clone();
+            sorted.sort_unstable_by(|a, b| b.total_cmp(a));
+            let want = sorted.iter().fold(0.0f32, |a, &e| a + e);
+            let mut s = MiroScratch { es: es.clone(), ..MiroScratch::default() };
+            if let Some(got) = split_grid_sum(&mut s) {
+                assert_eq!(got.to_bits(), want.to_bits(), "case {case}");
+                decided += 1;
+            }
+        }
+        assert!(decided >= 200, "decided {decided} of 400");
     }
 
     /// The bins' masses are exact to one rounding: each equals the sum of its tokens' `p`
