@@ -767,18 +767,21 @@ pub fn sigma_tier_counts() -> [u64; 2] {
 /// How often the mirostat-v2 fast path built the kept prefix (any way) / left the step to the
 /// full path / built the prefix from values alone (a long prefix or equal values in it) /
 /// decided the draw from mass bins without building the prefix / of those, found `u` within
-/// the rounding bound of a boundary and replayed the draw literally (the last four are counted
-/// in the first too): `[prefix, full, values, bins, literal]`. For benchmarks and tests.
+/// the rounding bound of a boundary and replayed the draw literally / decided the draw among
+/// the top tokens without binning the whole kept set (all but `full` are counted in the first
+/// too): `[prefix, full, values, bins, literal, top]`. For benchmarks and tests.
 #[doc(hidden)]
-pub fn mirostat_tier_counts() -> [u64; 5] {
+pub fn mirostat_tier_counts() -> [u64; 6] {
     crate::fast::mirostat_v2::tier_counts()
 }
 
 /// Multiplies the error margin of mirostat v2's draw from mass bins by `k` (1, the proven
 /// bound, by default) and returns the previous factor: a wider margin sends more draws to the
 /// literal replay and makes the bins decide draws closer to a boundary, which tests use to
-/// check both. Process-wide.
+/// check both. Process-wide; only with the `tier-counts` feature (tests and benchmarks), so
+/// normal builds read no shared state for it.
 #[doc(hidden)]
+#[cfg(feature = "tier-counts")]
 pub fn mirostat_margin_scale(k: u64) -> u64 {
     crate::fast::mirostat_v2::set_margin_scale(k)
 }

@@ -683,7 +683,7 @@ fn flat_row(n: usize, grid: f32, g: &mut Gen) -> Vec<f32> {
 
 /// Runs mirostat v2 (f's parameters, or as given) for `steps` steps on `row`, bit for bit
 /// against the full path; returns the change of the mirostat tier counters.
-fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usize) -> [u64; 5] {
+fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usize) -> [u64; 6] {
     let before = nucleus_sampler::session::mirostat_tier_counts();
     let p = SamplingParams {
         seed,
@@ -705,7 +705,7 @@ fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usi
 #[test]
 fn mirostat_bounded_draw_matches() {
     let _counts = mirostat_counts();
-    let mut total = [0u64; 5];
+    let mut total = [0u64; 6];
     for seed in 1..7u64 {
         let mut g = Gen((seed * 0x2545_F491_4F6C_DD1D) | 1);
         let n = if seed % 3 == 0 { 262_144 } else { 40_000 + 7_919 * seed as usize };
@@ -728,6 +728,57 @@ fn mirostat_bounded_draw_matches() {
     assert_eq!(total[1], 0, "no step was left to the full path");
 }
 
+/// A confident row like a real model's: one token far above the rest, a few dozen heads,
+/// a wide tail more than 16.7 below the top after temperature (outside the terms of `s1`),
+/// a sprinkling of tokens so far down that their terms are subnormal, and `-inf` entries.
+/// With `crowd`, 60 heads within 0.02 of each other and 1 under the top share the draw (so
+/// the crossing bin holds many tokens).
+fn confident_tail_row(n: usize, crowd: bool, g: &mut Gen) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..n)
+        .map(|i| match i % 5003 {
+            11 => -48.0 - 4.0 * g.unif() as f32,
+            29 => f32::NEG_INFINITY,
+            _ => 2.0 * g.normal(),
+        })
+        .collect();
+    for h in 0..60 {
+        let i = (g.unif() * n as f64) as usize % n;
+        v[i] = if crowd {
+            26.0 + 0.02 * g.unif() as f32
+        } else {
+            16.0 + 8.0 * g.unif() as f32 - if h % 7 == 0 { 0.0 } else { 2.0 }
+        };
+    }
+    let top = (g.unif() * n as f64) as usize % n;
+    v[top] = 27.0 + g.unif() as f32;
+    v
+}
+
+/// mirostat v2 on confident rows once `mu` has grown so that the whole tail is kept (and on,
+/// to `mu` where the smallest kept term is subnormal): the draw is decided among the top
+/// tokens, with the tail only counted and its mass bracketed ([`top` tier]); draws that land
+/// in the tail or near a boundary bin the whole kept set. Same tokens, `mu` stream and
+/// materialised candidates as the full path at every step.
+#[test]
+fn mirostat_top_tier_matches() {
+    let _counts = mirostat_counts();
+    let mut total = [0u64; 6];
+    for seed in 1..5u64 {
+        let mut g = Gen((seed * 0x2545_F491_4F6C_DD1D) | 1);
+        let n = if seed % 2 == 0 { 262_144 } else { 70_000 + 3_331 * seed as usize };
+        let row = confident_tail_row(n, seed > 2, &mut g);
+        for (tau, eta, temp) in [(5.0f32, 0.5f32, 0.8f32), (5.0, 2.0, 1.0)] {
+            let d = bounded_run(&row, seed as u32, tau, eta, temp, 70);
+            for (t, x) in total.iter_mut().zip(d) {
+                *t += x;
+            }
+        }
+    }
+    eprintln!("mirostat tiers (built, full, values, bins, literal, top): {total:?}");
+    assert!(total[5] >= 200, "the top tokens decided {} draws ({total:?})", total[5]);
+    assert_eq!(total[1], 0, "no step was left to the full path");
+}
+
 /// The draw from mass bins with its error margin widened (2^20: about a tail token's mass, so
 /// the walk decides token by token near boundaries; 2^34: a sizeable share of all the mass):
 /// draws within the margin take the literal replay with the `u` already drawn, the bins decide
@@ -735,7 +786,7 @@ fn mirostat_bounded_draw_matches() {
 #[test]
 fn mirostat_bounded_draw_near_boundaries_matches() {
     let _counts = mirostat_counts();
-    let mut total = [0u64; 5];
+    let mut total = [0u64; 6];
     /// Restores the proven margin even when a comparison panics.
     struct Restore;
     impl Drop for Restore {

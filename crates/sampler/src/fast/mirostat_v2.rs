@@ -34,10 +34,18 @@
 //! gathered, sorted by value and walked, with a rigorous bound on libstdc++'s `f64` rounding
 //! ([`pick`]); a `u` within that bound of a boundary takes the literal replay over the value
 //! path's sorted prefix. The drawn value gives `mu`'s update and, read off the row, the id.
+//!
+//! Binning every kept token needs its exact weight (an exact `expf` and a division per token,
+//! and a scatter). When the terms of `s1` were gathered, the step first tries without
+//! ([`top_tier`]): only the gathered top tokens are binned, exactly; the others (the tail) are
+//! counted exactly from their logits and their mass bracketed through a cheap `exp` with a
+//! proven bound, which brackets the total the draw divides by. On a confident row the tail
+//! holds a tiny share of the mass, so `u` almost always lands among the top tokens and is
+//! decided there ([`pick_top`]); otherwise the whole kept set is binned as above.
 
 use crate::candidates::{Candidates, TokenData};
 use crate::fast::bounds::{grid_chunk, seq_block};
-use crate::fast::expf::expf_exact_slice;
+use crate::fast::expf::{exp_bound, expf_exact_slice, BOUND_DIV, BOUND_MUL, EXP_CUT};
 use crate::fast::row::collect_into;
 use crate::fast::row::{Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
@@ -47,10 +55,12 @@ use crate::sort::{
     bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
     NBUCKETS,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Up to this many tokens are gathered for the sum; beyond it every token's term is used.
-const MAX_GATHER: usize = 32768;
+/// Gemma 3 rows where the model is unsure gather 33,000 to 72,000: gathered and radix-sorted
+/// they cost 0.3-0.6 ms a step, against 1.4-2.2 ms through every token's term (real_rows f,
+/// the p90).
+const MAX_GATHER: usize = 1 << 17;
 
 /// Up to this many gathered terms are sorted for `s1`; more are summed by
 /// [`radix_sorted_sum`].
@@ -90,6 +100,23 @@ pub(crate) struct MiroScratch {
     bins: Bins,
     /// (desc_key, p bits) of the crossing bin's tokens, sorted.
     walk: Vec<u64>,
+    /// The last [`top_tier`] step's top tokens as mass bins, and the bounds on the rest.
+    top: Top,
+    /// The small terms of [`split_grid_sum`].
+    small: Vec<f32>,
+}
+
+/// A [`Miro::Bounded`] step prepared by [`top_tier`]: the gathered top tokens (`s.vals`, with
+/// their exact terms in `s.es`) as mass bins, and a bracket on the kept mass of the others.
+#[derive(Clone, Debug, Default)]
+struct Top {
+    /// The draw may try [`pick_top`] (the scratch still holds what it reads).
+    ready: bool,
+    /// The gathered tokens' bins (`e_star`, `s2`, `m` as [`MiroScratch::bins`]').
+    bins: Bins,
+    /// The exact sum of the kept `p` is in `[w_lo, w_hi]`.
+    w_lo: f64,
+    w_hi: f64,
 }
 
 /// The kept prefix of a [`Miro::Bounded`] step as mass bins: bin `k` holds the kept tokens
@@ -134,11 +161,12 @@ const BOUNDED_FROM: usize = 4096;
 
 /// How often the prefix was built here / left to the full path / built from values,
 /// process-wide.
-static TIERS: TierCounts<5> = TierCounts::new();
+static TIERS: TierCounts<6> = TierCounts::new();
 
 /// `[prefix built (any way), full path, of which from values, of which drawn from mass bins,
-/// of which bins could not decide (literal replay)]` so far in this process.
-pub(crate) fn tier_counts() -> [u64; 5] {
+/// of which bins could not decide (literal replay), of which decided among the top tokens
+/// without binning the whole kept set]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 6] {
     TIERS.get()
 }
 
@@ -282,13 +310,21 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     // unchanged: only the tokens with e >= 2^-24 (v - m >= ln 2^-24 = -16.64) move it. When
     // they are few, gather them; otherwise take every token. Sort the exact terms and replay
     // the f32 sum.
-    let s1 = if gather_values(row, l_of(mf - 16.7, t, lmax), s, MAX_GATHER) {
+    let thr_g = l_of(mf - 16.7, t, lmax);
+    // Whether `s.vals` / `s.es` hold the gathered logits and their exact terms (for [`top_tier`]).
+    let mut gathered = false;
+    let s1 = if gather_values(row, thr_g, s, MAX_GATHER) {
         exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
-        if s.es.len() > SORT_SUM_UP_TO {
+        gathered = true;
+        if let Some(s1) = split_grid_sum(s) {
+            s1
+        } else if s.es.len() > SORT_SUM_UP_TO {
             radix_sorted_sum(s)
         } else {
-            s.es.sort_unstable_by(|a, b| b.total_cmp(a));
-            sorted_sum(&s.es)
+            s.xs.clear();
+            s.xs.extend_from_slice(&s.es);
+            s.xs.sort_unstable_by(|a, b| b.total_cmp(a));
+            sorted_sum(&s.xs)
         }
     } else {
         // Every token's term (more than MAX_GATHER move the sum, a flat row): the radix sort's
@@ -324,6 +360,17 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
             // terms), so there `e >= e*` only says `exp(x) >= e* / 2`.
             let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
             let thr = l_of(mf + (es as f64).ln() - margin, t, lmax);
+            s.top.ready = false;
+            if gathered && es <= HALF_ULP_ONE && n < BOUNDED_MAX_LEN {
+                s.bins.e_star = es;
+                s.bins.m = m;
+                s.bins.thr = thr;
+                s.bins.s2 = s1;
+                if top_tier(row, t, thr_g, s) > BOUNDED_FROM {
+                    return bounded(t, lmax, lmin, s);
+                }
+                s.top.ready = false;
+            }
             if !gather_values(row, thr, s, BOUNDED_FROM) {
                 // Many kept: when every term of `s1` is kept, `s2 = s1` and the draw can be
                 // decided from mass bins.
@@ -544,6 +591,241 @@ fn mass_bins(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> usize {
     bins_finish(b, nbins)
 }
 
+/// Prepares a [`Miro::Bounded`] step without the exact weight of every kept token (`s.bins`'
+/// `e_star`, `m`, `thr`, `s2` set; `s.vals` / `s.es` hold the tokens with logit `>= thr_g`
+/// and their exact terms, which include every term of `s1`). Those top tokens are binned
+/// exactly as [`mass_bins`] does; the kept tokens under `thr_g` (the tail) are only counted
+/// exactly (from their logits, with the few near `e*` checked through their exact term) and
+/// their mass bracketed ([`tail_terms`]). The draw then usually lands among the top
+/// tokens ([`pick_top`]); otherwise [`pick`] bins the whole kept set as before. Returns the
+/// kept count (also in `s.bins.n`), and marks the step ready for [`pick_top`].
+fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> usize {
+    let (e_star, s2, m) = (s.bins.e_star, s.bins.s2, s.bins.m);
+    // 1. The top tokens, exactly.
+    let tb = &mut s.top.bins;
+    tb.e_star = e_star;
+    tb.s2 = s2;
+    tb.m = m;
+    let nbins = bins_begin(tb);
+    let (mut idx, mut inc) = ([0u32; BLOCK], [0u64; BLOCK]);
+    for c in s.es.chunks(BLOCK) {
+        bin_terms(c, tb, nbins, &mut idx, &mut inc);
+    }
+    let n_top = bins_finish(tb, nbins);
+    let w_top: f64 = tb.mass.iter().sum();
+    // 2. The tail: exact count, bracketed mass.
+    let Some(tail) = tail_terms(row, t, thr_g, s) else {
+        return 0;
+    };
+    let n = n_top + tail.n as usize;
+    // Each p = RN(e / s2) is within 2^-24 relative plus 2^-150 (half the smallest subnormal)
+    // of e / s2, and the f64 divisions and sums here are within 2^-40 relative (fewer than
+    // 2^22 terms); the bins' total within (nbins + 2) ulps.
+    let (nt, s2) = (tail.n as f64, s2 as f64);
+    let sub = nt * f64::from_bits((1023 - 150) << 52);
+    let rel = 1.0 / 16_777_216.0 + 1.0 / 1_099_511_627_776.0;
+    let tail_lo = ((tail.lo / s2) * (1.0 - rel) - sub).max(0.0);
+    let tail_hi = (tail.hi / s2) * (1.0 + rel) + sub;
+    let top_rel = (nbins + 2) as f64 * f64::EPSILON;
+    s.top.w_lo = w_top * (1.0 - top_rel) + tail_lo;
+    s.top.w_hi = w_top * (1.0 + top_rel) + tail_hi;
+    s.bins.n = n;
+    s.top.ready = true;
+    n
+}
+
+/// The kept tokens under the gather threshold: their exact count and a bracket on the sum of
+/// their exact terms `e = expf(x)`.
+struct Tail {
+    n: u64,
+    lo: f64,
+    hi: f64,
+}
+
+/// [`Tail`] over the blocks reaching `s.bins.thr` (`None` for a temperature whose inverse is
+/// not a positive finite `f32`). Kept or not is read off the logit: every token at or above
+/// `l_hi` is kept, none under `thr` is (margins as the gather thresholds'); a block with a
+/// token between them (or lanes past its last whole vector) is done exactly. Each sure token's
+/// term is bracketed through [`exp_bound`] of `x' = l * (1 / t) - m`, one FMA instead of
+/// llama.cpp's division: `|x' - x| <= Δ = 2^-21 (max |l / t| + |m| + 1)` (three roundings
+/// of quantities at most that large), so `expf(x)` lies within `e^Δ (1 + 2^-22)` of
+/// `expf(x')` (both within 0.502 ulp of `exp`: `(1 + 2^-23) / (1 - 2^-23) < 1 + 2^-21`),
+/// plus `2^-147` for subnormal results.
+fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
+    let b = &s.bins;
+    let (mf, es) = (b.m as f64, b.e_star);
+    let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
+    let l_hi = l_up(mf + (es as f64).ln() + margin, t);
+    let inv_t = match t {
+        Some(t) => 1.0 / t,
+        None => 1.0,
+    };
+    if !(inv_t.is_finite() && inv_t > 0.0 && l_hi > b.thr) {
+        return None;
+    }
+    let lmax = s.blocks.iter().fold(f32::NEG_INFINITY, |a, k| a.max(k.max));
+    let amax = (lmax.abs().max(b.thr.abs()) as f64) * inv_t as f64 * (1.0 + 1e-6);
+    let delta = (amax + mf.abs() + 1.0) / 2_097_152.0;
+    if delta.is_nan() || delta >= 1.0 {
+        return None; // huge logits: a bracket this loose would decide nothing
+    }
+    let k_hi = BOUND_MUL * delta.exp() * (1.0 + 1.0 / 2_097_152.0);
+    let k_lo = (-delta).exp() * (1.0 - 1.0 / 2_097_152.0) / BOUND_DIV;
+    let mut buf = [0f32; BLOCK];
+    let (mut xs, mut es_buf) = ([0f32; BLOCK], [0f32; BLOCK]);
+    let (mut cnt, mut f_hi, mut f_lo, mut exact) = (0u64, 0.0f64, 0.0f64, 0.0f64);
+    let tf = t.unwrap_or(1.0);
+    for (k, blk) in s.blocks.iter().enumerate() {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(blk.max >= b.thr) {
+            continue;
+        }
+        let x = row.block(k, &mut buf);
+        let r = tail_block(x, inv_t, b.m, thr_g, b.thr, l_hi);
+        if r.sure == r.maybe {
+            cnt += r.sure as u64;
+            f_hi += r.all as f64;
+            f_lo += r.normal as f64;
+        } else {
+            // A token near the kept threshold (or lanes left over): this block exactly.
+            let len = x.len();
+            scale_shift(x, tf, b.m, &mut xs[..len]);
+            expf_exact_slice(&xs[..len], &mut es_buf[..len]);
+            for (&l, &e) in x.iter().zip(&es_buf[..len]) {
+                if l < thr_g && e >= es {
+                    cnt += 1;
+                    exact += e as f64;
+                }
+            }
+        }
+    }
+    // The f32 block sums of nonnegative terms: at most 1024 / N + N <= 1025 roundings each,
+    // within 2^-13 relative.
+    let sub = cnt as f64 * f64::from_bits((1023 - 147) << 52);
+    let hi = (f_hi * (1.0 + 1.0 / 8192.0) * k_hi + exact) * (1.0 + 1e-12) + sub;
+    let lo = ((f_lo * (1.0 - 1.0 / 8192.0) * k_lo + exact) * (1.0 - 1e-12) - sub).max(0.0);
+    Some(Tail { n: cnt, lo, hi })
+}
+
+/// What [`tail_block`] found over one block.
+#[derive(Clone, Copy, Debug, Default)]
+struct TailBlock {
+    /// Tokens under the gather threshold at or above `l_hi` (kept for sure).
+    sure: u32,
+    /// Tokens under the gather threshold at or above `thr` (maybe kept), plus the lanes past
+    /// the last whole vector.
+    maybe: u32,
+    /// The `f32` sum of [`exp_bound`] of the sure tokens' `x'`, and of those with `x'` at
+    /// least [`EXP_CUT`] (where its lower bound holds).
+    all: f32,
+    normal: f32,
+}
+
+simd_dispatch!(
+    /// [`TailBlock`] of one block (`x'` = `l * inv_t - m` by one FMA).
+    fn tail_block(x: &[f32], inv_t: f32, m: f32, thr_g: f32, thr: f32, l_hi: f32) -> TailBlock = tail_block_k
+);
+
+#[inline(always)]
+unsafe fn tail_block_k<S: Simd>(x: &[f32], inv_t: f32, m: f32, thr_g: f32, thr: f32, l_hi: f32) -> TailBlock {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i..i + S::N` with `i + S::N <= x.len()`.
+    unsafe {
+        let (iv, nm, gv) = (S::splat(inv_t), S::splat(-m), S::splat(thr_g));
+        let (lo, hi, cut) = (S::splat(thr), S::splat(l_hi), S::splat(EXP_CUT));
+        let (mut sure, mut maybe) = (0u32, 0u32);
+        let (mut all, mut normal) = (S::splat(0.0), S::splat(0.0));
+        let mut i = 0;
+        while i + S::N <= x.len() {
+            let l = S::load(x.as_ptr().add(i));
+            let xp = S::fmadd(l, iv, nm);
+            let f = exp_bound::<S>(xp);
+            let tail = S::lt(l, gv);
+            let ms = S::and_m(tail, S::ge(l, hi));
+            sure += S::count(ms);
+            maybe += S::count(S::and_m(tail, S::ge(l, lo)));
+            all = S::add(all, S::keep(ms, f));
+            normal = S::add(normal, S::keep(S::and_m(ms, S::ge(xp, cut)), f));
+            i += S::N;
+        }
+        TailBlock { sure, maybe: maybe + (x.len() - i) as u32, all: S::hsum_f32(all), normal: S::hsum_f32(normal) }
+    }
+}
+
+/// [`pick`] among the top tokens of a [`top_tier`] step: `None` when `u` lies past them or
+/// within the error bound of a boundary. The bound is [`pick_bounded`]'s, with the total
+/// mass only known to lie in `[w_lo, w_hi]`: the running sum `P_j` of the sorted kept `p`
+/// (bins top down, then the crossing bin's tokens in sorted order, each exact bin mass to one
+/// rounding) is known to within `(nbins + j + 2)` ulps relative, so libstdc++'s running sum
+/// lies in `[P_lo / w_hi - err, P_hi / w_lo + err]`.
+fn pick_top(u: f64, s: &mut MiroScratch) -> Option<(usize, f32, f32)> {
+    let n = s.bins.n;
+    let tb = &s.top.bins;
+    let nbins = tb.mass.len();
+    let err = (4 * (n + nbins) + 64) as f64 * f64::EPSILON * margin_scale();
+    let (w_lo, w_hi) = (s.top.w_lo, s.top.w_hi);
+    if w_lo.is_nan() || w_lo <= 0.0 {
+        return None;
+    }
+    // Largest / smallest estimate of libstdc++'s running sum after exact partial mass `acc`
+    // (summed in f64 with at most `k` roundings).
+    let hi_of = |acc: f64, k: usize| acc * (1.0 + k as f64 * f64::EPSILON) / w_lo + err;
+    let lo_of = |acc: f64, k: usize| acc * (1.0 - k as f64 * f64::EPSILON) / w_hi - err;
+    // The first bin whose end may reach u.
+    let (mut acc, mut before, mut bin) = (0.0f64, 0usize, None);
+    for k in 0..nbins {
+        if tb.cnt[k] == 0 {
+            continue;
+        }
+        if hi_of(acc + tb.mass[k], k + 2) >= u {
+            bin = Some(k);
+            break;
+        }
+        acc += tb.mass[k];
+        before += tb.cnt[k] as usize;
+    }
+    let bin = bin?;
+    // The crossing is not before this bin (`hi_of(acc) < u` held at the previous bin, or
+    // nothing precedes it); walk its tokens in sorted order.
+    top_bin_tokens(bin, s);
+    let kb = bin + 2;
+    for (k, &kp) in s.walk.iter().enumerate() {
+        let j = before + k;
+        let p = f32::from_bits(kp as u32);
+        let v = key_value((kp >> 32) as u32);
+        if j + 1 == n {
+            return Some((j, p, v)); // c_{n-2} < u was decided at the previous token
+        }
+        acc += p as f64;
+        if lo_of(acc, kb + k + 1) >= u {
+            return Some((j, p, v));
+        }
+        if hi_of(acc, kb + k + 1) >= u {
+            return None;
+        }
+    }
+    None
+}
+
+/// The gathered kept tokens (`s.vals` / `s.es`) of [`Top`]'s bin `bin` into `s.walk` as
+/// `(desc_key(v) << 32) | p bits`, sorted (by value, descending).
+fn top_bin_tokens(bin: usize, s: &mut MiroScratch) {
+    let tb = &s.top.bins;
+    let (s2, e_star) = (tb.s2, tb.e_star);
+    let code = tb.top - bin as u32;
+    let t = s.val_t;
+    s.walk.clear();
+    for (&l, &e) in s.vals.iter().zip(&s.es) {
+        if e >= e_star {
+            let p = e / s2;
+            if p.to_bits() >> BIN_SHIFT == code {
+                s.walk.push(((desc_key(scaled(l, t)) as u64) << 32) | p.to_bits() as u64);
+            }
+        }
+    }
+    s.walk.sort_unstable();
+}
+
 /// Writes the values of `x` (at most [`BLOCK`]) that are `>= thr` to the front of `out`, in
 /// order; returns how many. (`collect_into` does the same into vectors with their ids, at
 /// about twice the cost per value here.)
@@ -695,6 +977,16 @@ unsafe fn bin_inc_k<S: Simd>(es: &[f32], e_star: f32, s2: f32, top: u32, trash: 
 /// ([`pick_literal`]). The bins' own masses are exact to one rounding (see [`mass_bins`]),
 /// well inside the bound assumed for them.
 pub(crate) fn pick(row: Row<'_>, u: f64, s: &mut MiroScratch, out: &mut Candidates) -> (usize, f32, f32) {
+    if s.top.ready {
+        s.top.ready = false;
+        if let Some(r) = pick_top(u, s) {
+            TIERS.bump(5);
+            return r;
+        }
+        // `u` lies past the top tokens or too close to a boundary: bin the whole kept set.
+        let kept = mass_bins(row, s.val_t, s);
+        debug_assert_eq!(kept, s.bins.n);
+    }
     match pick_bounded(row, u, s) {
         Some(r) => r,
         None => {
@@ -704,13 +996,30 @@ pub(crate) fn pick(row: Row<'_>, u: f64, s: &mut MiroScratch, out: &mut Candidat
     }
 }
 
-/// A factor on [`pick_bounded`]'s error margin (1: the proven bound). Tests widen it so that
-/// many draws take the literal replay and the bins' decisions are checked near boundaries.
-static MARGIN_SCALE: AtomicU64 = AtomicU64::new(1);
+/// A factor on the bins' error margins (1: the proven bound). Tests widen it so that many
+/// draws take the literal replay and the bins' decisions are checked near boundaries. It
+/// exists only with the `tier-counts` feature (test and benchmark builds): normal builds use
+/// the proven bound with no shared state on the hot path.
+#[cfg(feature = "tier-counts")]
+static MARGIN_SCALE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// Sets [`MARGIN_SCALE`] (at least 1); returns the previous factor. For tests.
+#[cfg(feature = "tier-counts")]
 pub(crate) fn set_margin_scale(k: u64) -> u64 {
-    MARGIN_SCALE.swap(k.max(1), Ordering::Relaxed)
+    MARGIN_SCALE.swap(k.max(1), std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The factor on the bins' error margins: `MARGIN_SCALE` in test builds, 1 otherwise.
+#[inline]
+fn margin_scale() -> f64 {
+    #[cfg(feature = "tier-counts")]
+    {
+        MARGIN_SCALE.load(std::sync::atomic::Ordering::Relaxed) as f64
+    }
+    #[cfg(not(feature = "tier-counts"))]
+    {
+        1.0
+    }
 }
 
 /// [`pick`] from the bins: `None` when `u` is too close to a boundary to decide.
@@ -719,7 +1028,7 @@ fn pick_bounded(row: Row<'_>, u: f64, s: &mut MiroScratch) -> Option<(usize, f32
     let n = b.n;
     let nbins = b.mass.len();
     // 2 x the bound, in units of 2^-52
-    let err = (4 * (n + nbins) + 64) as f64 * f64::EPSILON * MARGIN_SCALE.load(Ordering::Relaxed) as f64;
+    let err = (4 * (n + nbins) + 64) as f64 * f64::EPSILON * margin_scale();
     let total: f64 = b.mass.iter().sum();
     let last = b.cnt.iter().rposition(|&c| c > 0)?;
     // The bin where the running sum reaches u (the last one if none does before it).
@@ -926,6 +1235,71 @@ unsafe fn scale_shift_k<S: Simd>(x: &[f32], t: f32, m: f32, out: &mut [f32]) {
     }
 }
 
+/// llama.cpp's sequential `f32` sum of the gathered terms `s.es` in descending order (unsorted,
+/// every term in `[0, 1]`, the largest exactly 1), without sorting them all: the terms of at
+/// least [`SPLIT`] (a few) are sorted and summed in order, which leaves the running sum `S`
+/// at 1 or more, in a binade `[lo, 2 lo)` of ulp `u`; every other term `t` is nonnegative and
+/// below `lo / 8`, and while the running sum stays in that binade each addition gives exactly
+/// `S + RN_u(t)` (`S` is a multiple of `u`), unless `t` is a tie (half a `u` past a multiple).
+/// So with no tie and `S + sum RN_u(t) + u < 2 lo` (every partial sum, exact or rounded, is
+/// then below `2 lo`), the sum is `S + sum RN_u(t)` in any order, all of it exact in `f32`
+/// ([`grid_nonneg`]). `None` otherwise. Uses `s.xs` and `s.small`.
+fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
+    s.xs.clear();
+    s.small.clear();
+    for &e in &s.es {
+        if e >= SPLIT {
+            s.xs.push(e);
+        } else {
+            s.small.push(e);
+        }
+    }
+    s.xs.sort_unstable_by(|a, b| b.total_cmp(a));
+    let big = sorted_sum(&s.xs);
+    if !(1.0..f32::MAX).contains(&big) {
+        return None;
+    }
+    let lo = f32::from_bits(big.to_bits() & 0x7f80_0000);
+    let u = lo / 8_388_608.0;
+    let (r, tie) = grid_nonneg(&s.small, 1.5 * lo, 0.5 * u);
+    if tie || big as f64 + r as f64 + u as f64 >= 2.0 * lo as f64 {
+        return None;
+    }
+    Some(big + r)
+}
+
+simd_dispatch!(
+    /// The sum of `RN_u(t) = (t + m) - m` over `x` (`m = 1.5 lo`, every term in `[0, lo / 8)`)
+    /// and whether some term is a tie (`|t - RN_u(t)|` is `half = u / 2`). Every `RN_u(t)` is a
+    /// multiple of `u`, and so is every lane's partial sum, which stays below `2 lo` when the
+    /// caller's check passes: the sum is exact then.
+    fn grid_nonneg(x: &[f32], m: f32, half: f32) -> (f32, bool) = grid_nonneg_k
+);
+
+/// Plain code, compiled for each level by [`simd_dispatch`] (the compiler vectorises the
+/// sixteen independent lanes).
+#[inline(always)]
+unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], m: f32, half: f32) -> (f32, bool) {
+    let (mut acc, mut tie) = ([0f32; 16], [false; 16]);
+    let mut c = x.chunks_exact(16);
+    for g in &mut c {
+        for j in 0..16 {
+            let r = (g[j] + m) - m;
+            tie[j] |= (g[j] - r).abs() == half;
+            acc[j] += r;
+        }
+    }
+    for (j, &t) in c.remainder().iter().enumerate() {
+        let r = (t + m) - m;
+        tie[j] |= (t - r).abs() == half;
+        acc[j] += r;
+    }
+    (acc.iter().sum(), tie.iter().any(|&b| b))
+}
+
+/// [`split_grid_sum`]'s split: below a quarter of any running sum of 1 or more.
+const SPLIT: f32 = 0.125;
+
 /// llama.cpp's sequential `f32` sum of `es` (sorted descending), exactly.
 fn sorted_sum(es: &[f32]) -> f32 {
     let mut s = 0.0f32;
@@ -1074,6 +1448,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// [`split_grid_sum`] is llama.cpp's sorted sequential sum whenever it answers: on term
+    /// sets with ties (half an ulp of the running sum past a multiple), sums that cross a
+    /// binade, and ordinary ones (which it must decide).
+    #[test]
+    fn split_grid_sum_is_the_sorted_sum() {
+        let mut x = 0x1234_5679u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut decided = 0;
+        for case in 0..400 {
+            let n = 1 + next() as usize % 3000;
+            let scale = [1.0e-4f32, 1.0e-3, 4.0e-4][case % 3];
+            let mut es: Vec<f32> = (0..n).map(|_| (next() % 1_000_000) as f32 / 1.0e6 * scale).collect();
+            es.push(1.0);
+            if case % 5 == 0 {
+                es.push(0.5 + (next() % 1000) as f32 / 2000.0); // may carry the sum past 2
+            }
+            if case % 4 == 1 {
+                // ties: odd multiples of half an ulp of [1, 2) (and of [2, 4))
+                for k in 0..3 {
+                    es.push((2 * (next() % 64) + 1) as f32 * 5.960_464_5e-8 * (1 + k % 2) as f32);
+                }
+            }
+            let mut sorted = es.clone();
+            sorted.sort_unstable_by(|a, b| b.total_cmp(a));
+            let want = sorted.iter().fold(0.0f32, |a, &e| a + e);
+            let mut s = MiroScratch { es: es.clone(), ..MiroScratch::default() };
+            if let Some(got) = split_grid_sum(&mut s) {
+                assert_eq!(got.to_bits(), want.to_bits(), "case {case}");
+                decided += 1;
+            }
+        }
+        assert!(decided >= 200, "decided {decided} of 400");
     }
 
     /// The bins' masses are exact to one rounding: each equals the sum of its tokens' `p`
