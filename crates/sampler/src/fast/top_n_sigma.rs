@@ -16,7 +16,7 @@
 //!    vector computes with the `1.5 * 2^k` rounding trick; stretches that leave the binade,
 //!    hit a tie, or carry huge terms are replayed one addition at a time.
 
-use crate::fast::bounds::{f32_down, f32_up, seq_block_bounded};
+use crate::fast::bounds::{f32_down, f32_up, seq_block_bounded, seq_sum_block_bounded};
 use crate::fast::row::{collect_block, Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, flag_nan_inf, max_scan_tail, simd_dispatch, Simd};
 
@@ -428,11 +428,10 @@ pub(crate) fn exact_mean_acc(row: Row<'_>, s: &SigmaScratch) -> (f32, f32) {
     for b in 0..nb {
         let x = row.block(b, &mut buf);
         let st = &s.stats[b];
-        // sum |l| <= sum |l - c| + cnt |c| <= sqrt(cnt sum (l - c)^2) + cnt |c| (and max |l|).
+        // max |l| <= max |l - c| + |c| <= sqrt(sum (l - c)^2) + |c|.
         let dev = (st.s2 * (1.0 + 2.0 * g)).sqrt() * (1.0 + 1e-9);
         let c = (st.c as f64).abs();
-        let abs_sum = (st.cnt as f64).sqrt() * dev + st.cnt as f64 * c;
-        sum = seq_block_bounded(x, sum, st.has_ninf, false, 0.0, abs_sum * (1.0 + 1e-9), (dev + c) * (1.0 + 1e-9));
+        sum = seq_sum_block_bounded(x, sum, st.has_ninf, (dev + c) * (1.0 + 1e-9));
     }
     let mean = sum / cnt as f32;
     let mut acc = 0.0f32;
