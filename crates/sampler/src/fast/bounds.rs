@@ -174,6 +174,9 @@ pub(crate) struct Grid {
     max_term: f64,
     /// A term needs the exact replay.
     flag: bool,
+    /// Sum of the positive grid-rounded terms, rounded up (only from [`grid_sum_signed`];
+    /// zero otherwise).
+    pos: f64,
 }
 
 simd_dispatch!(
@@ -185,7 +188,7 @@ simd_dispatch!(
 #[inline(always)]
 unsafe fn grid_sum_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
-    unsafe { grid_sum_impl::<S, true>(x, m, u, has_ninf, sq, mean) }
+    unsafe { grid_sum_impl::<S, true, false>(x, m, u, has_ninf, sq, mean) }
 }
 
 simd_dispatch!(
@@ -197,11 +200,46 @@ simd_dispatch!(
 #[inline(always)]
 unsafe fn grid_sum_nt_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool, sq: bool, mean: f32) -> Grid {
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
-    unsafe { grid_sum_impl::<S, false>(x, m, u, has_ninf, sq, mean) }
+    unsafe { grid_sum_impl::<S, false, false>(x, m, u, has_ninf, sq, mean) }
+}
+
+simd_dispatch!(
+    /// [`grid_sum_untracked`] of the values (not squares), plus the sum of the positive
+    /// grid-rounded terms (`pos`), which bounds every partial sum's excursion.
+    fn grid_sum_signed(x: &[f32], m: f32, u: f32, has_ninf: bool) -> Grid = grid_sum_signed_k
+);
+
+#[inline(always)]
+unsafe fn grid_sum_signed_k<S: Simd>(x: &[f32], m: f32, u: f32, has_ninf: bool) -> Grid {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
+    unsafe { grid_sum_impl::<S, false, true>(x, m, u, has_ninf, false, 0.0) }
+}
+
+/// [`seq_block`] of the values (llama.cpp's `f32` running sum of the finite values, exact) for
+/// a block whose largest term magnitude is at most `max_term`. The whole-block attempt checks
+/// the partial sums' range from the sums of the positive and negative grid-rounded terms
+/// (`[s - N, s + P]`), not from the sum of all magnitudes: every partial sum of the rounded
+/// terms lies in that range, so when it stays inside `s`'s binade by more than `u` (the exact
+/// partial sums are within `u/2` of the rounded ones) every addition rounds on that binade's
+/// grid, and (no ties) adds exactly the grid-rounded term.
+pub(crate) fn seq_sum_block_bounded(x: &[f32], s: f32, has_ninf: bool, max_term: f64) -> f32 {
+    if let Some(b) = Binade::of(s) {
+        let g = grid_sum_signed(x, b.m, b.u as f32, has_ninf);
+        if !g.flag && max_term < b.lo / 4.0 {
+            let r = g.sum as f32;
+            // P bounds the upward excursion, N = P - sum the downward one (toward 0 for s > 0).
+            let (up, down) = if s > 0.0 { (g.pos, g.pos - g.sum) } else { (g.pos - g.sum, g.pos) };
+            let af = s.abs() as f64;
+            if r as f64 == g.sum && af + up + b.u <= 2.0 * b.lo - b.u && af - down >= b.lo + b.u {
+                return s + r;
+            }
+        }
+    }
+    by_chunks(x, s, has_ninf, false, 0.0)
 }
 
 #[inline(always)]
-unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
+unsafe fn grid_sum_impl<S: Simd, const TRACK: bool, const POS: bool>(
     x: &[f32],
     m: f32,
     u: f32,
@@ -220,7 +258,7 @@ unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
         let meanv = S::splat(mean);
         let ninf = S::splat(f32::NEG_INFINITY);
         let z = S::splat(0.0);
-        let (mut acc, mut abs, mut mx) = (z, z, z);
+        let (mut acc, mut abs, mut mx, mut pos) = (z, z, z, z);
         let mut flag = S::none();
         let mut i = 0;
         while i + S::N <= n {
@@ -242,6 +280,9 @@ unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
                 let r = S::sub(S::add(v, mv), mv);
                 flag = S::or_m(flag, S::eq(S::abs(S::sub(v, r)), half));
                 acc = S::add(acc, r);
+                if POS {
+                    pos = S::add(pos, S::max(r, z));
+                }
                 if TRACK {
                     let av = S::abs(v);
                     abs = S::add(abs, av);
@@ -257,6 +298,7 @@ unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
             abs_sum: S::hsum_f32(abs) as f64,
             max_term: S::hmax(mx) as f64,
             flag: S::any(flag),
+            pos: S::hsum_f32(pos) as f64,
         };
         for &v in &x[i..] {
             if v == f32::NEG_INFINITY {
@@ -275,6 +317,7 @@ unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
                 let r = (v + m) - m;
                 g.flag |= (v - r).abs() == 0.5 * u;
                 g.sum += r as f64;
+                g.pos += r.max(0.0) as f64;
                 g.abs_sum += v.abs() as f64;
                 g.max_term = g.max_term.max(v.abs() as f64);
             }
@@ -282,6 +325,61 @@ unsafe fn grid_sum_impl<S: Simd, const TRACK: bool>(
         // The lane sums above are f32: widen the magnitude sums by their worst rounding.
         g.abs_sum *= 1.0 + (n as f64 + 32.0) / 8_388_608.0;
         g.max_term *= 1.0 + 1.0 / 4_194_304.0;
+        g.pos *= 1.0 + (n as f64 + 32.0) / 8_388_608.0;
         g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The signed whole-block sum equals llama.cpp's sequential sum, block after block, on rows
+    /// whose running sum drifts up, down, across zero and along binade edges (with ties from
+    /// coarsely quantised values and `-inf`); most blocks need no value-by-value step.
+    #[test]
+    fn signed_block_sum_equals_the_sequential_sum() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut unif = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (mut whole, mut blocks) = (0usize, 0usize);
+        for shape in 0..6 {
+            let row: Vec<f32> = (0..200_000)
+                .map(|i| {
+                    let z = (unif() * 2.0 - 1.0) as f32;
+                    match shape {
+                        // Up, then down across zero (a vocabulary sorted by frequency).
+                        0 => 4.0 * z + if i < 60_000 { 1.5 } else { -2.0 },
+                        1 => 3.0 * z - 0.02,
+                        2 => (8.0 * z).round() / 8.0 + 0.3,
+                        3 => half::bf16::from_f32(5.0 * z - 1.0).to_f32(),
+                        4 => {
+                            if i % 13 == 0 {
+                                f32::NEG_INFINITY
+                            } else {
+                                100.0 * z - 0.5
+                            }
+                        }
+                        _ => 1e-3 * z + 1e-4,
+                    }
+                })
+                .collect();
+            let (mut s, mut want) = (0.0f32, 0.0f32);
+            for c in row.chunks(1024) {
+                let has_ninf = c.contains(&f32::NEG_INFINITY);
+                let max_term = c.iter().filter(|v| v.is_finite()).fold(0.0f64, |m, v| m.max(v.abs() as f64));
+                let before = STEPS.with(|t| t.get());
+                s = seq_sum_block_bounded(c, s, has_ninf, max_term);
+                whole += (STEPS.with(|t| t.get()) == before && Binade::of(want).is_some()) as usize;
+                want = steps(c, want, false, 0.0);
+                blocks += 1;
+                assert_eq!(s.to_bits(), want.to_bits(), "shape {shape}");
+            }
+        }
+        assert!(whole * 2 > blocks, "{whole} of {blocks} blocks without steps");
     }
 }

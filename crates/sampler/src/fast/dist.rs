@@ -25,9 +25,9 @@
 //! Every tier's bound is rigorous (the exp bounds are checked exhaustively in `fast::expf`), so
 //! the token is always the one the full-array path picks.
 
-use crate::fast::expf::{exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
+use crate::fast::expf::{exp_bound, exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
 use crate::fast::row::{scan_row_with, Row, RowScan, Scan, TierCounts, BLOCK};
-use crate::fast::simd::{simd_dispatch, Scalar, Simd};
+use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Scalar, Simd};
 use crate::rng::LlamaRng;
 
 /// Which tier decided a draw (for statistics and tests).
@@ -130,6 +130,102 @@ unsafe fn block_near_k<S: Simd>(x: &[f32], m: f32) -> f64 {
     }
 }
 
+/// A block's coarse sum may be taken relative to a reference at most this far below its values
+/// ([`exp_bound`] is valid up to `x = 61`).
+const REF_SLACK: f32 = 60.0;
+
+/// The max pass with coarse sums (what `scan_row_with(.., true)` computes, with rigorous
+/// bounds of the same form): per-block maximum, NaN/`+inf` detection, and per block the sum of
+/// [`exp_bound`]`(x - cref)`, where `cref` is the running maximum of the blocks before the
+/// previous one (a value <= the row maximum; the block itself when its values pass it by more
+/// than [`REF_SLACK`]). Skipping the previous block lets its reduction finish while this block
+/// is read; with the previous block's maximum every block waited for the one before.
+fn scan_coarse(row: Row<'_>, s: &mut RowScan) -> Scan {
+    let n = row.len();
+    let nb = n.div_ceil(BLOCK);
+    s.has_coarse = true;
+    s.cmax.clear();
+    s.cref.clear();
+    s.coarse.clear();
+    let mut buf = [0f32; BLOCK];
+    // `m`: maximum of the blocks so far; `lag`: of the blocks before the previous one.
+    let (mut m, mut lag) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for b in 0..nb {
+        // NaN / +inf are checked on the caller's logits (as `check_logits` does), the maximum
+        // and sums on the patched values.
+        let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
+        let (mut c, bad, mut sum) = block_coarse(raw, lag);
+        if bad {
+            let i = first_nan_or_inf(raw);
+            return Scan::Bad(b * BLOCK + i);
+        }
+        let x = row.block(b, &mut buf);
+        if x.as_ptr() != raw.as_ptr() {
+            (c, _, sum) = block_coarse(x, lag);
+        }
+        let mut cref = lag;
+        // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(c <= cref + REF_SLACK) {
+            cref = c;
+            (_, _, sum) = block_coarse(x, c);
+        }
+        s.cmax.push(c);
+        s.cref.push(cref);
+        s.coarse.push(sum);
+        lag = m;
+        if c > m {
+            m = c;
+        }
+    }
+    Scan::Max(m)
+}
+
+simd_dispatch!(
+    /// (max, has NaN or +inf, sum of `exp_bound(x - c)`) over one block.
+    fn block_coarse(x: &[f32], c: f32) -> (f32, bool, f64) = block_coarse_k
+);
+
+#[inline(always)]
+unsafe fn block_coarse_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
+    unsafe {
+        let n = x.len();
+        let p = x.as_ptr();
+        let cv = S::splat(c);
+        // Four vectors a step, each with its own sum: the sums' latency would otherwise set
+        // the pace.
+        let (mut s01, mut s23) = (MaxScan::<S>::new(), MaxScan::<S>::new());
+        let z = S::splat(0.0);
+        let mut acc = [z; 4];
+        let mut i = 0;
+        while i + 4 * S::N <= n {
+            let v = [
+                S::load(p.add(i)),
+                S::load(p.add(i + S::N)),
+                S::load(p.add(i + 2 * S::N)),
+                S::load(p.add(i + 3 * S::N)),
+            ];
+            s01.push(v[0], v[1]);
+            s23.push(v[2], v[3]);
+            for j in 0..4 {
+                acc[j] = S::add(acc[j], exp_bound::<S>(S::sub(v[j], cv)));
+            }
+            i += 4 * S::N;
+        }
+        let mut mx = S::hmax(S::max(s01.lanes_max(), s23.lanes_max()));
+        let mut badt = S::any(S::or_m(s01.bad(), s23.bad()));
+        // An f32 sum of at most BLOCK positive terms in some order (the bound the coarse tier
+        // allows for); one f32 reduction, not 16 dependent f64 additions per accumulator.
+        let mut sum = S::hsum_f32(S::add(S::add(acc[0], acc[1]), S::add(acc[2], acc[3]))) as f64;
+        for &v in &x[i..] {
+            max_scan_tail(v, &mut mx, &mut badt);
+            sum += exp_bound::<Scalar>(v - c) as f64;
+        }
+        (mx, badt, sum)
+    }
+}
+
 /// Exact `e_i = expf(v_i - m)` for block `b`, into `s.es` (length of the block).
 fn exact_block(row: Row<'_>, m: f32, b: usize, xs: &mut Vec<f32>, es: &mut Vec<f32>) {
     let mut buf = [0f32; BLOCK];
@@ -174,7 +270,8 @@ pub(crate) fn dist_index(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> (
             if c == f32::NEG_INFINITY {
                 s.hi[b] = 0.0;
             } else if d > 100.0 {
-                s.hi[b] = 2.0 * BLOCK as f64 * (-d).exp();
+                // Within a factor 2 of exp where expf is normal, below TINY where it is not.
+                s.hi[b] = BLOCK as f64 * (2.0 * (-d).exp() + TINY);
             }
         }
     }
@@ -216,8 +313,11 @@ fn bounds_coarse(n: usize, m: f32, s: &mut DistScratch) {
             scale = (-d).exp();
         }
         if d > 120.0 {
+            // Far below the maximum: every term is at most expf(cmax - m) (a block's values may
+            // pass cref by up to REF_SLACK, so cref alone does not bound them), within a factor
+            // 2 of exp where expf is normal and below TINY where it is not.
             s.lo.push(0.0);
-            s.hi.push(2.0 * len * scale);
+            s.hi.push(len * (2.0 * (s.scan.cmax[b] as f64 - m as f64).exp() + TINY));
             continue;
         }
         // Rounding of l - cref (|.| <= 88 unless clamped) and of l - m, glibc's 0.502 ulp,
@@ -437,7 +537,8 @@ fn sequential(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> usize {
 pub(crate) fn dist_row(row: Row<'_>, rng: &mut LlamaRng, s: &mut DistScratch) -> Result<Option<usize>, usize> {
     let coarse = s.coarse_fails < COARSE_FAILS_BEFORE_SKIP || s.since_coarse >= 8;
     s.since_coarse = if coarse { 0 } else { s.since_coarse + 1 };
-    let m = match scan_row_with(row, &mut s.scan, coarse) {
+    let scan = if coarse { scan_coarse(row, &mut s.scan) } else { scan_row_with(row, &mut s.scan, false) };
+    let m = match scan {
         Scan::Bad(i) => return Err(i),
         Scan::Max(m) => m,
     };
@@ -575,6 +676,49 @@ mod tests {
         assert!(decided.iter().all(|&d| d > 100), "{decided:?}");
     }
 
+    /// The dist-owned coarse scan: the same maxima as the shared scan, coarse bounds that hold
+    /// every block's exact sum, and the full path's index from the tiers that follow it.
+    #[test]
+    fn lagged_coarse_scan_bounds_hold_and_draws_match() {
+        let mut s = DistScratch::default();
+        let mut rs = DistScratch::default();
+        let mut coarse_decided = 0;
+        let mut rows = rows();
+        // A maximum rising block after block, and values 150 nats apart across blocks.
+        rows.push((0..9000).map(|i| (i / 1024) as f32 * 20.0 - (i % 7) as f32).collect());
+        rows.push((0..9000).map(|i| if i < 4096 { -170.0 + (i % 5) as f32 } else { (i % 11) as f32 }).collect());
+        for row in rows {
+            let n = row.len();
+            let patches =
+                [TokenData { id: 5, logit: 2.0, p: 0.0 }, TokenData { id: (n - 1) as i32, logit: -1.0, p: 0.0 }];
+            for p in [&patches[..], &[]] {
+                let r = Row { logits: &row, patches: p };
+                let Scan::Max(m) = scan_coarse(r, &mut s.scan) else { panic!() };
+                let Scan::Max(rm) = scan_row(r, &mut rs.scan) else { panic!() };
+                assert_eq!((m.to_bits(), &s.scan.cmax), (rm.to_bits(), &rs.scan.cmax));
+                bounds_coarse(n, m, &mut s);
+                let (mut xs, mut es) = (Vec::new(), Vec::new());
+                for b in 0..s.scan.cmax.len() {
+                    exact_block(r, m, b, &mut xs, &mut es);
+                    let exact: f64 = es.iter().map(|&e| e as f64).sum();
+                    assert!(s.lo[b] <= exact && exact <= s.hi[b], "block {b}: {} <= {exact} <= {}", s.lo[b], s.hi[b]);
+                }
+                for k in 0..100u32 {
+                    let mut rng = LlamaRng::new(k);
+                    let u = rng.uniform_f64();
+                    let want = full(&row, p, k);
+                    bounds_coarse(n, m, &mut s);
+                    if let Some(j) = decide(r, m, u, &mut s) {
+                        assert_eq!(j, want, "coarse, rng {k}");
+                        coarse_decided += 1;
+                    }
+                    assert_eq!(dist_index(r, m, u, &mut s).0, want, "rng {k}");
+                }
+            }
+        }
+        assert!(coarse_decided > 100, "{coarse_decided}");
+    }
+
     #[test]
     fn a_target_on_a_boundary_needs_the_sequential_replay() {
         // 2048 equal weights and u = k / 2048 exactly: total * u is exactly a running sum.
@@ -652,5 +796,36 @@ mod bench {
                 *o = x.exp();
             }
         });
+    }
+
+    /// Per-row component timings on recorded rows (`DIST_ROWS=file`, V = 262,144).
+    #[test]
+    #[ignore]
+    fn component_timings() {
+        let Ok(path) = std::env::var("DIST_ROWS") else { return };
+        let bytes = std::fs::read(path).unwrap();
+        let all: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let mut s = DistScratch::default();
+        for (ri, row) in all.chunks_exact(262_144).enumerate().take(6) {
+            let r = Row { logits: row, patches: &[] };
+            eprintln!("row {ri}");
+            time("  scan coarse", || {
+                std::hint::black_box(scan_row_with(r, &mut s.scan, true));
+            });
+            time("  scan coarse (dist)", || {
+                std::hint::black_box(scan_coarse(r, &mut s.scan));
+            });
+            time("  scan max", || {
+                std::hint::black_box(scan_row_with(r, &mut s.scan, false));
+            });
+            let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
+            time("  coarse bounds + decide", || {
+                bounds_coarse(r.len(), m, &mut s);
+                std::hint::black_box(decide(r, m, 0.37, &mut s));
+            });
+            time("  near pass", || {
+                bounds_near(r, m, &mut s);
+            });
+        }
     }
 }

@@ -16,7 +16,7 @@
 //!    vector computes with the `1.5 * 2^k` rounding trick; stretches that leave the binade,
 //!    hit a tie, or carry huge terms are replayed one addition at a time.
 
-use crate::fast::bounds::{f32_down, f32_up, seq_block_bounded};
+use crate::fast::bounds::{f32_down, f32_up, seq_block_bounded, seq_sum_block_bounded};
 use crate::fast::row::{collect_block, Row, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, flag_nan_inf, max_scan_tail, simd_dispatch, Simd};
 
@@ -31,6 +31,23 @@ pub(crate) struct Stats {
     s1: f64,
     s2: f64,
     has_ninf: bool,
+    /// Bound on `sum |l - c|` over the block (`sqrt(cnt * s2)`, widened by [`G`]); set by
+    /// [`sigma_survivors`] once per block, for [`acc_bounds`].
+    a: f64,
+}
+
+/// `2^-24`, the unit roundoff of `f32`.
+const U24: f64 = 1.0 / 16_777_216.0;
+
+/// Relative error bound of a block's `f32` lane sums of `d` and `d^2` (at most [`BLOCK`]
+/// terms a lane), plus the rounding of `d`.
+const G: f64 = BLOCK as f64 * U24 * 1.01 + 2.0 * U24;
+
+impl Stats {
+    /// [`Stats::a`] from the sums.
+    fn abs_dev_bound(&self) -> f64 {
+        (self.cnt as f64 * self.s2 * (1.0 + 2.0 * G)).sqrt() * (1.0 + 1e-12)
+    }
 }
 
 /// Reusable buffers.
@@ -89,21 +106,27 @@ unsafe fn block_stats_finite_k<S: Simd>(x: &[f32], cr: f32) -> Option<Stats> {
         let p = x.as_ptr();
         let cv = S::splat(cr);
         let z = S::splat(0.0);
-        let (mut mx, mut s1a, mut s1b, mut s2a, mut s2b) = (S::splat(f32::NEG_INFINITY), z, z, z, z);
+        // Four vectors a step, each with its own sum and square-sum accumulators: the
+        // accumulations' latency, not the arithmetic, would otherwise set the pace.
+        let (mut mx, mut s1, mut s2) = (S::splat(f32::NEG_INFINITY), [z; 4], [z; 4]);
         let mut i = 0;
-        while i + 2 * S::N <= n {
-            let a = S::load(p.add(i));
-            let b = S::load(p.add(i + S::N));
-            mx = S::max(mx, S::max(a, b));
-            let (ka, kb) = (S::sub(a, cv), S::sub(b, cv));
-            s1a = S::add(s1a, ka);
-            s1b = S::add(s1b, kb);
-            s2a = S::fmadd(ka, ka, s2a);
-            s2b = S::fmadd(kb, kb, s2b);
-            i += 2 * S::N;
+        while i + 4 * S::N <= n {
+            let v = [
+                S::load(p.add(i)),
+                S::load(p.add(i + S::N)),
+                S::load(p.add(i + 2 * S::N)),
+                S::load(p.add(i + 3 * S::N)),
+            ];
+            mx = S::max(mx, S::max(S::max(v[0], v[1]), S::max(v[2], v[3])));
+            for j in 0..4 {
+                let k = S::sub(v[j], cv);
+                s1[j] = S::add(s1[j], k);
+                s2[j] = S::fmadd(k, k, s2[j]);
+            }
+            i += 4 * S::N;
         }
-        let all = S::add(S::add(s1a, s1b), S::add(s2a, s2b));
-        if S::any(S::nlt(all, S::splat(f32::INFINITY))) || x[i..].iter().any(|v| !v.is_finite()) {
+        let (t1, t2) = (add4::<S>(s1), add4::<S>(s2));
+        if S::any(S::nlt(S::add(t1, t2), S::splat(f32::INFINITY))) || x[i..].iter().any(|v| !v.is_finite()) {
             return None;
         }
         let mut st = Stats {
@@ -111,9 +134,10 @@ unsafe fn block_stats_finite_k<S: Simd>(x: &[f32], cr: f32) -> Option<Stats> {
             bad: false,
             cnt: n as u32,
             c: cr,
-            s1: S::hsum_f64(s1a) + S::hsum_f64(s1b),
-            s2: S::hsum_f64(s2a) + S::hsum_f64(s2b),
+            s1: S::hsum_f32(t1) as f64,
+            s2: S::hsum_f32(t2) as f64,
             has_ninf: false,
+            a: 0.0,
         };
         for &v in &x[i..] {
             let mut bad = false;
@@ -124,6 +148,16 @@ unsafe fn block_stats_finite_k<S: Simd>(x: &[f32], cr: f32) -> Option<Stats> {
         }
         Some(st)
     }
+}
+
+/// The lane-wise `f32` sum of four accumulators, in a fixed order. With the lane sum that
+/// follows ([`Simd::hsum_f32`]) every block sum is an `f32` sum of at most [`BLOCK`] terms in
+/// some order, which [`G`] bounds (it holds for any order); an `f64` reduction per
+/// accumulator (16 dependent additions each) cost more than the block's loop.
+#[inline(always)]
+unsafe fn add4<S: Simd>(a: [S::V; 4]) -> S::V {
+    // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
+    unsafe { S::add(S::add(a[0], a[1]), S::add(a[2], a[3])) }
 }
 
 /// [`block_stats`] for any block: masks `-inf` out of the sums and flags NaN and `+inf`.
@@ -137,34 +171,41 @@ unsafe fn block_stats_any_k<S: Simd>(x: &[f32], cr: f32) -> Stats {
         let inf = S::splat(f32::INFINITY);
         let ninf = S::splat(f32::NEG_INFINITY);
         let z = S::splat(0.0);
-        let (mut mx, mut s1a, mut s1b, mut s2a, mut s2b) = (ninf, z, z, z, z);
+        // Laid out as in `block_stats_finite_k` (same accumulators, same order of operations).
+        let (mut mx, mut s1, mut s2) = (ninf, [z; 4], [z; 4]);
         let mut c = 0u32;
         let mut bad = S::none();
         let mut i = 0;
-        while i + 2 * S::N <= n {
-            let a = S::load(p.add(i));
-            let b = S::load(p.add(i + S::N));
-            bad = flag_nan_inf::<S>(bad, a, b, inf);
-            // One accumulator for both vectors, not `MaxScan`'s two (kept: the order of `max`
-            // decides which zero a tie of +0 and -0 leaves).
-            mx = S::max(mx, S::max(a, b));
-            let (fa, fb) = (S::lt(ninf, a), S::lt(ninf, b));
-            let (ka, kb) = (S::keep(fa, S::sub(a, cv)), S::keep(fb, S::sub(b, cv)));
-            c += S::count(fa) + S::count(fb);
-            s1a = S::add(s1a, ka);
-            s1b = S::add(s1b, kb);
-            s2a = S::fmadd(ka, ka, s2a);
-            s2b = S::fmadd(kb, kb, s2b);
-            i += 2 * S::N;
+        while i + 4 * S::N <= n {
+            let v = [
+                S::load(p.add(i)),
+                S::load(p.add(i + S::N)),
+                S::load(p.add(i + 2 * S::N)),
+                S::load(p.add(i + 3 * S::N)),
+            ];
+            bad = flag_nan_inf::<S>(bad, v[0], v[1], inf);
+            bad = flag_nan_inf::<S>(bad, v[2], v[3], inf);
+            // One accumulator for all four vectors, not `MaxScan`'s two (kept: the order of
+            // `max` decides which zero a tie of +0 and -0 leaves).
+            mx = S::max(mx, S::max(S::max(v[0], v[1]), S::max(v[2], v[3])));
+            for j in 0..4 {
+                let f = S::lt(ninf, v[j]);
+                let k = S::keep(f, S::sub(v[j], cv));
+                c += S::count(f);
+                s1[j] = S::add(s1[j], k);
+                s2[j] = S::fmadd(k, k, s2[j]);
+            }
+            i += 4 * S::N;
         }
         let mut st = Stats {
             max: S::hmax(mx),
             bad: S::any(bad),
             cnt: c,
             c: cr,
-            s1: S::hsum_f64(s1a) + S::hsum_f64(s1b),
-            s2: S::hsum_f64(s2a) + S::hsum_f64(s2b),
+            s1: S::hsum_f32(add4::<S>(s1)) as f64,
+            s2: S::hsum_f32(add4::<S>(s2)) as f64,
             has_ninf: false,
+            a: 0.0,
         };
         for &v in &x[i..] {
             max_scan_tail(v, &mut st.max, &mut st.bad);
@@ -197,9 +238,13 @@ pub(crate) fn sigma_survivors(row: Row<'_>, n: f32, s: &mut SigmaScratch) -> Sig
     let nb = len.div_ceil(BLOCK);
     s.stats.clear();
     let mut buf = [0f32; BLOCK];
-    // Each block's sums are centred on the mean of the blocks before it (the first block on
-    // its first finite value), so sums of squares do not cancel.
+    // Each block's sums are centred on the mean of the blocks before the previous one (a
+    // block without such blocks on its first finite value), so sums of squares do not cancel.
+    // Any centre gives rigorous bounds; skipping the previous block lets its statistics
+    // finish while this block is read (with the previous block's mean, every block waited
+    // for the one before).
     let (mut tot, mut tcnt) = (0.0f64, 0u32);
+    let mut pending = (0.0f64, 0u32);
     for b in 0..nb {
         let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(len)];
         let x = row.block(b, &mut buf);
@@ -217,8 +262,10 @@ pub(crate) fn sigma_survivors(row: Row<'_>, n: f32, s: &mut SigmaScratch) -> Sig
         if x.as_ptr() != raw.as_ptr() {
             st = block_stats(x, c);
         }
-        tot += st.cnt as f64 * c as f64 + st.s1;
-        tcnt += st.cnt;
+        st.a = st.abs_dev_bound();
+        tot += pending.0;
+        tcnt += pending.1;
+        pending = (st.cnt as f64 * c as f64 + st.s1, st.cnt);
         s.stats.push(st);
     }
     let cnt: u32 = s.stats.iter().map(|t| t.cnt).sum();
@@ -306,17 +353,15 @@ fn collect(row: Row<'_>, lo: f32, hi: f32, s: &mut SigmaScratch) -> bool {
 /// accumulator adds `(1 + 2^-24)^2`-accurate squares with a relative `2^-24` rounding per
 /// step of the running value.
 fn acc_bounds(stats: &[Stats], len: usize, cnt: u32) -> (f64, f64) {
-    const U24: f64 = 1.0 / 16_777_216.0;
     let slack = 1.0 / 35_184_372_088_832.0; // 2^-45, for our own f64 sums
-    let g = BLOCK as f64 * U24 * 1.01 + 2.0 * U24; // lane sums, plus the rounding of d
+    let g = G;
     let cntf = cnt as f64;
     // Growth of a running sum's magnitude over its exact counterpart: (1 + 2^-24)^n.
     let grow = (len as f64 * U24).exp() * 1.001;
-    let a_of = |st: &Stats| (st.cnt as f64 * st.s2 * (1.0 + 2.0 * g)).sqrt() * (1.0 + 1e-12);
     // sum l and its error; sum over tokens of |llama.cpp's running sum|.
     let (mut sl, mut e1, mut prefix_abs, mut run_abs) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for st in stats {
-        let a = a_of(st);
+        let a = st.a;
         sl += st.cnt as f64 * st.c as f64 + st.s1;
         e1 += g * a;
         prefix_abs += st.cnt as f64 * (st.c as f64).abs() + a;
@@ -331,43 +376,40 @@ fn acc_bounds(stats: &[Stats], len: usize, cnt: u32) -> (f64, f64) {
     let term = |st: &Stats, mu: f64| -> (f64, f64, f64) {
         let dc = st.c as f64 - mu;
         let t = st.s2 + 2.0 * dc * st.s1 + st.cnt as f64 * dc * dc;
-        let e = g * st.s2 * (1.0 + 2.0 * g) + 2.0 * dc.abs() * g * a_of(st);
+        let e = g * st.s2 * (1.0 + 2.0 * g) + 2.0 * dc.abs() * g * st.a;
         (t, e, st.s2 + 2.0 * (dc * st.s1).abs() + st.cnt as f64 * dc * dc)
     };
-    // Q over blocks at mu, with its error bound.
-    let q_at = |blocks: &[Stats], mu: f64| -> (f64, f64) {
-        let (mut q, mut e, mut mag) = (0.0f64, 0.0f64, 0.0f64);
-        for st in blocks {
-            let (t, te, tm) = term(st, mu);
-            q += t;
-            e += te;
-            mag += tm;
-        }
-        (q, e + mag * slack)
-    };
-    // Q is a convex quadratic in mu (leading coefficient cnt): its range over [mu_lo, mu_hi]
-    // is at the ends or at the vertex; E_Q is convex too, so its maximum is at an end.
-    let (q1, e_a) = q_at(stats, mu_lo);
-    let (q2, e_b) = q_at(stats, mu_hi);
-    let e_q = e_a.max(e_b);
+    // Q over the blocks at mu_lo, mu_hi and the vertex, each with its error bound and
+    // magnitude, in one loop (independent chains, not one pass per point). Q is a convex
+    // quadratic in mu (leading coefficient cnt): its range over [mu_lo, mu_hi] is at the ends
+    // or at the vertex; E_Q is convex too, so its maximum is at an end.
+    // llama.cpp's accumulator: each step's rounding is within 2^-24 (f32) + 2^-53 (f64) of the
+    // running value, itself at most `grow` times the exact prefix (`run_acc` sums those
+    // prefix bounds, from the running Q and error at the two ends).
     let vertex = sl / cntf;
-    let q_min = if mu_lo < vertex && vertex < mu_hi { q_at(stats, vertex).0.min(q1).min(q2) } else { q1.min(q2) };
+    let (mut q1, mut e1s, mut m1) = (0.0f64, 0.0f64, 0.0f64);
+    let (mut q2, mut e2s, mut m2) = (0.0f64, 0.0f64, 0.0f64);
+    let mut qv = 0.0f64;
+    let (mut run_acc, mut ea, mut eb) = (0.0f64, 0.0f64, 0.0f64);
+    for st in stats {
+        let (t, te, tm) = term(st, mu_lo);
+        q1 += t;
+        e1s += te;
+        m1 += tm;
+        ea += te + tm * slack;
+        let (t, te, tm) = term(st, mu_hi);
+        q2 += t;
+        e2s += te;
+        m2 += tm;
+        eb += te + tm * slack;
+        qv += term(st, vertex).0;
+        run_acc += st.cnt as f64 * (q1.max(q2) + ea.max(eb)).max(0.0);
+    }
+    let e_q = (e1s + m1 * slack).max(e2s + m2 * slack);
+    let q_min = if mu_lo < vertex && vertex < mu_hi { qv.min(q1).min(q2) } else { q1.min(q2) };
     let q_max = q1.max(q2);
     let x_lo = (q_min - e_q).max(0.0);
     let x_hi = q_max + e_q;
-    // llama.cpp's accumulator: each step's rounding is within 2^-24 (f32) + 2^-53 (f64) of the
-    // running value, itself at most `grow` times the exact prefix.
-    let mut run_acc = 0.0f64;
-    let (mut pa, mut pb, mut ea, mut eb) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    for st in stats {
-        let (t, te, tm) = term(st, mu_lo);
-        pa += t;
-        ea += te + tm * slack;
-        let (t, te, tm) = term(st, mu_hi);
-        pb += t;
-        eb += te + tm * slack;
-        run_acc += st.cnt as f64 * (pa.max(pb) + ea.max(eb)).max(0.0);
-    }
     let e_acc = U24 * (1.0 + 1e-8) * (1.0 + 4.0 * U24) * grow * run_acc * 1.001;
     let acc_lo = x_lo * (1.0 - 4.0 * U24) - e_acc;
     let acc_hi = (x_hi * (1.0 + 4.0 * U24) + e_acc) * (1.0 + slack);
@@ -381,17 +423,15 @@ pub(crate) fn exact_mean_acc(row: Row<'_>, s: &SigmaScratch) -> (f32, f32) {
     let nb = len.div_ceil(BLOCK);
     let mut buf = [0f32; BLOCK];
     let cnt: u32 = s.stats.iter().map(|t| t.cnt).sum();
-    const U24: f64 = 1.0 / 16_777_216.0;
-    let g = BLOCK as f64 * U24 * 1.01 + 2.0 * U24; // as in acc_bounds
+    let g = G;
     let mut sum = 0.0f32;
     for b in 0..nb {
         let x = row.block(b, &mut buf);
         let st = &s.stats[b];
-        // sum |l| <= sum |l - c| + cnt |c| <= sqrt(cnt sum (l - c)^2) + cnt |c| (and max |l|).
+        // max |l| <= max |l - c| + |c| <= sqrt(sum (l - c)^2) + |c|.
         let dev = (st.s2 * (1.0 + 2.0 * g)).sqrt() * (1.0 + 1e-9);
         let c = (st.c as f64).abs();
-        let abs_sum = (st.cnt as f64).sqrt() * dev + st.cnt as f64 * c;
-        sum = seq_block_bounded(x, sum, st.has_ninf, false, 0.0, abs_sum * (1.0 + 1e-9), (dev + c) * (1.0 + 1e-9));
+        sum = seq_sum_block_bounded(x, sum, st.has_ninf, (dev + c) * (1.0 + 1e-9));
     }
     let mean = sum / cnt as f32;
     let mut acc = 0.0f32;
@@ -605,5 +645,58 @@ mod tests {
             }
         }
         assert!(exact_needed > 0);
+    }
+}
+
+#[cfg(test)]
+mod bench {
+    use super::*;
+
+    fn time(name: &str, reps: usize, mut f: impl FnMut()) -> f64 {
+        let mut v: Vec<f64> = (0..reps)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        eprintln!("{name}: min {:.1} us, median {:.1} us", v[0], v[reps / 2]);
+        v[reps / 2]
+    }
+
+    /// Per-row component timings on recorded rows (`SIGMA_ROWS=file`, V = 262,144).
+    #[test]
+    #[ignore]
+    fn component_timings() {
+        let Ok(path) = std::env::var("SIGMA_ROWS") else { return };
+        let bytes = std::fs::read(path).unwrap();
+        let all: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let mut s = SigmaScratch::default();
+        for (ri, row) in all.chunks_exact(262_144).enumerate().take(12) {
+            let r = Row { logits: row, patches: &[] };
+            eprintln!("row {ri}");
+            let before = tier_counts()[1];
+            time("  survivors", 20, || {
+                sigma_survivors(r, 1.0, &mut s);
+            });
+            let replay = tier_counts()[1] > before;
+            time("  stats pass", 20, || {
+                let mut t = 0.0;
+                for c in row.chunks(BLOCK) {
+                    t += block_stats(c, -3.0).s2;
+                }
+                std::hint::black_box(t);
+            });
+            let cnt: u32 = s.stats.iter().map(|t| t.cnt).sum();
+            time("  acc_bounds", 20, || {
+                std::hint::black_box(acc_bounds(&s.stats, row.len(), cnt));
+            });
+            eprintln!("  replay {replay}, survivors {}", s.ids.len());
+            let reps = std::env::var("SIGMA_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+            time("  exact_mean_acc", reps, || {
+                std::hint::black_box(exact_mean_acc(r, &s));
+            });
+        }
     }
 }
