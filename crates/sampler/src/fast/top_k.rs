@@ -12,9 +12,10 @@
 //! the heap), so a row first takes a cheaper pass ([`distinct_top`]): when the `k`
 //! largest values are distinct and the `k + 1`-th is smaller than all of them, every order
 //! sorted by logit — `std::partial_sort`'s included — is the one descending order of those `k`
-//! tokens, so only the set matters. The pass collects every value at or above a threshold that
-//! stays below the row's `k + 1`-th largest (it rises as values are collected), then selects
-//! and checks the top `k + 1`. Equal values there send the step to the heap replay. Sparse
+//! tokens, so only the set matters. The pass finds a threshold at most the row's `k + 1`-th
+//! largest from the maxima of vector groups (a rising threshold over the groups, no single
+//! value collected), collects the values at or above it from the few groups that hold them,
+//! then selects and checks the top `k + 1`. Equal values there send the step to the heap replay. Sparse
 //! patches (penalties, logit bias) are read in place by that pass (see [`distinct_top`]).
 
 use crate::candidates::TokenData;
@@ -27,6 +28,9 @@ use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
 pub(crate) struct TopKScratch {
     ids: Vec<i32>,
     vals: Vec<f32>,
+    /// The collecting pass's kept units (start id, maximum).
+    units: Vec<i32>,
+    maxima: Vec<f32>,
     sel: Vec<f32>,
     keys: Vec<u64>,
 }
@@ -79,18 +83,21 @@ fn distinct_top(
     }
     debug_assert!(patches.windows(2).all(|w| w[0].id < w[1].id));
     debug_assert!(patches.iter().all(|p| p.id >= 0 && (p.id as usize) < logits.len()));
-    // The buffer never holds more than a cut's worth plus one vector group and the tail (with
-    // a vector's spare room for the compressing stores): reserved once, so no row allocates.
+    // The kept units never number more than a cut's worth plus the tail: reserved once, so
+    // no row allocates. The collected values are fewer on any row without many equal values
+    // (the buffers keep what they grew to).
     let most = collect_cap(k) + 512;
-    for v in [&mut s.sel, &mut s.vals] {
+    for v in [&mut s.sel, &mut s.vals, &mut s.maxima] {
         v.clear();
         v.reserve(most);
     }
-    s.ids.clear();
-    s.ids.reserve(most);
+    for v in [&mut s.ids, &mut s.units] {
+        v.clear();
+        v.reserve(most);
+    }
     s.keys.clear();
     s.keys.reserve(most);
-    collect_top(logits, k, patches, &mut s.ids, &mut s.vals, &mut s.sel).map_err(BadLogit)?;
+    collect_top(logits, k, patches, s).map_err(BadLogit)?;
     // The `k + 1` largest of the collected values (every value above the threshold, which
     // never passed the row's `k + 1`-th largest): keys ascend as values descend, and among
     // equal values as the buffer position, which ascends with the id (the buffer is in id
@@ -119,13 +126,19 @@ fn collect_cap(k: usize) -> usize {
 }
 
 simd_dispatch!(
-    /// Appends to `ids` / `vals` (in id order) every value of the row `x` patched by
-    /// `patches` (sorted by id, unique, inside the row) at or above a running threshold:
-    /// `-inf` at first, then, each time the buffer reaches [`collect_cap`], the `k + 1`-th
-    /// largest value collected (the buffer is cut to the values at or above it). The
-    /// threshold never exceeds the patched row's `k + 1`-th largest value, so the buffer ends
-    /// holding every value above it. `Err(i)`: the first NaN or `+inf` of `x` (unpatched).
-    fn collect_top(x: &[f32], k: usize, patches: &[TokenData], ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &mut Vec<f32>) -> Result<(), usize> = collect_top_k
+    /// Appends to `s.ids` / `s.vals` (in id order) every value of the row `x` patched by
+    /// `patches` (sorted by id, unique, inside the row) at or above a threshold that never
+    /// exceeds the patched row's `k + 1`-th largest value (`s.units` / `s.maxima` / `s.sel`
+    /// are scratch). `Err(i)`: the first NaN or `+inf` of `x` (unpatched).
+    ///
+    /// Two passes. The first splits the row into units (vector groups, and each value of the
+    /// tail) and keeps, with a rising threshold, every unit whose maximum is at or above the
+    /// `k + 1`-th largest unit maximum seen so far: the threshold `t`, the `k + 1`-th largest
+    /// of all unit maxima, is reached without collecting single values. `k + 1` units hold a
+    /// value at or above `t`, so `t` is at most the row's `k + 1`-th largest value, and every
+    /// value at or above `t` lies in a unit whose maximum is at or above it. The second pass
+    /// collects those values from those units (a few dozen groups, just read).
+    fn collect_top(x: &[f32], k: usize, patches: &[TokenData], s: &mut TopKScratch) -> Result<(), usize> = collect_top_k
 );
 
 /// Vectors per group of the collecting pass.
@@ -135,44 +148,30 @@ const G: usize = 8;
 /// group.
 const MAX_LANES: usize = 16;
 
-/// The collecting pass's running state: the threshold (also splat in a vector), the buffer
-/// size that triggers the next cut, and the buffer.
-struct Collect<'a, S: Simd> {
+/// The first pass's kept units: start id and maximum (in id order), and the running threshold
+/// (the `k + 1`-th largest maximum kept at the last cut).
+struct Units<'a> {
     k: usize,
     thr: f32,
-    t: S::V,
     cap: usize,
     ids: &'a mut Vec<i32>,
-    vals: &'a mut Vec<f32>,
+    maxima: &'a mut Vec<f32>,
     sel: &'a mut Vec<f32>,
 }
 
-impl<S: Simd> Collect<'_, S> {
-    /// Collects the values `>= thr` of one group (`v`, starting at id `i`), and cuts the
-    /// buffer when it is full.
-    ///
-    /// # Safety
-    /// The CPU supports `S` (kernel contract).
+impl Units<'_> {
+    /// Keeps the unit starting at `start` with maximum `max` (at or above the threshold), and
+    /// cuts the kept units when they reach the cap.
     #[inline(always)]
-    unsafe fn group(&mut self, v: &[S::V; G], i: usize) {
-        // SAFETY: the caller guarantees `S` (kernel contract); no memory is read here.
-        unsafe {
-            let m =
-                S::max(S::max(S::max(v[0], v[1]), S::max(v[2], v[3])), S::max(S::max(v[4], v[5]), S::max(v[6], v[7])));
-            if S::any(S::nlt(m, self.t)) {
-                for (j, &vj) in v.iter().enumerate() {
-                    S::push_masked(S::nlt(vj, self.t), vj, i + j * S::N, self.ids, self.vals);
-                }
-                if self.ids.len() >= self.cap {
-                    self.thr = keep_top(self.k, self.ids, self.vals, self.sel);
-                    self.t = S::splat(self.thr);
-                    // Values equal to the threshold survive the cut: on a row of many equal
-                    // values the buffer stays full and a cut per group would be quadratic
-                    // (found by fuzzing: 152,064 equal logits). Growing the cap with what
-                    // survived keeps the cuts' total work linear.
-                    self.cap = self.cap.max(2 * self.ids.len());
-                }
-            }
+    fn offer(&mut self, start: usize, max: f32) {
+        self.ids.push(start as i32);
+        self.maxima.push(max);
+        if self.ids.len() >= self.cap {
+            self.thr = keep_top(self.k, self.ids, self.maxima, self.sel);
+            // Maxima equal to the threshold survive the cut: on a row of many equal values
+            // the buffer stays full and a cut per unit would be quadratic. Growing the cap
+            // with what survived keeps the cuts' total work linear.
+            self.cap = self.cap.max(2 * self.ids.len());
         }
     }
 }
@@ -183,12 +182,14 @@ impl<S: Simd> Collect<'_, S> {
 /// The CPU supports `S`; `p` points at `G * S::N` readable values.
 #[inline(always)]
 unsafe fn load_group<S: Simd>(p: *const f32) -> [S::V; G] {
-    let mut v = [S::splat(0.0); G];
-    for (j, vj) in v.iter_mut().enumerate() {
-        // SAFETY: the caller guarantees `S` and `G * S::N` values at `p`.
-        *vj = unsafe { S::load(p.add(j * S::N)) };
+    // SAFETY: the caller guarantees `S` and `G * S::N` values at `p`.
+    unsafe {
+        let mut v = [S::splat(0.0); G];
+        for (j, vj) in v.iter_mut().enumerate() {
+            *vj = S::load(p.add(j * S::N));
+        }
+        v
     }
-    v
 }
 
 /// Whether the group `v` may hold a NaN or `+inf`: any of them makes the lane sums NaN or
@@ -207,19 +208,38 @@ unsafe fn may_be_bad<S: Simd>(v: &[S::V; G]) -> bool {
     }
 }
 
+/// Lane-wise maximum of a group.
+///
+/// # Safety
+/// The CPU supports `S`.
 #[inline(always)]
-unsafe fn collect_top_k<S: Simd>(
-    x: &[f32],
-    k: usize,
-    patches: &[TokenData],
-    ids: &mut Vec<i32>,
-    vals: &mut Vec<f32>,
-    sel: &mut Vec<f32>,
-) -> Result<(), usize> {
+unsafe fn group_max<S: Simd>(v: &[S::V; G]) -> S::V {
+    // SAFETY: the caller guarantees `S`; no memory is read.
+    unsafe { S::max(S::max(S::max(v[0], v[1]), S::max(v[2], v[3])), S::max(S::max(v[4], v[5]), S::max(v[6], v[7]))) }
+}
+
+/// The group of `gl` values at `i` in `copy`, patched by the patches at the front of
+/// `patches` that fall inside it (none before `i`); returns how many did.
+fn patched_copy(x: &[f32], i: usize, gl: usize, patches: &[TokenData], copy: &mut [f32]) -> usize {
+    let out = &mut copy[..gl];
+    out.copy_from_slice(&x[i..i + gl]);
+    let mut used = 0;
+    for p in patches.iter().take_while(|p| (p.id as usize) < i + gl) {
+        out[p.id as usize - i] = p.logit;
+        used += 1;
+    }
+    used
+}
+
+#[inline(always)]
+unsafe fn collect_top_k<S: Simd>(x: &[f32], k: usize, patches: &[TokenData], s: &mut TopKScratch) -> Result<(), usize> {
     const { assert!(S::N <= MAX_LANES) };
+    let TopKScratch { ids, vals, units, maxima, sel, .. } = s;
     let gl = G * S::N;
     let n = x.len();
+    let full_end = n - n % gl;
     let p = x.as_ptr();
+    let mut u = Units { k, thr: f32::NEG_INFINITY, cap: collect_cap(k), ids: units, maxima, sel };
     // The first patch not yet applied, and its id (`usize::MAX` past the last).
     let mut pi = 0;
     let mut next = patches.first().map_or(usize::MAX, |t| t.id as usize);
@@ -229,50 +249,89 @@ unsafe fn collect_top_k<S: Simd>(
     // patched copy holds `G * MAX_LANES >= G * S::N` values, and the tail is done lane by
     // lane.
     unsafe {
-        let thr = f32::NEG_INFINITY;
-        let mut c = Collect::<S> { k, thr, t: S::splat(thr), cap: collect_cap(k), ids, vals, sel };
+        let mut t = S::splat(u.thr);
         let mut i = 0;
         loop {
             // Groups that start before the one holding the next patch hold none.
-            let plain_end = if next < n { next - next % gl } else { n };
-            while i + gl <= plain_end {
+            let plain_end = if next < n { next - next % gl } else { full_end };
+            while i < plain_end {
                 let v = load_group::<S>(p.add(i));
                 if may_be_bad::<S>(&v) {
                     check_group(x, i, gl)?;
                 }
-                c.group(&v, i);
+                let m = group_max::<S>(&v);
+                if S::any(S::nlt(m, t)) {
+                    u.offer(i, S::hmax(m));
+                    t = S::splat(u.thr);
+                }
                 i += gl;
             }
-            if i + gl > n {
+            if i >= full_end {
                 break;
             }
-            // The group at `i` holds the next patch: read it from a patched copy (the raw
-            // values are checked first, as `check_logits` checks them).
+            // The group at `i` holds the next patch: its maximum is the patched copy's (the
+            // raw values are checked first, as `check_logits` checks them).
             if may_be_bad::<S>(&load_group::<S>(p.add(i))) {
                 check_group(x, i, gl)?;
             }
-            copy[..gl].copy_from_slice(&x[i..i + gl]);
-            while pi < patches.len() && (patches[pi].id as usize) < i + gl {
-                copy[patches[pi].id as usize - i] = patches[pi].logit;
-                pi += 1;
+            pi += patched_copy(x, i, gl, &patches[pi..], &mut copy);
+            next = patches.get(pi).map_or(usize::MAX, |q| q.id as usize);
+            let m = group_max::<S>(&load_group::<S>(copy.as_ptr()));
+            if S::any(S::nlt(m, t)) {
+                u.offer(i, S::hmax(m));
+                t = S::splat(u.thr);
             }
-            next = patches.get(pi).map_or(usize::MAX, |t| t.id as usize);
-            c.group(&load_group::<S>(copy.as_ptr()), i);
             i += gl;
         }
-        for (j, &raw) in x[i..].iter().enumerate() {
+        for (j, &raw) in x[full_end..].iter().enumerate() {
+            let id = full_end + j;
             if raw.is_nan() || raw == f32::INFINITY {
-                return Err(i + j);
+                return Err(id);
             }
             let mut v = raw;
-            if next == i + j {
+            if next == id {
                 v = patches[pi].logit;
                 pi += 1;
-                next = patches.get(pi).map_or(usize::MAX, |t| t.id as usize);
+                next = patches.get(pi).map_or(usize::MAX, |q| q.id as usize);
             }
-            if v >= c.thr {
-                c.ids.push((i + j) as i32);
-                c.vals.push(v);
+            if v >= u.thr {
+                u.offer(id, v);
+            }
+        }
+        // The `k + 1`-th largest unit maximum (the running threshold when no more than `k + 1`
+        // units are kept).
+        let mut thr = if u.ids.len() > k + 1 { keep_top(k, u.ids, u.maxima, u.sel) } else { u.thr };
+        let mut tv = S::splat(thr);
+        // On rows with many equal maxima, many units are kept: the collected values are cut
+        // back like the units were (the threshold stays a `k + 1`-th largest of row values).
+        let mut cap = collect_cap(k);
+        // The kept units ascend by start id: the first patch at or after a unit only moves on.
+        let mut pi = 0;
+        for (&start, &max) in u.ids.iter().zip(u.maxima.iter()) {
+            let start = start as usize;
+            if max < thr {
+                continue;
+            }
+            if start >= full_end {
+                ids.push(start as i32);
+                vals.push(max);
+                continue;
+            }
+            while patches.get(pi).is_some_and(|q| (q.id as usize) < start) {
+                pi += 1;
+            }
+            let mut v = load_group::<S>(p.add(start));
+            if patches.get(pi).is_some_and(|q| (q.id as usize) < start + gl) {
+                pi += patched_copy(x, start, gl, &patches[pi..], &mut copy);
+                v = load_group::<S>(copy.as_ptr());
+            }
+            for (j, &vj) in v.iter().enumerate() {
+                S::push_masked(S::nlt(vj, tv), vj, start + j * S::N, ids, vals);
+            }
+            if ids.len() >= cap {
+                thr = keep_top(k, ids, vals, u.sel);
+                tv = S::splat(thr);
+                cap = cap.max(2 * ids.len());
             }
         }
     }
