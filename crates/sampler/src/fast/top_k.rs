@@ -12,10 +12,11 @@
 //! the heap), so a row first takes a cheaper pass ([`distinct_top`]): when the `k`
 //! largest values are distinct and the `k + 1`-th is smaller than all of them, every order
 //! sorted by logit — `std::partial_sort`'s included — is the one descending order of those `k`
-//! tokens, so only the set matters. The pass collects every value at or above a threshold that
-//! stays below the row's `k + 1`-th largest (it rises as values are collected), then selects
-//! and checks the top `k + 1`. Equal values there send the step to the heap replay. Sparse
-//! patches (penalties, logit bias) are merged into the collected set (see [`distinct_top`]).
+//! tokens, so only the set matters. The pass finds a threshold at most the row's `k + 1`-th
+//! largest from the maxima of vector groups (a rising threshold over the groups, no single
+//! value collected), collects the values at or above it from the few groups that hold them,
+//! then selects and checks the top `k + 1`. Equal values there send the step to the heap replay. Sparse
+//! patches (penalties, logit bias) are read in place by that pass (see [`distinct_top`]).
 
 use crate::candidates::TokenData;
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Level, Simd};
@@ -27,6 +28,9 @@ use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
 pub(crate) struct TopKScratch {
     ids: Vec<i32>,
     vals: Vec<f32>,
+    /// The collecting pass's kept units (start id, maximum).
+    units: Vec<i32>,
+    maxima: Vec<f32>,
     sel: Vec<f32>,
     keys: Vec<u64>,
 }
@@ -52,20 +56,20 @@ pub(crate) fn top_k_from_row(
     unsafe { top_k_from_row_on(Level::active(), logits, k, patches, heap) }
 }
 
-/// Rows with more patched tokens than this take the heap replay (the collecting pass's buffer
-/// grows with the patches; penalties over a 64-token history patch at most 64).
+/// Rows with more patched tokens than this take the heap replay (each vector group holding a
+/// patched token is patched in a copy; penalties over a 64-token history patch at most 64).
 const MAX_PATCHES_FOR_DISTINCT: usize = 256;
 
 /// The top `k` of `logits` with `patches` applied (`0 < k < len`; `patches` sorted by id,
-/// unique) into `heap`, sorted descending, when the `k + 1` largest values are distinct (see
-/// the module documentation); `Ok(false)` otherwise (`heap` then holds nothing useful). Finds
-/// the first NaN or `+inf` of the row like the heap replay.
+/// unique, every id inside the row) into `heap`, sorted descending, when the `k + 1` largest
+/// values are distinct (see the module documentation); `Ok(false)` otherwise (`heap` then
+/// holds nothing useful). Finds the first NaN or `+inf` of the (unpatched) row like the heap
+/// replay.
 ///
-/// With patches, the pass collects the raw row's values for `k + patches.len()` instead of `k`:
-/// the unpatched tokens among the patched row's `k + 1` largest are among the `k + 1` largest
-/// unpatched tokens, whose raw values are at or above the raw row's `k + 1 + patches.len()`-th
-/// largest, so the buffer holds them all. The patched tokens' raw values are then dropped from
-/// the buffer and their patched values added, and the selection runs on that set.
+/// The collecting pass reads the patched row itself (a vector group holding a patched token
+/// is read from a patched copy), so a patched row collects what an unpatched row with the
+/// same values would: every value at or above a threshold that never passed the patched
+/// row's `k + 1`-th largest.
 fn distinct_top(
     logits: &[f32],
     k: usize,
@@ -77,27 +81,28 @@ fn distinct_top(
     if patches.iter().any(|p| is_bad(p.logit)) {
         return Ok(false);
     }
-    let kc = k + patches.len();
-    // The buffer never holds more than a cut's worth plus one vector group and the tail (with
-    // a vector's spare room for the compressing stores), and the patches: reserved once, so no
-    // row allocates.
-    let most = collect_cap(kc) + 512 + patches.len();
-    for v in [&mut s.sel, &mut s.vals] {
+    debug_assert!(patches.windows(2).all(|w| w[0].id < w[1].id));
+    debug_assert!(patches.iter().all(|p| p.id >= 0 && (p.id as usize) < logits.len()));
+    // The kept units never number more than a cut's worth plus the tail: reserved once, so
+    // no row allocates. The collected values are fewer on any row without many equal values
+    // (the buffers keep what they grew to).
+    let most = collect_cap(k) + 512;
+    for v in [&mut s.sel, &mut s.vals, &mut s.maxima] {
         v.clear();
         v.reserve(most);
     }
-    s.ids.clear();
-    s.ids.reserve(most);
+    for v in [&mut s.ids, &mut s.units] {
+        v.clear();
+        v.reserve(most);
+    }
     s.keys.clear();
     s.keys.reserve(most);
-    collect_top(logits, kc, &mut s.ids, &mut s.vals, &mut s.sel).map_err(BadLogit)?;
-    if !patches.is_empty() {
-        apply_patches(patches, &mut s.ids, &mut s.vals);
-    }
+    collect_top(logits, k, patches, s).map_err(BadLogit)?;
     // The `k + 1` largest of the collected values (every value above the threshold, which
-    // never passed the row's `k + 1`-th largest): keys ascend as values descend, ids ascending
-    // among equal values.
-    s.keys.extend(s.ids.iter().zip(&s.vals).map(|(&id, &v)| (u64::from(desc_key(v)) << 32) | id as u32 as u64));
+    // never passed the row's `k + 1`-th largest): keys ascend as values descend, and among
+    // equal values as the buffer position, which ascends with the id (the buffer is in id
+    // order).
+    s.keys.extend(s.vals.iter().enumerate().map(|(j, &v)| (u64::from(desc_key(v)) << 32) | j as u64));
     if s.keys.len() <= k {
         return Ok(false);
     }
@@ -109,40 +114,10 @@ fn distinct_top(
     }
     heap.clear();
     heap.extend(top[..k].iter().map(|&key| {
-        let id = key as u32 as usize;
-        let logit = match patches.binary_search_by_key(&(id as i32), |p| p.id) {
-            Ok(j) => patches[j].logit,
-            Err(_) => logits[id],
-        };
-        TokenData { id: id as i32, logit, p: 0.0 }
+        let j = key as u32 as usize;
+        TokenData { id: s.ids[j], logit: s.vals[j], p: 0.0 }
     }));
     Ok(true)
-}
-
-/// Replaces, in the collected buffer (`ids` ascending), the raw values of patched tokens by
-/// dropping them, then appends every patched token with its patched value (the buffer is no
-/// longer in id order after this; the selection that follows does not need it to be).
-fn apply_patches(patches: &[TokenData], ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
-    let mut w = 0;
-    let mut pi = 0;
-    for r in 0..ids.len() {
-        let id = ids[r];
-        while pi < patches.len() && patches[pi].id < id {
-            pi += 1;
-        }
-        if pi < patches.len() && patches[pi].id == id {
-            continue;
-        }
-        ids[w] = id;
-        vals[w] = vals[r];
-        w += 1;
-    }
-    ids.truncate(w);
-    vals.truncate(w);
-    for p in patches {
-        ids.push(p.id);
-        vals.push(p.logit);
-    }
 }
 
 /// Values collected before the buffer is cut back to the `k + 1` largest.
@@ -151,77 +126,223 @@ fn collect_cap(k: usize) -> usize {
 }
 
 simd_dispatch!(
-    /// Appends to `ids` / `vals` (in id order between cuts) every value of `x` at or above a
-    /// running threshold: `-inf` at first, then, each time the buffer reaches
-    /// [`collect_cap`], the `k + 1`-th largest value collected (the buffer is cut to the
-    /// values at or above it). The threshold never exceeds the row's `k + 1`-th largest value,
-    /// so the buffer ends holding every value above it. `Err(i)`: the first NaN or `+inf`.
-    fn collect_top(x: &[f32], k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &mut Vec<f32>) -> Result<(), usize> = collect_top_k
+    /// Appends to `s.ids` / `s.vals` (in id order) every value of the row `x` patched by
+    /// `patches` (sorted by id, unique, inside the row) at or above a threshold that never
+    /// exceeds the patched row's `k + 1`-th largest value (`s.units` / `s.maxima` / `s.sel`
+    /// are scratch). `Err(i)`: the first NaN or `+inf` of `x` (unpatched).
+    ///
+    /// Two passes. The first splits the row into units (vector groups, and each value of the
+    /// tail) and keeps, with a rising threshold, every unit whose maximum is at or above the
+    /// `k + 1`-th largest unit maximum seen so far: the threshold `t`, the `k + 1`-th largest
+    /// of all unit maxima, is reached without collecting single values. `k + 1` units hold a
+    /// value at or above `t`, so `t` is at most the row's `k + 1`-th largest value, and every
+    /// value at or above `t` lies in a unit whose maximum is at or above it. The second pass
+    /// collects those values from those units (a few dozen groups, just read).
+    fn collect_top(x: &[f32], k: usize, patches: &[TokenData], s: &mut TopKScratch) -> Result<(), usize> = collect_top_k
 );
 
-#[inline(always)]
-unsafe fn collect_top_k<S: Simd>(
-    x: &[f32],
+/// Vectors per group of the collecting pass.
+const G: usize = 8;
+
+/// The most lanes a vector has ([`Simd::N`] of the widest level): sizes the patched copy of a
+/// group.
+const MAX_LANES: usize = 16;
+
+/// The first pass's kept units: start id and maximum (in id order), and the running threshold
+/// (the `k + 1`-th largest maximum kept at the last cut).
+struct Units<'a> {
     k: usize,
-    ids: &mut Vec<i32>,
-    vals: &mut Vec<f32>,
-    sel: &mut Vec<f32>,
-) -> Result<(), usize> {
-    const G: usize = 8; // vectors per group
-    let mut cap = collect_cap(k);
-    let n = x.len();
-    let p = x.as_ptr();
-    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
-    // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
-    // tail is done lane by lane.
+    thr: f32,
+    cap: usize,
+    ids: &'a mut Vec<i32>,
+    maxima: &'a mut Vec<f32>,
+    sel: &'a mut Vec<f32>,
+}
+
+impl Units<'_> {
+    /// Keeps the unit starting at `start` with maximum `max` (at or above the threshold), and
+    /// cuts the kept units when they reach the cap.
+    #[inline(always)]
+    fn offer(&mut self, start: usize, max: f32) {
+        self.ids.push(start as i32);
+        self.maxima.push(max);
+        if self.ids.len() >= self.cap {
+            self.thr = keep_top(self.k, self.ids, self.maxima, self.sel);
+            // Maxima equal to the threshold survive the cut: on a row of many equal values
+            // the buffer stays full and a cut per unit would be quadratic. Growing the cap
+            // with what survived keeps the cuts' total work linear.
+            self.cap = self.cap.max(2 * self.ids.len());
+        }
+    }
+}
+
+/// Loads the group of `G` vectors at `p`.
+///
+/// # Safety
+/// The CPU supports `S`; `p` points at `G * S::N` readable values.
+#[inline(always)]
+unsafe fn load_group<S: Simd>(p: *const f32) -> [S::V; G] {
+    // SAFETY: the caller guarantees `S` and `G * S::N` values at `p`.
     unsafe {
-        let inf = S::splat(f32::INFINITY);
-        let mut thr = f32::NEG_INFINITY;
-        let mut t = S::splat(thr);
+        let mut v = [S::splat(0.0); G];
+        for (j, vj) in v.iter_mut().enumerate() {
+            *vj = S::load(p.add(j * S::N));
+        }
+        v
+    }
+}
+
+/// Whether the group `v` may hold a NaN or `+inf`: any of them makes the lane sums NaN or
+/// `+inf` (so can a finite overflow: the caller then checks the group value by value). One
+/// compare where a compare per vector would load the compare port.
+///
+/// # Safety
+/// The CPU supports `S`.
+#[inline(always)]
+unsafe fn may_be_bad<S: Simd>(v: &[S::V; G]) -> bool {
+    // SAFETY: the caller guarantees `S`; no memory is read.
+    unsafe {
+        let sum =
+            S::add(S::add(S::add(v[0], v[1]), S::add(v[2], v[3])), S::add(S::add(v[4], v[5]), S::add(v[6], v[7])));
+        S::any(S::nlt(sum, S::splat(f32::INFINITY)))
+    }
+}
+
+/// Lane-wise maximum of a group.
+///
+/// # Safety
+/// The CPU supports `S`.
+#[inline(always)]
+unsafe fn group_max<S: Simd>(v: &[S::V; G]) -> S::V {
+    // SAFETY: the caller guarantees `S`; no memory is read.
+    unsafe { S::max(S::max(S::max(v[0], v[1]), S::max(v[2], v[3])), S::max(S::max(v[4], v[5]), S::max(v[6], v[7]))) }
+}
+
+/// The group of `gl` values at `i` in `copy`, patched by the patches at the front of
+/// `patches` that fall inside it (none before `i`); returns how many did.
+fn patched_copy(x: &[f32], i: usize, gl: usize, patches: &[TokenData], copy: &mut [f32]) -> usize {
+    let out = &mut copy[..gl];
+    out.copy_from_slice(&x[i..i + gl]);
+    let mut used = 0;
+    for p in patches.iter().take_while(|p| (p.id as usize) < i + gl) {
+        out[p.id as usize - i] = p.logit;
+        used += 1;
+    }
+    used
+}
+
+#[inline(always)]
+unsafe fn collect_top_k<S: Simd>(x: &[f32], k: usize, patches: &[TokenData], s: &mut TopKScratch) -> Result<(), usize> {
+    const { assert!(S::N <= MAX_LANES) };
+    let TopKScratch { ids, vals, units, maxima, sel, .. } = s;
+    let gl = G * S::N;
+    let n = x.len();
+    let full_end = n - n % gl;
+    let p = x.as_ptr();
+    let mut u = Units { k, thr: f32::NEG_INFINITY, cap: collect_cap(k), ids: units, maxima, sel };
+    // The first patch not yet applied, and its id (`usize::MAX` past the last).
+    let mut pi = 0;
+    let mut next = patches.first().map_or(usize::MAX, |t| t.id as usize);
+    let mut copy = [0f32; G * MAX_LANES];
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every group loaded from `p` starts at `i` with `i + G * S::N <= n`, the
+    // patched copy holds `G * MAX_LANES >= G * S::N` values, and the tail is done lane by
+    // lane.
+    unsafe {
+        let mut t = S::splat(u.thr);
         let mut i = 0;
-        while i + G * S::N <= n {
-            let mut v = [S::splat(0.0); G];
-            for (j, vj) in v.iter_mut().enumerate() {
-                *vj = S::load(p.add(i + j * S::N));
-            }
-            // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
-            // finite overflow: the group is then checked value by value). One compare where a
-            // compare per vector would load the compare port.
-            let sum =
-                S::add(S::add(S::add(v[0], v[1]), S::add(v[2], v[3])), S::add(S::add(v[4], v[5]), S::add(v[6], v[7])));
-            if S::any(S::nlt(sum, inf)) {
-                let g = &x[i..i + G * S::N];
-                if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
-                    return Err(i + first_nan_or_inf(g));
+        loop {
+            // Groups that start before the one holding the next patch hold none.
+            let plain_end = if next < n { next - next % gl } else { full_end };
+            while i < plain_end {
+                let v = load_group::<S>(p.add(i));
+                if may_be_bad::<S>(&v) {
+                    check_group(x, i, gl)?;
                 }
+                let m = group_max::<S>(&v);
+                if S::any(S::nlt(m, t)) {
+                    u.offer(i, S::hmax(m));
+                    t = S::splat(u.thr);
+                }
+                i += gl;
             }
-            let m =
-                S::max(S::max(S::max(v[0], v[1]), S::max(v[2], v[3])), S::max(S::max(v[4], v[5]), S::max(v[6], v[7])));
+            if i >= full_end {
+                break;
+            }
+            // The group at `i` holds the next patch: its maximum is the patched copy's (the
+            // raw values are checked first, as `check_logits` checks them).
+            if may_be_bad::<S>(&load_group::<S>(p.add(i))) {
+                check_group(x, i, gl)?;
+            }
+            pi += patched_copy(x, i, gl, &patches[pi..], &mut copy);
+            next = patches.get(pi).map_or(usize::MAX, |q| q.id as usize);
+            let m = group_max::<S>(&load_group::<S>(copy.as_ptr()));
             if S::any(S::nlt(m, t)) {
-                for (j, &vj) in v.iter().enumerate() {
-                    S::push_masked(S::nlt(vj, t), vj, i + j * S::N, ids, vals);
-                }
-                if ids.len() >= cap {
-                    thr = keep_top(k, ids, vals, sel);
-                    t = S::splat(thr);
-                    // Values equal to the threshold survive the cut: on a row of many equal
-                    // values the buffer stays full and a cut per group would be quadratic
-                    // (found by fuzzing: 152,064 equal logits). Growing the cap with what
-                    // survived keeps the cuts' total work linear.
-                    cap = cap.max(2 * ids.len());
-                }
+                u.offer(i, S::hmax(m));
+                t = S::splat(u.thr);
             }
-            i += G * S::N;
+            i += gl;
         }
-        for (j, &v) in x[i..].iter().enumerate() {
-            if v.is_nan() || v == f32::INFINITY {
-                return Err(i + j);
+        for (j, &raw) in x[full_end..].iter().enumerate() {
+            let id = full_end + j;
+            if raw.is_nan() || raw == f32::INFINITY {
+                return Err(id);
             }
-            if v >= thr {
-                ids.push((i + j) as i32);
-                vals.push(v);
+            let mut v = raw;
+            if next == id {
+                v = patches[pi].logit;
+                pi += 1;
+                next = patches.get(pi).map_or(usize::MAX, |q| q.id as usize);
+            }
+            if v >= u.thr {
+                u.offer(id, v);
             }
         }
+        // The `k + 1`-th largest unit maximum (the running threshold when no more than `k + 1`
+        // units are kept).
+        let mut thr = if u.ids.len() > k + 1 { keep_top(k, u.ids, u.maxima, u.sel) } else { u.thr };
+        let mut tv = S::splat(thr);
+        // On rows with many equal maxima, many units are kept: the collected values are cut
+        // back like the units were (the threshold stays a `k + 1`-th largest of row values).
+        let mut cap = collect_cap(k);
+        // The kept units ascend by start id: the first patch at or after a unit only moves on.
+        let mut pi = 0;
+        for (&start, &max) in u.ids.iter().zip(u.maxima.iter()) {
+            let start = start as usize;
+            if max < thr {
+                continue;
+            }
+            if start >= full_end {
+                ids.push(start as i32);
+                vals.push(max);
+                continue;
+            }
+            while patches.get(pi).is_some_and(|q| (q.id as usize) < start) {
+                pi += 1;
+            }
+            let mut v = load_group::<S>(p.add(start));
+            if patches.get(pi).is_some_and(|q| (q.id as usize) < start + gl) {
+                pi += patched_copy(x, start, gl, &patches[pi..], &mut copy);
+                v = load_group::<S>(copy.as_ptr());
+            }
+            for (j, &vj) in v.iter().enumerate() {
+                S::push_masked(S::nlt(vj, tv), vj, start + j * S::N, ids, vals);
+            }
+            if ids.len() >= cap {
+                thr = keep_top(k, ids, vals, u.sel);
+                tv = S::splat(thr);
+                cap = cap.max(2 * ids.len());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `Err` with the first NaN or `+inf` of `x[i..i + len]`, if it holds one.
+fn check_group(x: &[f32], i: usize, len: usize) -> Result<(), usize> {
+    let g = &x[i..i + len];
+    if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+        return Err(i + first_nan_or_inf(g));
     }
     Ok(())
 }
@@ -577,13 +698,22 @@ mod tests {
                         top_ids.iter().map(|&id| TokenData { id, logit: l[id as usize] - 0.3, p: 0.0 }).collect(),
                     );
                     // Raise low tokens over the top, lower the top ones out, -inf, first ids, tail.
+                    let top = sorted[0].logit;
                     sets.push(vec![
-                        TokenData { id: 0, logit: 100.0, p: 0.0 },
+                        TokenData { id: 0, logit: top + 100.0, p: 0.0 },
                         TokenData { id: 1, logit: f32::NEG_INFINITY, p: 0.0 },
-                        TokenData { id: (n / 3) as i32, logit: 99.0, p: 0.0 },
-                        TokenData { id: (n - 1) as i32, logit: 98.5, p: 0.0 },
+                        TokenData { id: (n / 3) as i32, logit: top + 99.0, p: 0.0 },
+                        TokenData { id: (n - 1) as i32, logit: top + 98.5, p: 0.0 },
                     ]);
                     sets.push(top_ids.iter().map(|&id| TokenData { id, logit: -50.0 - id as f32, p: 0.0 }).collect());
+                    // A run of patched ids across group boundaries, raised over the top,
+                    // and the last ids of the row (in the tail at every level on odd rows).
+                    sets.push(
+                        (100..260)
+                            .chain(n as i32 - 5..n as i32)
+                            .map(|id| TokenData { id, logit: top + 1.0 + id as f32, p: 0.0 })
+                            .collect(),
+                    );
                     // A patched value equal to the top's: a tie, refused.
                     sets.push(vec![TokenData { id: 5, logit: sorted[0].logit, p: 0.0 }]);
                     for mut p in sets {
