@@ -49,13 +49,17 @@ impl Sampler for Typical {
 
         // Entropy in f32, summed in order. A zero probability makes it NaN (0 * -inf), which
         // turns every score into NaN: the sort then sees all-equal keys, as in llama.cpp.
-        let mut entropy = 0.0f32;
-        for d in data.iter() {
-            entropy += -d.p * d.p.ln();
-        }
-
+        // Each `ln` is taken once and kept for the scores (llama.cpp takes it twice, with the
+        // same result: `logf` is a function of its argument).
         floats.clear();
-        floats.extend(data.iter().map(|d| (-d.p.ln() - entropy).abs()));
+        floats.extend(data.iter().map(|d| d.p.ln()));
+        let mut entropy = 0.0f32;
+        for (d, &ln_p) in data.iter().zip(floats.iter()) {
+            entropy += -d.p * ln_p;
+        }
+        for ln_p in floats.iter_mut() {
+            *ln_p = (-*ln_p - entropy).abs();
+        }
         indices.clear();
         indices.extend(0..data.len() as u32);
         // libstdc++ std::sort on the index array: its tie order decides which equal-score
