@@ -223,6 +223,12 @@ pub(crate) trait Simd {
     /// write up to `N` values (`dst` must have room for them). No branch on `m` where the
     /// level allows it, for masks that are set at random.
     unsafe fn compress_store(m: Self::M, v: Self::V, dst: *mut f32) -> usize;
+    /// Four [`Simd::compress_store`]s in a row: writes the lanes of `v[0]` set in `m[0]`, then
+    /// those of `v[1]` set in `m[1]`, and so on, to `dst` in that order and returns how many;
+    /// may write up to `4 * N` values (`dst` must have room for them). Where the level allows
+    /// it, a group with at most `N` lanes set is gathered in a register and stored once (one
+    /// store instead of four: most groups of a logits row have few near values).
+    unsafe fn compress_store4(m: [Self::M; 4], v: [Self::V; 4], dst: *mut f32) -> usize;
     /// Per-lane `f64` accumulators.
     type D: Copy;
     unsafe fn dzero() -> Self::D;
@@ -397,6 +403,16 @@ impl Simd for Scalar {
         unsafe { *dst = v };
         m as usize
     }
+    #[inline(always)]
+    unsafe fn compress_store4(m: [bool; 4], v: [f32; 4], dst: *mut f32) -> usize {
+        let mut k = 0;
+        for (&mj, &vj) in m.iter().zip(&v) {
+            // SAFETY: `k` values written so far, each call writing at most N more: all inside
+            // the 4 * N the caller has room for (the `Simd::compress_store4` contract).
+            k += unsafe { Self::compress_store(mj, vj, dst.add(k)) };
+        }
+        k
+    }
     type D = f64;
     #[inline(always)]
     unsafe fn dzero() -> f64 {
@@ -511,6 +527,29 @@ mod x86 {
 
     /// AVX2 + FMA, 8 lanes (call only where this CPU supports [`super::Level::Avx2`]).
     pub(crate) struct Avx2;
+
+    /// Two-source permute indices that join `a`'s first `k` lanes and `b`'s first `16 - k`:
+    /// lane `j` takes `a[j]` below `k`, `b[j - k]` (index `16 + j - k`) from `k` on.
+    static JOIN: [[i32; 16]; 17] = {
+        let mut t = [[0i32; 16]; 17];
+        let mut k = 0;
+        while k <= 16 {
+            let mut j = 0;
+            while j < 16 {
+                t[k][j] = if j < k { j as i32 } else { (16 + j - k) as i32 };
+                j += 1;
+            }
+            k += 1;
+        }
+        t
+    };
+
+    /// [`JOIN`]'s indices for `k` (at most 16), loaded.
+    #[inline(always)]
+    unsafe fn join_at(k: u32) -> __m512i {
+        // SAFETY: `JOIN[k]` is 16 `i32` (the index is checked); AVX-512F is available (kernel contract).
+        unsafe { _mm512_loadu_si512(JOIN[k as usize].as_ptr() as *const _) }
+    }
 
     impl Simd for Avx512 {
         const N: usize = 16;
@@ -665,6 +704,34 @@ mod x86 {
             // SAFETY: the caller passes room for 16 values (the `Simd::compress_store` contract); AVX-512F is available (kernel contract).
             unsafe { _mm512_storeu_ps(dst, _mm512_maskz_compress_ps(m, v)) };
             (m as u32).count_ones() as usize
+        }
+        #[inline(always)]
+        unsafe fn compress_store4(m: [__mmask16; 4], v: [__m512; 4], dst: *mut f32) -> usize {
+            let k = [m[0].count_ones(), m[1].count_ones(), m[2].count_ones(), m[3].count_ones()];
+            let total = k[0] + k[1] + k[2] + k[3];
+            if total > 16 {
+                let mut w = 0;
+                for (&mj, &vj) in m.iter().zip(&v) {
+                    // SAFETY: `w` values written so far, each call writing 16 more at most:
+                    // inside the 64 the caller has room for (the `compress_store4` contract).
+                    w += unsafe { Self::compress_store(mj, vj, dst.add(w)) };
+                }
+                return w;
+            }
+            // At most 16 lanes: each vector's compressed to the bottom, the pairs joined by one
+            // two-source permute each (the second's lanes from the first's count on), then the
+            // two pairs; one store instead of four. (Every count and offset is at most 16.)
+            let c0 = _mm512_maskz_compress_ps(m[0], v[0]);
+            let c1 = _mm512_maskz_compress_ps(m[1], v[1]);
+            let c2 = _mm512_maskz_compress_ps(m[2], v[2]);
+            let c3 = _mm512_maskz_compress_ps(m[3], v[3]);
+            let lo = _mm512_permutex2var_ps(c0, join_at(k[0]), c1);
+            let hi = _mm512_permutex2var_ps(c2, join_at(k[2]), c3);
+            let acc = _mm512_permutex2var_ps(lo, join_at(k[0] + k[1]), hi);
+            // SAFETY: the caller passes room for 64 values (the `compress_store4` contract),
+            // 16 of which are written; AVX-512F is available (kernel contract).
+            unsafe { _mm512_storeu_ps(dst, acc) };
+            total as usize
         }
         type D = (__m512d, __m512d);
         #[inline(always)]
@@ -852,6 +919,16 @@ mod x86 {
             }
             k
         }
+        #[inline(always)]
+        unsafe fn compress_store4(m: [__m256; 4], v: [__m256; 4], dst: *mut f32) -> usize {
+            let mut k = 0;
+            for (&mj, &vj) in m.iter().zip(&v) {
+                // SAFETY: `k` values written so far, each call writing at most N more: all inside
+                // the 4 * N the caller has room for (the `Simd::compress_store4` contract).
+                k += unsafe { Self::compress_store(mj, vj, dst.add(k)) };
+            }
+            k
+        }
         type D = (__m256d, __m256d);
         #[inline(always)]
         unsafe fn dzero() -> Self::D {
@@ -922,6 +999,56 @@ mod tests {
         S::N
     }
     simd_dispatch!(fn lanes() -> usize = lanes_k);
+
+    /// Every group of 4 vectors of `x` (its length a multiple of 64) compressed by
+    /// `compress_store4` with the lanes `>= thr`, appended to `out` (which keeps 64 spare
+    /// values past its length).
+    unsafe fn compress4_all_k<S: Simd>(x: &[f32], thr: f32, out: &mut Vec<f32>) {
+        out.reserve(x.len() + 4 * S::N);
+        let mut len = out.len();
+        // SAFETY: each group reads `4 * S::N` values inside `x` (its length a multiple of 64,
+        // so of `4 * S::N`) and writes at most `4 * S::N` from `len <= old + i`, inside the
+        // capacity reserved above; `set_len` exposes the counted values only.
+        unsafe {
+            let t = S::splat(thr);
+            for g in x.chunks_exact(4 * S::N) {
+                let v = [0, 1, 2, 3].map(|j| S::load(g.as_ptr().add(j * S::N)));
+                let m = [S::ge(v[0], t), S::ge(v[1], t), S::ge(v[2], t), S::ge(v[3], t)];
+                len += S::compress_store4(m, v, out.as_mut_ptr().add(len));
+            }
+            out.set_len(len);
+        }
+    }
+    simd_dispatch!(fn compress4_all(x: &[f32], thr: f32, out: &mut Vec<f32>) -> () = compress4_all_k);
+
+    /// `compress_store4` keeps exactly the set lanes in order at every level, on groups with
+    /// 0 to 64 set lanes (around the 16 of AVX-512's one-register gathering: 15, 16, 17), each
+    /// vector's count varied.
+    #[test]
+    fn compress_store4_keeps_set_lanes_in_order() {
+        let mut x = 99u32;
+        let mut row = Vec::new();
+        for total in [0usize, 1, 5, 15, 16, 17, 30, 63, 64].iter().cycle().take(200) {
+            let mut set = [false; 64];
+            let mut k = 0;
+            while k < *total {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                let j = (x >> 10) as usize % 64;
+                k += usize::from(!set[j]);
+                set[j] = true;
+            }
+            row.extend(set.iter().enumerate().map(|(j, &s)| if s { 1.0 + j as f32 } else { -1.0 - j as f32 }));
+        }
+        let want: Vec<f32> = row.iter().copied().filter(|&v| v >= 0.5).collect();
+        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+            let mut out = vec![7.0f32; 5];
+            if with_level(level, || compress4_all(&row, 0.5, &mut out)).is_none() {
+                continue;
+            }
+            assert_eq!(out[..5], [7.0; 5], "{level:?}");
+            assert_eq!(out[5..], want[..], "{level:?}");
+        }
+    }
 
     /// Every kernel built with `simd_dispatch!` runs on the forced level, for every level this
     /// CPU supports; a level it does not support is refused.

@@ -316,8 +316,8 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool>(
     let mut i = 0;
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
     // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
-    // tail is done lane by lane. Each `compress_store` writes `S::N` values from `len`, which
-    // is at most the old length plus `i + j * S::N`, inside the capacity reserved above; only
+    // tail is done lane by lane. Each `compress_store4` writes `4 * S::N` values at most from
+    // `len`, which is at most the old length plus `i`, inside the capacity reserved above; only
     // the values it counts are exposed by `set_len`.
     unsafe {
         let inf = S::splat(f32::INFINITY);
@@ -341,9 +341,8 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool>(
                     }
                 }
             }
-            for &vj in &v {
-                len += S::compress_store(S::ge(vj, nv), vj, out.add(len));
-            }
+            let m = [S::ge(v[0], nv), S::ge(v[1], nv), S::ge(v[2], nv), S::ge(v[3], nv)];
+            len += S::compress_store4(m, v, out.add(len));
             let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
             if S::any(S::ge(mx, tv)) {
                 for (j, &vj) in v.iter().enumerate() {
@@ -740,7 +739,7 @@ mod tests {
             if !level.is_supported() {
                 continue;
             }
-            for near_thr in [f32::NEG_INFINITY, -3.0, 8.5] {
+            for near_thr in [f32::NEG_INFINITY, -3.0, 6.0, 8.5] {
                 let mut t = TopBuf { thr: near_thr.max(-5.0), cap: 4 * (FIRST + 1), ..TopBuf::default() };
                 let mut near = vec![1.0f32; 3];
                 with_level(level, || near_top(&row, 100, near_thr, &mut t, &mut near)).unwrap();
