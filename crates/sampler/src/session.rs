@@ -768,10 +768,11 @@ pub fn sigma_tier_counts() -> [u64; 2] {
 /// full path / built the prefix from values alone (a long prefix or equal values in it) /
 /// decided the draw from mass bins without building the prefix / of those, found `u` within
 /// the rounding bound of a boundary and replayed the draw literally / decided the draw among
-/// the top tokens without binning the whole kept set (all but `full` are counted in the first
-/// too): `[prefix, full, values, bins, literal, top]`. For benchmarks and tests.
+/// the top tokens without binning the whole kept set / of those, decided with the tail's mass
+/// bracketed from its count alone (all but `full` are counted in the first too): `[prefix,
+/// full, values, bins, literal, top, top_count]`. For benchmarks and tests.
 #[doc(hidden)]
-pub fn mirostat_tier_counts() -> [u64; 6] {
+pub fn mirostat_tier_counts() -> [u64; 7] {
     crate::fast::mirostat_v2::tier_counts()
 }
 

@@ -683,7 +683,7 @@ fn flat_row(n: usize, grid: f32, g: &mut Gen) -> Vec<f32> {
 
 /// Runs mirostat v2 (f's parameters, or as given) for `steps` steps on `row`, bit for bit
 /// against the full path; returns the change of the mirostat tier counters.
-fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usize) -> [u64; 6] {
+fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usize) -> [u64; 7] {
     let before = nucleus_sampler::session::mirostat_tier_counts();
     let p = SamplingParams {
         seed,
@@ -705,7 +705,7 @@ fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usi
 #[test]
 fn mirostat_bounded_draw_matches() {
     let _counts = mirostat_counts();
-    let mut total = [0u64; 6];
+    let mut total = [0u64; 7];
     for seed in 1..7u64 {
         let mut g = Gen((seed * 0x2545_F491_4F6C_DD1D) | 1);
         let n = if seed % 3 == 0 { 262_144 } else { 40_000 + 7_919 * seed as usize };
@@ -762,7 +762,7 @@ fn confident_tail_row(n: usize, crowd: bool, g: &mut Gen) -> Vec<f32> {
 #[test]
 fn mirostat_top_tier_matches() {
     let _counts = mirostat_counts();
-    let mut total = [0u64; 6];
+    let mut total = [0u64; 7];
     for seed in 1..5u64 {
         let mut g = Gen((seed * 0x2545_F491_4F6C_DD1D) | 1);
         let n = if seed % 2 == 0 { 262_144 } else { 70_000 + 3_331 * seed as usize };
@@ -774,8 +774,48 @@ fn mirostat_top_tier_matches() {
             }
         }
     }
-    eprintln!("mirostat tiers (built, full, values, bins, literal, top): {total:?}");
+    eprintln!("mirostat tiers (built, full, values, bins, literal, top, top by count): {total:?}");
     assert!(total[5] >= 200, "the top tokens decided {} draws ({total:?})", total[5]);
+    assert!(total[6] >= 100, "the tail's count alone decided {} draws ({total:?})", total[6]);
+    assert!(total[5] - total[6] >= 5, "the tail's terms decided {} draws ({total:?})", total[5] - total[6]);
+    assert_eq!(total[1], 0, "no step was left to the full path");
+}
+
+/// A confident row whose wide tail sits just under the gather threshold at temperature `temp`
+/// (16.75 to 17.5 below the top after it): once kept, the tail holds about 1% of the mass, so
+/// some draws land in it and the tail's bracket decides near the top tokens' last boundary.
+fn shallow_tail_row(n: usize, temp: f32, g: &mut Gen) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..n).map(|_| temp * (-16.75 - 0.75 * g.unif() as f32)).collect();
+    for h in 0..40 {
+        let i = (g.unif() * n as f64) as usize % n;
+        v[i] = temp * (-2.0 - 10.0 * g.unif() as f32 - if h % 5 == 0 { 0.0 } else { 3.0 });
+    }
+    let top = (g.unif() * n as f64) as usize % n;
+    v[top] = 0.0;
+    v
+}
+
+/// mirostat v2's top tier where the tail's mass matters (about 1% of the draw): draws in the
+/// tail or near the top tokens' last boundary must not be decided from a wrong bracket (the
+/// tail's count alone, or its terms' bounds). Same tokens, `mu` stream and materialised
+/// candidates as the full path at every step.
+#[test]
+fn mirostat_top_tier_shallow_tail_matches() {
+    let _counts = mirostat_counts();
+    let mut total = [0u64; 7];
+    for seed in 1..4u64 {
+        let mut g = Gen((seed * 0x9E37_79B9_7F4A_7C15) | 1);
+        for (tau, eta, temp) in [(5.0f32, 2.0f32, 0.8f32), (5.0, 1.0, 1.0)] {
+            let row = shallow_tail_row(262_144, temp, &mut g);
+            let d = bounded_run(&row, seed as u32, tau, eta, temp, 80);
+            for (t, x) in total.iter_mut().zip(d) {
+                *t += x;
+            }
+        }
+    }
+    eprintln!("mirostat tiers (built, full, values, bins, literal, top, top by count): {total:?}");
+    assert!(total[6] >= 100, "the tail's count alone decided {} draws ({total:?})", total[6]);
+    assert!(total[3] - total[5] >= 3, "{} draws binned the whole kept set ({total:?})", total[3] - total[5]);
     assert_eq!(total[1], 0, "no step was left to the full path");
 }
 
@@ -786,7 +826,7 @@ fn mirostat_top_tier_matches() {
 #[test]
 fn mirostat_bounded_draw_near_boundaries_matches() {
     let _counts = mirostat_counts();
-    let mut total = [0u64; 6];
+    let mut total = [0u64; 7];
     /// Restores the proven margin even when a comparison panics.
     struct Restore;
     impl Drop for Restore {

@@ -117,6 +117,13 @@ struct Top {
     /// The exact sum of the kept `p` is in `[w_lo, w_hi]`.
     w_lo: f64,
     w_hi: f64,
+    /// `[w_lo, w_hi]` comes from the tail's count alone ([`tail_count`]); [`tail_terms`]
+    /// can narrow it.
+    crude: bool,
+    /// The exact mass of the gathered tokens' bins (to within `(nbins + 2)` ulps), and the
+    /// gather threshold the tail lies under.
+    w_top: f64,
+    thr_g: f32,
 }
 
 /// The kept prefix of a [`Miro::Bounded`] step as mass bins: bin `k` holds the kept tokens
@@ -161,12 +168,13 @@ const BOUNDED_FROM: usize = 4096;
 
 /// How often the prefix was built here / left to the full path / built from values,
 /// process-wide.
-static TIERS: TierCounts<6> = TierCounts::new();
+static TIERS: TierCounts<7> = TierCounts::new();
 
 /// `[prefix built (any way), full path, of which from values, of which drawn from mass bins,
 /// of which bins could not decide (literal replay), of which decided among the top tokens
-/// without binning the whole kept set]` so far in this process.
-pub(crate) fn tier_counts() -> [u64; 6] {
+/// without binning the whole kept set, of those decided with the tail's mass bracketed from
+/// its count alone]` so far in this process.
+pub(crate) fn tier_counts() -> [u64; 7] {
     TIERS.get()
 }
 
@@ -612,26 +620,37 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
         bin_terms(c, tb, nbins, &mut idx, &mut inc);
     }
     let n_top = bins_finish(tb, nbins);
-    let w_top: f64 = tb.mass.iter().sum();
-    // 2. The tail: exact count, bracketed mass.
-    let Some(tail) = tail_terms(row, t, thr_g, s) else {
+    s.top.w_top = tb.mass.iter().sum();
+    s.top.thr_g = thr_g;
+    // 2. The tail: exact count, its mass bracketed from the count alone (the draw narrows
+    // the bracket with [`tail_terms`] only when it needs to).
+    let Some(tail) = tail_count(row, t, thr_g, s) else {
         return 0;
     };
     let n = n_top + tail.n as usize;
+    set_bracket(&tail, s);
+    s.top.crude = true;
+    s.bins.n = n;
+    s.top.ready = true;
+    n
+}
+
+/// `s.top`'s bracket `[w_lo, w_hi]` on the sum of the kept `p` from the gathered tokens'
+/// exact mass and the tail's bracket.
+fn set_bracket(tail: &Tail, s: &mut MiroScratch) {
+    let nbins = s.top.bins.mass.len();
     // Each p = RN(e / s2) is within 2^-24 relative plus 2^-150 (half the smallest subnormal)
     // of e / s2, and the f64 divisions and sums here are within 2^-40 relative (fewer than
     // 2^22 terms); the bins' total within (nbins + 2) ulps.
-    let (nt, s2) = (tail.n as f64, s2 as f64);
+    let (nt, s2) = (tail.n as f64, s.top.bins.s2 as f64);
     let sub = nt * f64::from_bits((1023 - 150) << 52);
     let rel = 1.0 / 16_777_216.0 + 1.0 / 1_099_511_627_776.0;
     let tail_lo = ((tail.lo / s2) * (1.0 - rel) - sub).max(0.0);
     let tail_hi = (tail.hi / s2) * (1.0 + rel) + sub;
     let top_rel = (nbins + 2) as f64 * f64::EPSILON;
+    let w_top = s.top.w_top;
     s.top.w_lo = w_top * (1.0 - top_rel) + tail_lo;
     s.top.w_hi = w_top * (1.0 + top_rel) + tail_hi;
-    s.bins.n = n;
-    s.top.ready = true;
-    n
 }
 
 /// The kept tokens under the gather threshold: their exact count and a bracket on the sum of
@@ -653,9 +672,8 @@ struct Tail {
 /// plus `2^-147` for subnormal results.
 fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
     let b = &s.bins;
-    let (mf, es) = (b.m as f64, b.e_star);
-    let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
-    let l_hi = l_up(mf + (es as f64).ln() + margin, t);
+    let mf = b.m as f64;
+    let l_hi = sure_kept_from(b, t);
     let inv_t = match t {
         Some(t) => 1.0 / t,
         None => 1.0,
@@ -672,9 +690,8 @@ fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Opti
     let k_hi = BOUND_MUL * delta.exp() * (1.0 + 1.0 / 2_097_152.0);
     let k_lo = (-delta).exp() * (1.0 - 1.0 / 2_097_152.0) / BOUND_DIV;
     let mut buf = [0f32; BLOCK];
-    let (mut xs, mut es_buf) = ([0f32; BLOCK], [0f32; BLOCK]);
     let (mut cnt, mut f_hi, mut f_lo, mut exact) = (0u64, 0.0f64, 0.0f64, 0.0f64);
-    let tf = t.unwrap_or(1.0);
+    let mut n_exact = 0u64;
     for (k, blk) in s.blocks.iter().enumerate() {
         #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(blk.max >= b.thr) {
@@ -682,29 +699,125 @@ fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Opti
         }
         let x = row.block(k, &mut buf);
         let r = tail_block(x, inv_t, b.m, thr_g, b.thr, l_hi);
-        if r.sure == r.maybe {
-            cnt += r.sure as u64;
-            f_hi += r.all as f64;
-            f_lo += r.normal as f64;
-        } else {
-            // A token near the kept threshold (or lanes left over): this block exactly.
-            let len = x.len();
-            scale_shift(x, tf, b.m, &mut xs[..len]);
-            expf_exact_slice(&xs[..len], &mut es_buf[..len]);
-            for (&l, &e) in x.iter().zip(&es_buf[..len]) {
-                if l < thr_g && e >= es {
-                    cnt += 1;
-                    exact += e as f64;
-                }
-            }
+        cnt += r.sure as u64;
+        f_hi += r.all as f64;
+        f_lo += r.normal as f64;
+        if r.sure != r.maybe {
+            let (c, e) = unsure_terms(x, r.done as usize, thr_g, t, b);
+            cnt += c;
+            n_exact += c;
+            exact += e;
         }
     }
-    // The f32 block sums of nonnegative terms: at most 1024 / N + N <= 1025 roundings each,
-    // within 2^-13 relative.
+    // The exact terms' f64 sum: within `n_exact` ulps relative.
     let sub = cnt as f64 * f64::from_bits((1023 - 147) << 52);
-    let hi = (f_hi * (1.0 + 1.0 / 8192.0) * k_hi + exact) * (1.0 + 1e-12) + sub;
-    let lo = ((f_lo * (1.0 - 1.0 / 8192.0) * k_lo + exact) * (1.0 - 1e-12) - sub).max(0.0);
+    let x_err = n_exact as f64 * f64::EPSILON;
+    let hi = (f_hi * (1.0 + 1.0 / 8192.0) * k_hi + exact * (1.0 + x_err)) * (1.0 + 1e-12) + sub;
+    let lo = ((f_lo * (1.0 - 1.0 / 8192.0) * k_lo + exact * (1.0 - x_err)) * (1.0 - 1e-12) - sub).max(0.0);
     Some(Tail { n: cnt, lo, hi })
+}
+
+/// [`Tail`] as [`tail_terms`] counts it, with the sure tokens' mass bracketed from their
+/// count alone: each has `e* <= e` (it is kept) and `e <= e_g`, a bound on the term of any
+/// logit under the gather threshold (`l < thr_g` gives `x = RN(RN(l / t) - m) <= x_g =
+/// RN(RN(thr_g / t) - m)`, both roundings being monotone, and `expf(x) <= exp(x) (1 + 2^-23)
+/// + 2^-149`). One compare pass, no `exp` per token.
+fn tail_count(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
+    let b = &s.bins;
+    let l_hi = sure_kept_from(b, t);
+    if !(t.is_none_or(|t| t.is_finite() && t > 0.0) && l_hi > b.thr) {
+        return None;
+    }
+    let x_g = scaled(thr_g, t) - b.m;
+    let e_g = (x_g as f64).exp() * (1.0 + 1e-6) + f64::from_bits((1023 - 149) << 52);
+    if !e_g.is_finite() {
+        return None;
+    }
+    let mut buf = [0f32; BLOCK];
+    let (mut sure, mut n_exact, mut exact) = (0u64, 0u64, 0.0f64);
+    for (k, blk) in s.blocks.iter().enumerate() {
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(blk.max >= b.thr) {
+            continue;
+        }
+        let x = row.block(k, &mut buf);
+        let r = tail_count_block(x, thr_g, b.thr, l_hi);
+        sure += r.sure as u64;
+        if r.sure != r.maybe {
+            let (c, e) = unsure_terms(x, r.done as usize, thr_g, t, b);
+            n_exact += c;
+            exact += e;
+        }
+    }
+    // Products of an integer below 2^22 and an f64: one rounding each; the exact terms' f64
+    // sum: within `n_exact` ulps relative.
+    let x_err = n_exact as f64 * f64::EPSILON;
+    let hi = (sure as f64 * e_g + exact * (1.0 + x_err)) * (1.0 + 1e-12);
+    let lo = ((sure as f64 * b.e_star as f64 + exact * (1.0 - x_err)) * (1.0 - 1e-12)).max(0.0);
+    Some(Tail { n: sure + n_exact, lo, hi })
+}
+
+/// The logit at or above which every token is kept (`e >= e*`), with the gather thresholds'
+/// margins.
+fn sure_kept_from(b: &Bins, t: Option<f32>) -> f32 {
+    let (mf, es) = (b.m as f64, b.e_star);
+    let margin = if es < f32::MIN_POSITIVE { std::f64::consts::LN_2 + 1e-3 } else { 1e-3 };
+    l_up(mf + (es as f64).ln() + margin, t)
+}
+
+/// The kept tokens among those of `x` (one block) that the tail kernels left undecided
+/// ([`unsure_tokens`]): their count and the `f64` sum of their exact terms.
+fn unsure_terms(x: &[f32], done: usize, thr_g: f32, t: Option<f32>, b: &Bins) -> (u64, f64) {
+    let (mut ls, mut xs, mut es) = ([0f32; BLOCK], [0f32; BLOCK], [0f32; BLOCK]);
+    let k = unsure_tokens(x, done, thr_g, b.thr, sure_kept_from(b, t), &mut ls);
+    scale_shift(&ls[..k], t.unwrap_or(1.0), b.m, &mut xs[..k]);
+    expf_exact_slice(&xs[..k], &mut es[..k]);
+    let (mut cnt, mut sum) = (0u64, 0.0f64);
+    for &e in &es[..k] {
+        if e >= b.e_star {
+            cnt += 1;
+            sum += e as f64;
+        }
+    }
+    (cnt, sum)
+}
+
+simd_dispatch!(
+    /// [`TailBlock`]'s counts of one block (no sums).
+    fn tail_count_block(x: &[f32], thr_g: f32, thr: f32, l_hi: f32) -> TailBlock = tail_count_block_k
+);
+
+#[inline(always)]
+unsafe fn tail_count_block_k<S: Simd>(x: &[f32], thr_g: f32, thr: f32, l_hi: f32) -> TailBlock {
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; every load covers `i..i + S::N` with `i + S::N <= x.len()`.
+    unsafe {
+        let (gv, lo, hi) = (S::splat(thr_g), S::splat(thr), S::splat(l_hi));
+        let (mut sure, mut maybe) = (0u32, 0u32);
+        let mut i = 0;
+        while i + S::N <= x.len() {
+            let l = S::load(x.as_ptr().add(i));
+            let tail = S::lt(l, gv);
+            sure += S::count(S::and_m(tail, S::ge(l, hi)));
+            maybe += S::count(S::and_m(tail, S::ge(l, lo)));
+            i += S::N;
+        }
+        TailBlock { sure, maybe: maybe + (x.len() - i) as u32, all: 0.0, normal: 0.0, done: i as u32 }
+    }
+}
+
+/// The logits of `x` (one block) that [`tail_block`] left undecided, into the front of `out`;
+/// returns how many. Those are the tokens under the gather threshold `thr_g` at or above
+/// `thr` (under it none is kept) that were not counted as sure: under `l_hi`, or past the
+/// kernel's last whole vector (`done` on).
+fn unsure_tokens(x: &[f32], done: usize, thr_g: f32, thr: f32, l_hi: f32, out: &mut [f32; BLOCK]) -> usize {
+    let mut k = 0;
+    for (j, &l) in x.iter().enumerate() {
+        let unsure = l < thr_g && l >= thr && (l < l_hi || j >= done);
+        out[k] = l;
+        k += usize::from(unsure);
+    }
+    k
 }
 
 /// What [`tail_block`] found over one block.
@@ -719,6 +832,8 @@ struct TailBlock {
     /// least [`EXP_CUT`] (where its lower bound holds).
     all: f32,
     normal: f32,
+    /// The lanes from here on (past the last whole vector) were not looked at.
+    done: u32,
 }
 
 simd_dispatch!(
@@ -748,7 +863,8 @@ unsafe fn tail_block_k<S: Simd>(x: &[f32], inv_t: f32, m: f32, thr_g: f32, thr: 
             normal = S::add(normal, S::keep(S::and_m(ms, S::ge(xp, cut)), f));
             i += S::N;
         }
-        TailBlock { sure, maybe: maybe + (x.len() - i) as u32, all: S::hsum_f32(all), normal: S::hsum_f32(normal) }
+        let (all, normal) = (S::hsum_f32(all), S::hsum_f32(normal));
+        TailBlock { sure, maybe: maybe + (x.len() - i) as u32, all, normal, done: i as u32 }
     }
 }
 
@@ -981,7 +1097,19 @@ pub(crate) fn pick(row: Row<'_>, u: f64, s: &mut MiroScratch, out: &mut Candidat
         s.top.ready = false;
         if let Some(r) = pick_top(u, s) {
             TIERS.bump(5);
+            TIERS.bump(6);
             return r;
+        }
+        if s.top.crude {
+            // The tail's mass through its terms' bounds: a narrower bracket.
+            if let Some(tail) = tail_terms(row, s.val_t, s.top.thr_g, s) {
+                debug_assert_eq!(s.top.bins.cnt.iter().map(|&c| c as usize).sum::<usize>() + tail.n as usize, s.bins.n);
+                set_bracket(&tail, s);
+                if let Some(r) = pick_top(u, s) {
+                    TIERS.bump(5);
+                    return r;
+                }
+            }
         }
         // `u` lies past the top tokens or too close to a boundary: bin the whole kept set.
         let kept = mass_bins(row, s.val_t, s);
