@@ -797,35 +797,4 @@ mod bench {
             }
         });
     }
-
-    /// Per-row component timings on recorded rows (`DIST_ROWS=file`, V = 262,144).
-    #[test]
-    #[ignore]
-    fn component_timings() {
-        let Ok(path) = std::env::var("DIST_ROWS") else { return };
-        let bytes = std::fs::read(path).unwrap();
-        let all: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        let mut s = DistScratch::default();
-        for (ri, row) in all.chunks_exact(262_144).enumerate().take(6) {
-            let r = Row { logits: row, patches: &[] };
-            eprintln!("row {ri}");
-            time("  scan coarse", || {
-                std::hint::black_box(scan_row_with(r, &mut s.scan, true));
-            });
-            time("  scan coarse (dist)", || {
-                std::hint::black_box(scan_coarse(r, &mut s.scan));
-            });
-            time("  scan max", || {
-                std::hint::black_box(scan_row_with(r, &mut s.scan, false));
-            });
-            let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
-            time("  coarse bounds + decide", || {
-                bounds_coarse(r.len(), m, &mut s);
-                std::hint::black_box(decide(r, m, 0.37, &mut s));
-            });
-            time("  near pass", || {
-                bounds_near(r, m, &mut s);
-            });
-        }
-    }
 }
