@@ -905,7 +905,23 @@ fn pick_top(u: f64, s: &mut MiroScratch) -> Option<(usize, f32, f32)> {
     // nothing precedes it); walk its tokens in sorted order.
     top_bin_tokens(bin, s);
     let kb = bin + 2;
-    for (k, &kp) in s.walk.iter().enumerate() {
+    walk_to_crossing(&s.walk, before, n, acc, u, |acc, k| (lo_of(acc, kb + k + 1), hi_of(acc, kb + k + 1)))
+}
+
+/// Walks the sorted tokens of the bin holding the crossing (`walk`, as built by
+/// [`top_bin_tokens`] / [`bin_tokens`]; `before` kept tokens and exact mass `acc` precede
+/// them, `n` are kept in all) and returns the first whose running sum surely reaches `u`:
+/// `bounds(acc, k)` brackets libstdc++'s running sum after the `k`-th token of the bin as
+/// `(lo, hi)`. `None` when `u` falls inside a bracket (too close to decide) or past the bin.
+fn walk_to_crossing(
+    walk: &[u64],
+    before: usize,
+    n: usize,
+    mut acc: f64,
+    u: f64,
+    bounds: impl Fn(f64, usize) -> (f64, f64),
+) -> Option<(usize, f32, f32)> {
+    for (k, &kp) in walk.iter().enumerate() {
         let j = before + k;
         let p = f32::from_bits(kp as u32);
         let v = key_value((kp >> 32) as u32);
@@ -913,14 +929,15 @@ fn pick_top(u: f64, s: &mut MiroScratch) -> Option<(usize, f32, f32)> {
             return Some((j, p, v)); // c_{n-2} < u was decided at the previous token
         }
         acc += p as f64;
-        if lo_of(acc, kb + k + 1) >= u {
+        let (lo, hi) = bounds(acc, k);
+        if lo >= u {
             return Some((j, p, v));
         }
-        if hi_of(acc, kb + k + 1) >= u {
+        if hi >= u {
             return None;
         }
     }
-    None
+    None // the crossing lies past this bin (rounding at the bin's edge)
 }
 
 /// The gathered kept tokens (`s.vals` / `s.es`) of [`Top`]'s bin `bin` into `s.walk` as
@@ -1176,23 +1193,7 @@ fn pick_bounded(row: Row<'_>, u: f64, s: &mut MiroScratch) -> Option<(usize, f32
         return None; // the crossing may be in an earlier bin
     }
     bin_tokens(row, bin, s)?;
-    for (k, &kp) in s.walk.iter().enumerate() {
-        let j = before + k;
-        let p = f32::from_bits(kp as u32);
-        let v = key_value((kp >> 32) as u32);
-        if j + 1 == n {
-            return Some((j, p, v)); // c_{n-2} < u was decided at the previous token
-        }
-        acc += p as f64;
-        let r = acc / total;
-        if r - err >= u {
-            return Some((j, p, v));
-        }
-        if r + err >= u {
-            return None;
-        }
-    }
-    None // the crossing lies past this bin (rounding at the bin's edge)
+    walk_to_crossing(&s.walk, before, n, acc, u, |acc, _| (acc / total - err, acc / total + err))
 }
 
 /// The kept tokens of bin `bin` into `s.walk` as `(desc_key(v) << 32) | p bits`, sorted (by
