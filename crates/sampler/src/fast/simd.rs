@@ -228,7 +228,16 @@ pub(crate) trait Simd {
     /// may write up to `4 * N` values (`dst` must have room for them). Where the level allows
     /// it, a group with at most `N` lanes set is gathered in a register and stored once (one
     /// store instead of four: most groups of a logits row have few near values).
-    unsafe fn compress_store4(m: [Self::M; 4], v: [Self::V; 4], dst: *mut f32) -> usize;
+    #[inline(always)]
+    unsafe fn compress_store4(m: [Self::M; 4], v: [Self::V; 4], dst: *mut f32) -> usize {
+        let mut k = 0;
+        for (&mj, &vj) in m.iter().zip(&v) {
+            // SAFETY: `k` values written so far, each call writing at most N more: all inside
+            // the 4 * N the caller has room for (this method's contract).
+            k += unsafe { Self::compress_store(mj, vj, dst.add(k)) };
+        }
+        k
+    }
     /// Per-lane `f64` accumulators.
     type D: Copy;
     unsafe fn dzero() -> Self::D;
@@ -402,16 +411,6 @@ impl Simd for Scalar {
         // SAFETY: the caller passes room for one value (the `Simd::compress_store` contract).
         unsafe { *dst = v };
         m as usize
-    }
-    #[inline(always)]
-    unsafe fn compress_store4(m: [bool; 4], v: [f32; 4], dst: *mut f32) -> usize {
-        let mut k = 0;
-        for (&mj, &vj) in m.iter().zip(&v) {
-            // SAFETY: `k` values written so far, each call writing at most N more: all inside
-            // the 4 * N the caller has room for (the `Simd::compress_store4` contract).
-            k += unsafe { Self::compress_store(mj, vj, dst.add(k)) };
-        }
-        k
     }
     type D = f64;
     #[inline(always)]
@@ -916,16 +915,6 @@ mod x86 {
                 unsafe { *dst.add(k) = a[bits.trailing_zeros() as usize] };
                 k += 1;
                 bits &= bits - 1;
-            }
-            k
-        }
-        #[inline(always)]
-        unsafe fn compress_store4(m: [__m256; 4], v: [__m256; 4], dst: *mut f32) -> usize {
-            let mut k = 0;
-            for (&mj, &vj) in m.iter().zip(&v) {
-                // SAFETY: `k` values written so far, each call writing at most N more: all inside
-                // the 4 * N the caller has room for (the `Simd::compress_store4` contract).
-                k += unsafe { Self::compress_store(mj, vj, dst.add(k)) };
             }
             k
         }
