@@ -26,7 +26,7 @@
 //! the token is always the one the full-array path picks.
 
 use crate::fast::expf::{exp_bound, exp_near, expf_exact_slice, BOUND_DIV, BOUND_MUL, NEAR_REL, TINY};
-use crate::fast::row::{scan_row_with, Row, RowScan, Scan, TierCounts, BLOCK};
+use crate::fast::row::{scan_row, Row, RowScan, Scan, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Scalar, Simd};
 use crate::rng::LlamaRng;
 
@@ -134,8 +134,8 @@ unsafe fn block_near_k<S: Simd>(x: &[f32], m: f32) -> f64 {
 /// ([`exp_bound`] is valid up to `x = 61`).
 const REF_SLACK: f32 = 60.0;
 
-/// The max pass with coarse sums (what `scan_row_with(.., true)` computes, with rigorous
-/// bounds of the same form): per-block maximum, NaN/`+inf` detection, and per block the sum of
+/// The max pass with coarse sums: per-block maximum, NaN/`+inf` detection (as [`scan_row`]),
+/// and per block the sum of
 /// [`exp_bound`]`(x - cref)`, where `cref` is the running maximum of the blocks before the
 /// previous one (a value <= the row maximum; the block itself when its values pass it by more
 /// than [`REF_SLACK`]). Skipping the previous block lets its reduction finish while this block
@@ -238,7 +238,8 @@ fn exact_block(row: Row<'_>, m: f32, b: usize, xs: &mut Vec<f32>, es: &mut Vec<f
 }
 
 /// Draws llama.cpp's `dist` index over `row` (values in id order, maximum `m`, finite) with
-/// the uniform `u` already drawn. `s.scan.cmax` / `s.scan.coarse` must come from [`scan_row`].
+/// the uniform `u` already drawn. `s.scan.cmax` must come from [`scan_row`] or [`scan_coarse`] (the coarse tier runs only
+/// after the latter).
 pub(crate) fn dist_index(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> (usize, DistTier) {
     if u == 0.0 {
         // target = 0 and run_0 >= 0: index 0, whatever its value.
@@ -537,7 +538,7 @@ fn sequential(row: Row<'_>, m: f32, u: f64, s: &mut DistScratch) -> usize {
 pub(crate) fn dist_row(row: Row<'_>, rng: &mut LlamaRng, s: &mut DistScratch) -> Result<Option<usize>, usize> {
     let coarse = s.coarse_fails < COARSE_FAILS_BEFORE_SKIP || s.since_coarse >= 8;
     s.since_coarse = if coarse { 0 } else { s.since_coarse + 1 };
-    let scan = if coarse { scan_coarse(row, &mut s.scan) } else { scan_row_with(row, &mut s.scan, false) };
+    let scan = if coarse { scan_coarse(row, &mut s.scan) } else { scan_row(row, &mut s.scan) };
     let m = match scan {
         Scan::Bad(i) => return Err(i),
         Scan::Max(m) => m,
@@ -582,7 +583,6 @@ pub(crate) fn dist_list(vals: &[f32], u: f64, es: &mut Vec<f32>, xs: &mut Vec<f3
 mod tests {
     use super::*;
     use crate::candidates::{Candidates, TokenData};
-    use crate::fast::row::scan_row;
     use crate::samplers::dist::dist_select;
 
     fn lcg_row(seed: u64, n: usize, spread: f32, levels: u32) -> Vec<f32> {
@@ -644,7 +644,7 @@ mod tests {
                 [TokenData { id: 5, logit: 2.0, p: 0.0 }, TokenData { id: (n - 1) as i32, logit: -1.0, p: 0.0 }];
             for p in [&patches[..], &[]] {
                 let r = Row { logits: &row, patches: p };
-                let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
+                let Scan::Max(m) = scan_coarse(r, &mut s.scan) else { panic!() };
                 for k in 0..300u32 {
                     let mut rng = LlamaRng::new(k);
                     let u = rng.uniform_f64();
@@ -676,7 +676,7 @@ mod tests {
         assert!(decided.iter().all(|&d| d > 100), "{decided:?}");
     }
 
-    /// The dist-owned coarse scan: the same maxima as the shared scan, coarse bounds that hold
+    /// The dist-owned coarse scan: the same maxima as the shared max pass, coarse bounds that hold
     /// every block's exact sum, and the full path's index from the tiers that follow it.
     #[test]
     fn lagged_coarse_scan_bounds_hold_and_draws_match() {
@@ -725,7 +725,7 @@ mod tests {
         let row = vec![0.0f32; 2048];
         let r = Row { logits: &row, patches: &[] };
         let mut s = DistScratch::default();
-        let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
+        let Scan::Max(m) = scan_coarse(r, &mut s.scan) else { panic!() };
         for k in [1u32, 17, 1024, 2047] {
             let u = k as f64 / 2048.0;
             let (j, tier) = dist_index(r, m, u, &mut s);
@@ -738,7 +738,6 @@ mod tests {
 #[cfg(test)]
 mod bench {
     use super::*;
-    use crate::fast::row::scan_row;
 
     fn flat(n: usize) -> Vec<f32> {
         let mut x = 7u64.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -775,9 +774,9 @@ mod bench {
         let row = flat(262_144);
         let r = Row { logits: &row, patches: &[] };
         let mut s = DistScratch::default();
-        let Scan::Max(m) = scan_row(r, &mut s.scan) else { panic!() };
-        time("scan_row", || {
-            std::hint::black_box(scan_row(r, &mut s.scan));
+        let Scan::Max(m) = scan_coarse(r, &mut s.scan) else { panic!() };
+        time("scan_coarse", || {
+            std::hint::black_box(scan_coarse(r, &mut s.scan));
         });
         time("near pass", || {
             let mut t = 0.0;

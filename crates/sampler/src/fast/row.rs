@@ -1,10 +1,9 @@
 //! The shared whole-row machinery of the fast paths: the block size, the patched row view
-//! ([`Row`]), the max pass ([`scan_row`]: per-block maxima, coarse exponential sums,
-//! NaN/`+inf` detection), the gather of values above a threshold, and the tier counters.
+//! ([`Row`]), the max pass ([`scan_row`]: per-block maxima, NaN/`+inf` detection; the
+//! coarse exponential sums it can hold are dist's to fill), the gather of values above a threshold, and the tier counters.
 
 use crate::candidates::TokenData;
-use crate::fast::expf::exp_bound;
-use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Scalar, Simd};
+use crate::fast::simd::{first_nan_or_inf, max_scan_tail, simd_dispatch, MaxScan, Simd};
 
 /// The max pass's results (reused between steps).
 #[derive(Clone, Debug, Default)]
@@ -13,7 +12,7 @@ pub(crate) struct RowScan {
     pub(crate) cmax: Vec<f32>,
     /// Per-block reference the coarse sum is relative to (a value <= the row maximum).
     pub(crate) cref: Vec<f32>,
-    /// Per-block sum of [`exp_bound`]`(x - cref)`.
+    /// Per-block sum of `exp_bound(x - cref)` (filled by dist's coarse scan).
     pub(crate) coarse: Vec<f64>,
     /// Whether `coarse` / `cref` hold sums from the last scan.
     pub(crate) has_coarse: bool,
@@ -99,63 +98,10 @@ pub(crate) enum Scan {
     Max(f32),
 }
 
-/// Coarse sums may be taken relative to a reference at most this far below the block's values
-/// ([`exp_bound`] is valid up to `x = 61`).
-const REF_SLACK: f32 = 60.0;
-
-/// Max pass: per-block maximum, coarse exponential sums (each relative to the running maximum
-/// at that block, `cref`), NaN/`+inf` detection. The fast paths call [`scan_row_with`] (each
-/// says whether it needs the sums); the tests call this.
-#[cfg(test)]
+/// Max pass: per-block maximum (`cmax`), NaN/`+inf` detection; no coarse sums (dist's own
+/// scan computes those).
 pub(crate) fn scan_row(row: Row<'_>, s: &mut RowScan) -> Scan {
-    scan_row_with(row, s, true)
-}
-
-/// [`scan_row`], optionally without the coarse sums (then only `cmax` is filled).
-pub(crate) fn scan_row_with(row: Row<'_>, s: &mut RowScan, coarse: bool) -> Scan {
-    s.has_coarse = coarse;
-    if !coarse {
-        return scan_max(row, s);
-    }
-    let n = row.len();
-    let nb = n.div_ceil(BLOCK);
-    s.cmax.clear();
-    s.cref.clear();
-    s.coarse.clear();
-    let mut buf = [0f32; BLOCK];
-    let mut m = f32::NEG_INFINITY;
-    for b in 0..nb {
-        // NaN / +inf are checked on the caller's logits (as `check_logits` does), the maximum
-        // and sums on the patched values.
-        let raw = &row.logits[b * BLOCK..((b + 1) * BLOCK).min(n)];
-        let (mut c, bad, mut sum) = block_scan(raw, m);
-        if bad {
-            let i = first_nan_or_inf(raw);
-            return Scan::Bad(b * BLOCK + i);
-        }
-        let x = row.block(b, &mut buf);
-        if x.as_ptr() != raw.as_ptr() {
-            (c, _, sum) = block_scan(x, m);
-        }
-        let mut cref = m;
-        if c > m {
-            m = c;
-            // The negation is how NaN is caught: it holds for NaN, where the flipped comparison does not.
-            #[allow(clippy::neg_cmp_op_on_partial_ord)]
-            if !(c <= cref + REF_SLACK) {
-                cref = c;
-                (_, _, sum) = block_scan(x, c);
-            }
-        }
-        s.cmax.push(c);
-        s.cref.push(cref);
-        s.coarse.push(sum);
-    }
-    Scan::Max(m)
-}
-
-/// Max pass only: per-block maximum, NaN/`+inf` detection.
-fn scan_max(row: Row<'_>, s: &mut RowScan) -> Scan {
+    s.has_coarse = false;
     let n = row.len();
     let nb = n.div_ceil(BLOCK);
     s.cmax.clear();
@@ -205,39 +151,6 @@ unsafe fn block_max_k<S: Simd>(x: &[f32]) -> (f32, bool) {
             max_scan_tail(v, &mut mx, &mut badt);
         }
         (mx, badt)
-    }
-}
-
-simd_dispatch!(
-    /// (max, has NaN or +inf, sum of `exp_bound(x - c)`) over one block.
-    fn block_scan(x: &[f32], c: f32) -> (f32, bool, f64) = block_scan_k
-);
-
-#[inline(always)]
-unsafe fn block_scan_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
-    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU supports, and every vector access below stays inside the slices (`i + S::N <= len`, tails done lane by lane).
-    unsafe {
-        let n = x.len();
-        let p = x.as_ptr();
-        let cv = S::splat(c);
-        let mut ms = MaxScan::<S>::new();
-        let (mut s0, mut s1) = (S::splat(0.0), S::splat(0.0));
-        let mut i = 0;
-        while i + 2 * S::N <= n {
-            let a = S::load(p.add(i));
-            let b = S::load(p.add(i + S::N));
-            ms.push(a, b);
-            s0 = S::add(s0, exp_bound::<S>(S::sub(a, cv)));
-            s1 = S::add(s1, exp_bound::<S>(S::sub(b, cv)));
-            i += 2 * S::N;
-        }
-        let (mut mx, mut badt) = ms.finish();
-        let mut sum = S::hsum_f64(s0) + S::hsum_f64(s1);
-        for &v in &x[i..] {
-            max_scan_tail(v, &mut mx, &mut badt);
-            sum += exp_bound::<Scalar>(v - c) as f64;
-        }
-        (mx, badt, sum)
     }
 }
 

@@ -207,8 +207,6 @@ pub(crate) trait Simd {
     unsafe fn add_exponent(v: Self::V, k: Self::V) -> Self::V;
     /// `round_nearest_even(v)` to an `i32`, reinterpreted as `f32` bits.
     unsafe fn cvt_round_bits(v: Self::V) -> Self::V;
-    /// Sum of the lanes, each widened to `f64`, added in lane order.
-    unsafe fn hsum_f64(v: Self::V) -> f64;
     /// Sum of the lanes in `f32` (some tree order).
     unsafe fn hsum_f32(v: Self::V) -> f32;
     /// Largest lane (no NaN).
@@ -373,10 +371,6 @@ impl Simd for Scalar {
         let r = v.round_ties_even();
         let i = if r.is_nan() || !(-2_147_483_648.0..2_147_483_648.0).contains(&r) { i32::MIN } else { r as i32 };
         f32::from_bits(i as u32)
-    }
-    #[inline(always)]
-    unsafe fn hsum_f64(v: f32) -> f64 {
-        v as f64
     }
     #[inline(always)]
     unsafe fn hsum_f32(v: f32) -> f32 {
@@ -655,13 +649,6 @@ mod x86 {
             _mm512_castsi512_ps(_mm512_cvtps_epi32(v))
         }
         #[inline(always)]
-        unsafe fn hsum_f64(v: __m512) -> f64 {
-            let mut a = [0f32; 16];
-            // SAFETY: `a` holds 16 f32, what the unaligned store writes; AVX-512F is available (kernel contract).
-            unsafe { _mm512_storeu_ps(a.as_mut_ptr(), v) };
-            a.iter().map(|&x| x as f64).sum()
-        }
-        #[inline(always)]
         unsafe fn hmax(v: __m512) -> f32 {
             _mm512_reduce_max_ps(v)
         }
@@ -858,13 +845,6 @@ mod x86 {
         #[inline(always)]
         unsafe fn cvt_round_bits(v: __m256) -> __m256 {
             _mm256_castsi256_ps(_mm256_cvtps_epi32(v))
-        }
-        #[inline(always)]
-        unsafe fn hsum_f64(v: __m256) -> f64 {
-            let mut a = [0f32; 8];
-            // SAFETY: `a` holds 8 f32, what the unaligned store writes; AVX2 is available (kernel contract).
-            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
-            a.iter().map(|&x| x as f64).sum()
         }
         #[inline(always)]
         unsafe fn hsum_f32(v: __m256) -> f32 {

@@ -25,7 +25,7 @@
 use crate::candidates::{Candidates, TokenData};
 use crate::fast::bounds::{f32_down, seq_block};
 use crate::fast::expf::expf_exact_slice;
-use crate::fast::row::{collect_into, scan_row_with, Row, RowScan, Scan, TierCounts, BLOCK};
+use crate::fast::row::{collect_into, scan_row, Row, RowScan, Scan, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Simd};
 use crate::fast::top_k::keep_top;
 use crate::fast::value_sort::desc_key;
@@ -176,7 +176,7 @@ fn scan(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Result<f32, usize
 
 /// The max pass, then [`collect`].
 fn scan_then_collect(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Result<f32, usize> {
-    let m = match scan_row_with(row, d, false) {
+    let m = match scan_row(row, d) {
         Scan::Bad(i) => return Err(i),
         Scan::Max(m) => m,
     };
@@ -248,7 +248,7 @@ fn nucleus(
     }
     if !s.scanned {
         // The one-pass scan leaves no block maxima; the bucket order's gather reads them.
-        scan_row_with(row, d, false);
+        scan_row(row, d);
         s.scanned = true;
     }
     if !llama_order(row, m, d, s) {
