@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::error::{BuildError, ParseError};
 use crate::grammar::{Elem, Grammar};
 use crate::parse::{parse_gbnf, Item, ParsedGrammar, TokenLookup};
+use crate::stacks::StackArena;
 
 impl Grammar {
     /// Parses GBNF text and builds it with start rule `start` (llama.cpp uses `root`).
@@ -20,7 +21,15 @@ impl Grammar {
         tokens: Option<&dyn TokenLookup>,
     ) -> Result<Arc<Grammar>, BuildError> {
         let parsed = parse_gbnf(text, tokens)?;
-        Ok(Arc::new(build(parsed, start)?))
+        let grammar = Arc::new(build(parsed, start)?);
+        // The automaton's first state is the start rule expanded: a grammar whose expansion
+        // alone spends the work budget could never be followed, so it is refused here.
+        let mut arena = StackArena::new(grammar.clone());
+        arena.initial(&mut Vec::new());
+        if arena.exhausted() {
+            return Err(BuildError::TooAmbiguous(start.to_string()));
+        }
+        Ok(grammar)
     }
 }
 

@@ -36,6 +36,14 @@ pub enum BuildError {
         /// The limit.
         limit: usize,
     },
+    /// The start rule alone expands to more parse stacks than the work budget allows
+    /// ([`crate::WORK_LIMIT`]): a grammar too ambiguous to follow (see
+    /// [`AcceptError::TooAmbiguous`]).
+    #[error(
+        "grammar rule '{0}' is too ambiguous: expanding it passes the limit of {limit} units of parse-stack work",
+        limit = crate::WORK_LIMIT
+    )]
+    TooAmbiguous(String),
     /// A `<text>` token item needs a vocabulary, or the text is not exactly one token.
     #[error("token item {0}")]
     Token(String),
@@ -67,6 +75,17 @@ pub enum AcceptError {
     /// Bytes fed as plain text were rejected at this byte offset.
     #[error("input rejected at byte {0}")]
     AtByte(usize),
+    /// The grammar is too ambiguous to follow this far: its parse stacks multiplied past the
+    /// work budget ([`crate::WORK_LIMIT`]), typically through nested repetitions such as
+    /// `x+++` or `((a*)*)*`. The grammar state is unchanged; rewriting the nested repetition
+    /// as a single one (`x+`, `a*`) describes the same language without the blow-up.
+    #[error(
+        "the grammar is too ambiguous to follow here: its parse stacks passed the limit of {limit} \
+         units of work (nested repetitions such as `x+++` or `((a*)*)*` multiply them; write a \
+         single repetition instead)",
+        limit = crate::WORK_LIMIT
+    )]
+    TooAmbiguous,
 }
 
 /// A JSON Schema the converter refuses, naming the keyword and where it is.

@@ -37,4 +37,5 @@ pub use lazy::Triggers;
 pub use mask::TokenMask;
 pub use matcher::Matcher;
 pub use sampler::GrammarSampler;
+pub use stacks::WORK_LIMIT;
 pub use vocab_index::VocabIndex;

@@ -60,18 +60,19 @@ impl Matcher {
     }
 
     /// Accepts text that is not a token (llama.cpp's `accept_str`): token items never match it.
-    /// On rejection the state is unchanged and the error gives the byte offset.
+    /// On rejection the state is unchanged and the error gives the byte offset (or says the
+    /// grammar is too ambiguous to follow: [`AcceptError::TooAmbiguous`]).
     pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), AcceptError> {
+        let start = self.state;
         let mut d = self.lock();
-        let r = d.run_until_dead(self.state, bytes);
-        drop(d);
-        match r {
-            Ok(s) => {
-                self.state = s;
-                Ok(())
-            }
+        let r = match d.run_until_dead(start, bytes) {
+            Ok(s) => Ok(s),
+            Err(_) if d.dies_refused(start, bytes) => Err(AcceptError::TooAmbiguous),
             Err(i) => Err(AcceptError::AtByte(i)),
-        }
+        };
+        drop(d);
+        self.state = r?;
+        Ok(())
     }
 
     /// Whether `bytes` is a viable continuation as text (a prefix of some sentence).
@@ -96,6 +97,9 @@ impl Matcher {
         };
         let by_id = if d.has_token_items(s) && token >= 0 { d.step_token(s, token as u32) } else { None };
         let next = match (by_text, by_id) {
+            (None, None) if d.dies_refused(s, piece) || d.has_token_items(s) && d.exhausted() => {
+                return Err(AcceptError::TooAmbiguous);
+            }
             (None, None) => None,
             (Some(t), None) => Some(t),
             (t, Some(extra)) => {

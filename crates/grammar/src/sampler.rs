@@ -123,6 +123,13 @@ impl GrammarSampler {
         }
     }
 
+    /// Whether the grammar's automaton ran out of work budget ([`crate::WORK_LIMIT`]): the
+    /// grammar is too ambiguous to follow, masks may leave out tokens it allows, and accepting
+    /// such a token fails with [`AcceptError::TooAmbiguous`]. Shared by clones.
+    pub fn exhausted(&self) -> bool {
+        self.matcher.as_ref().is_some_and(|m| m.lock().exhausted())
+    }
+
     /// The error of the last `accept` that the grammar refused, if any.
     pub fn last_error(&self) -> Option<&AcceptError> {
         self.last_error.as_ref()

@@ -9,6 +9,16 @@ use crate::grammar::{Elem, Grammar};
 /// The id of the empty stack: the input so far is a complete sentence.
 pub const EMPTY: u32 = 0;
 
+/// The most stack work one automaton may do in its life: stacks interned, stacks stored in
+/// or copied out of the normalization memo, and stacks held by automaton states (the
+/// [`crate::dfa::Dfa`] adds those). Ordinary grammars stay far below it (a JSON grammar's
+/// automaton does a few thousand units for a long document). Nested repetitions such as
+/// `x+++` or `((a*)*)*` multiply the live stacks at every character (llama.cpp's stacks grow
+/// the same way until it runs out of memory); past this budget the automaton refuses to
+/// build new states and says so, rather than exhausting memory. About 16.8 million units:
+/// a few hundred MiB and well under a second of work at most.
+pub const WORK_LIMIT: usize = 1 << 24;
+
 /// Interned stacks plus the memoized normalization of stacks whose top is a rule reference.
 #[derive(Debug, Clone)]
 pub struct StackArena {
@@ -17,6 +27,8 @@ pub struct StackArena {
     nodes: Vec<(u32, u32)>,
     ids: FastMap<(u32, u32), u32>,
     normalized: FastMap<u32, Box<[u32]>>,
+    /// Work done so far (see [`WORK_LIMIT`]); past the limit, normalizing stops early.
+    work: usize,
 }
 
 impl StackArena {
@@ -27,7 +39,19 @@ impl StackArena {
             nodes: vec![(u32::MAX, u32::MAX)],
             ids: FastMap::default(),
             normalized: FastMap::default(),
+            work: 0,
         }
+    }
+
+    /// Whether the work budget ([`WORK_LIMIT`]) is spent: stack sets computed since may be
+    /// incomplete and must be discarded. It stays spent for the arena's life.
+    pub fn exhausted(&self) -> bool {
+        self.work > WORK_LIMIT
+    }
+
+    /// Counts `units` of work against the budget (states count the stacks they hold).
+    pub fn charge(&mut self, units: usize) {
+        self.work = self.work.saturating_add(units);
     }
 
     /// Number of distinct stacks seen.
@@ -46,6 +70,7 @@ impl StackArena {
             return id;
         }
         let id = self.nodes.len() as u32;
+        self.work += 1;
         self.nodes.push((pos, parent));
         self.ids.insert((pos, parent), id);
         id
@@ -90,8 +115,12 @@ impl StackArena {
 
     /// Expands rule references on top of `id` until every resulting stack has a terminal
     /// (character class or token item) on top or is empty; appends them to `out` (unsorted,
-    /// may contain duplicates).
+    /// may contain duplicates). Once the budget is [`StackArena::exhausted`] the output is
+    /// incomplete (and nothing incomplete is memoized).
     pub fn normalize(&mut self, id: u32, out: &mut Vec<u32>) {
+        if self.exhausted() {
+            return;
+        }
         if id == EMPTY {
             out.push(EMPTY);
             return;
@@ -102,6 +131,7 @@ impl StackArena {
             return;
         };
         if let Some(done) = self.normalized.get(&id) {
+            self.work += done.len();
             out.extend_from_slice(done);
             return;
         }
@@ -116,8 +146,12 @@ impl StackArena {
                 self.normalize(s, &mut res);
             }
         }
+        if self.exhausted() {
+            return;
+        }
         res.sort_unstable();
         res.dedup();
+        self.work += 2 * res.len();
         out.extend_from_slice(&res);
         self.normalized.insert(id, res.into_boxed_slice());
     }

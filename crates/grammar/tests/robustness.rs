@@ -4,7 +4,7 @@ mod common;
 
 use nucleus_grammar::continuations::ContinuationSet;
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
-use nucleus_grammar::{Grammar, Matcher};
+use nucleus_grammar::{AcceptError, Grammar, Matcher};
 
 #[test]
 fn mutated_grammars_do_not_panic() {
@@ -124,4 +124,59 @@ fn deep_grammars_are_refused_or_handled_on_a_small_stack() {
         .unwrap()
         .join()
         .unwrap();
+}
+
+/// Nested repetitions (`[a-z]+++…`) multiply the live parse stacks at every character, as in
+/// llama.cpp, whose stacks grow until memory runs out (a fuzz run found this). Past the work
+/// budget the matcher refuses with [`AcceptError::TooAmbiguous`] and keeps its state; a byte
+/// no stack can take is still an ordinary rejection.
+#[test]
+fn nested_repetitions_past_the_work_budget_are_refused_with_a_clear_error() {
+    let text = format!("root ::= [a-z]{} \"!\"", "+".repeat(100));
+    let mut m = Matcher::from_gbnf(&text).unwrap();
+    let mut accepted = 0;
+    let err = loop {
+        let before = m.state_id();
+        match m.accept_bytes(b"a") {
+            Ok(()) => accepted += 1,
+            Err(e) => {
+                assert_eq!(m.state_id(), before, "a refused byte must leave the state unchanged");
+                break e;
+            }
+        }
+        assert!(accepted < 64, "the stacks of 100 nested repetitions should pass the budget within 64 bytes");
+    };
+    assert_eq!(err, AcceptError::TooAmbiguous);
+    assert!(accepted >= 2, "the first characters fit the budget ({accepted} accepted)");
+    assert!(err.to_string().contains("too ambiguous"), "{err}");
+    assert_eq!(m.accept_bytes(b"0"), Err(AcceptError::AtByte(0)), "a byte no class takes is a plain rejection");
+    // Three levels of nesting are ordinary: a long input goes through.
+    let mut m = Matcher::from_gbnf("root ::= [a-z]+++ \"!\"").unwrap();
+    m.accept_bytes("a".repeat(2000).as_bytes()).unwrap();
+    m.accept_bytes(b"!").unwrap();
+    assert!(m.can_end());
+}
+
+/// A start rule whose expansion alone passes the work budget (each of 40 levels doubles the
+/// stacks: `x_i ::= x_{i+1} "p" | x_{i+1} "q"`) is refused when the grammar is built.
+#[test]
+fn a_start_rule_too_ambiguous_to_expand_is_refused_at_build() {
+    let mut text = String::from("root ::= x0\n");
+    for i in 0..40 {
+        text += &format!("x{i} ::= x{} \"p\" | x{} \"q\"\n", i + 1, i + 1);
+    }
+    text += "x40 ::= \"z\"\n";
+    match Grammar::parse(&text, "root") {
+        Err(e @ nucleus_grammar::BuildError::TooAmbiguous(_)) => assert!(e.to_string().contains("'root'"), "{e}"),
+        other => panic!("expected TooAmbiguous, got {other:?}"),
+    }
+    // Ten levels (1,024 stacks) are fine.
+    let mut text = String::from("root ::= x0\n");
+    for i in 0..10 {
+        text += &format!("x{i} ::= x{} \"p\" | x{} \"q\"\n", i + 1, i + 1);
+    }
+    text += "x10 ::= \"z\"\n";
+    let mut m = Matcher::new(Grammar::parse(&text, "root").unwrap());
+    m.accept_bytes(b"zpqppqqppqp").unwrap();
+    assert!(m.can_end());
 }

@@ -181,3 +181,24 @@ fn escapes_inside_strings_are_masked_exactly() {
     let json = nucleus_grammar::builtin::text("json").unwrap();
     check_masks_along("{\"k\": \"\\nab\\n\\\"é\"}", json);
 }
+
+/// A grammar too ambiguous to follow ([`nucleus_grammar::WORK_LIMIT`]): masks are computed
+/// without running out of memory, and once the budget is spent the sampler says so
+/// (`exhausted`) and accepting a token the grammar cannot follow any more fails with
+/// `TooAmbiguous`, not with a plain rejection.
+#[test]
+fn a_grammar_too_ambiguous_to_follow_is_reported_by_the_sampler() {
+    let vocab = toy_vocab();
+    let text = format!("root ::= [a-z]{} \"!\"", "+".repeat(100));
+    let mut s = GrammarSampler::new(&vocab, &text, "root").unwrap();
+    let a = tokenize(&vocab, b"a")[0];
+    let err = loop {
+        let mask = s.mask();
+        if !mask.contains(a) {
+            break s.try_accept(a).unwrap_err();
+        }
+        s.try_accept(a).unwrap();
+    };
+    assert!(s.exhausted());
+    assert_eq!(err, nucleus_grammar::AcceptError::TooAmbiguous);
+}

@@ -69,7 +69,8 @@ pub fn vocab_index_with(tok: &dyn Tokenizer, render_special: bool) -> VocabIndex
 /// Grammars compiled for earlier requests, by constraint: a request repeating a schema or
 /// grammar gets a clone of the same sampler, whose automaton and per-state masks (shared by
 /// clones) are already warm. A few dozen entries, least recently used dropped first; an
-/// automaton grown past [`GrammarCache::MAX_STATES`] is rebuilt fresh.
+/// automaton grown past [`GrammarCache::MAX_STATES`] or out of work budget
+/// ([`nucleus_grammar::WORK_LIMIT`]) is rebuilt fresh.
 #[derive(Debug, Default)]
 pub struct GrammarCache {
     entries: Mutex<Vec<(String, GrammarSampler)>>,
@@ -101,7 +102,9 @@ impl GrammarCache {
             let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(i) = e.iter().position(|(k, _)| *k == key) {
                 let hit = e.remove(i);
-                if hit.1.automaton_states() <= Self::MAX_STATES {
+                // An automaton that spent its work budget refuses new states for good: a
+                // fresh one is built instead (the request may take another path through it).
+                if hit.1.automaton_states() <= Self::MAX_STATES && !hit.1.exhausted() {
                     let out = hit.1.clone();
                     e.push(hit);
                     return Ok(out);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nucleus_grammar::continuations::TrieConstraint;
-use nucleus_grammar::GrammarSampler;
+use nucleus_grammar::{AcceptError, GrammarSampler};
 use nucleus_sampler::probs::{top_n_post, TokenProb};
 use nucleus_sampler::{Candidates, SamplingParams, Token, TokenSampler};
 
@@ -317,11 +317,19 @@ impl Sequence {
                 ban(c);
                 nucleus_sampler::Sampler::apply(g, c);
             };
-            if tracing {
+            let steered = if tracing {
                 self.trace.resampled = true;
-                self.sampler.apply_traced(logits, steer, &mut self.trace.counts)?
+                self.sampler.apply_traced(logits, steer, &mut self.trace.counts)
             } else {
-                self.sampler.apply_steered(logits, steer)?
+                self.sampler.apply_steered(logits, steer)
+            };
+            match steered {
+                // Every token masked out because the grammar became too ambiguous to follow:
+                // say so rather than "no candidate left".
+                Err(_) if g.exhausted() => {
+                    return Err(RuntimeError::GrammarDeadEnd(AcceptError::TooAmbiguous.to_string()))
+                }
+                r => r?,
             }
         };
         g.try_accept(token).map_err(|e| RuntimeError::GrammarDeadEnd(e.to_string()))?;
