@@ -97,6 +97,9 @@ pub fn walk_checking_masks(s: &mut GrammarSampler, choices: &[u8]) {
         let mut allowed = Vec::new();
         for id in 0..n as i32 {
             let by_token = s.is_allowed(id);
+            if s.exhausted() {
+                return check_exhausted(s);
+            }
             assert_eq!(mask.contains(id), by_token, "mask and token-by-token check differ on token {id}");
             if by_token {
                 allowed.push(id);
@@ -111,9 +114,20 @@ pub fn walk_checking_masks(s: &mut GrammarSampler, choices: &[u8]) {
             return;
         }
         if let Err(e) = s.try_accept(tok) {
+            if s.exhausted() {
+                return check_exhausted(s);
+            }
             panic!("token {tok} was in the mask but accepting it failed: {e}");
         }
     }
+}
+
+/// A grammar too ambiguous to follow (its automaton spent the work budget, possibly while
+/// checking the tokens one by one after the mask was made): from then on nothing is allowed
+/// and accepting says why.
+fn check_exhausted(s: &mut GrammarSampler) {
+    assert_eq!(s.mask().count(), 0, "a grammar out of work budget must allow nothing");
+    assert_eq!(s.try_accept(0), Err(nucleus_grammar::AcceptError::TooAmbiguous));
 }
 
 /// Splits at the first NUL byte: (before, after). No NUL: everything is `before`.

@@ -13,10 +13,6 @@ use crate::stacks::{StackArena, EMPTY};
 /// Transition target meaning "this byte is rejected".
 pub const DEAD: u32 = u32::MAX;
 const UNKNOWN: u32 = u32::MAX - 1;
-/// What a stack advance returns when the work budget ran out
-/// ([`StackArena::exhausted`]): the transition is stored as [`DEAD`] and remembered as
-/// refused, so a rejected input can be told apart from a grammar too ambiguous to follow.
-const REFUSED: u32 = u32::MAX - 2;
 
 /// An unfinished UTF-8 sequence: bits read so far and continuation bytes still missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -102,9 +98,6 @@ pub struct Dfa {
     /// Per character class, whether it holds some code point a lead byte from 0xC2 up can
     /// start (U+0080 and beyond, llama.cpp's over-long 0xF8..0xFF reading included).
     high_classes: Arc<[bool]>,
-    /// Per state, the bytes whose transition was refused for lack of budget (bit `b`); only
-    /// states with such a byte have an entry.
-    refused: FastMap<u32, [u64; 4]>,
 }
 
 /// Every code point a lead byte can begin (see [`Partial::range`]): 0xC2 starts U+0080, and
@@ -133,7 +126,6 @@ impl Dfa {
             any_value_ok: false,
             ascii_sets: Arc::from([]),
             high_classes: Arc::from([]),
-            refused: FastMap::default(),
         };
         dfa.high_classes =
             dfa.arena.grammar.classes.iter().map(|c| c.intersects(HIGH_CODE_POINTS.0, HIGH_CODE_POINTS.1)).collect();
@@ -342,41 +334,17 @@ impl Dfa {
                 return DEAD;
             }
         }
-        let mut next = self.compute(s, b);
-        if next == REFUSED {
-            self.mark_refused(s, 1u128 << (b & 0x7F), b >= 0x80);
-            next = DEAD;
-        }
+        let next = self.compute(s, b);
         self.trans[(s as usize) << 8 | b as usize] = next;
         next
     }
 
-    /// Remembers that the transitions of `s` on the bytes of `bits` (bit `b` for byte `b`, or
-    /// `b + 128` when `high`) were refused for lack of budget.
-    fn mark_refused(&mut self, s: u32, bits: u128, high: bool) {
-        let e = self.refused.entry(s).or_default();
-        let half = if high { 2 } else { 0 };
-        e[half] |= bits as u64;
-        e[half + 1] |= (bits >> 64) as u64;
-    }
-
-    /// Whether the automaton ran out of work budget ([`crate::stacks::WORK_LIMIT`]): some
-    /// transitions were refused (stored as dead) and no new state is built any more.
+    /// Whether the automaton ran out of work budget ([`crate::stacks::WORK_LIMIT`]): the
+    /// grammar is too ambiguous to follow. Transitions computed since are stored as dead and
+    /// no new stack set is built; the [`crate::Matcher`] then refuses all input with
+    /// [`crate::AcceptError::TooAmbiguous`] (so its answers stay consistent with each other).
     pub fn exhausted(&self) -> bool {
         self.arena.exhausted()
-    }
-
-    /// Whether feeding `bytes` from `s` dies on a transition refused for lack of budget
-    /// (rather than on a byte the grammar rejects).
-    pub fn dies_refused(&mut self, mut s: u32, bytes: &[u8]) -> bool {
-        for &b in bytes {
-            let next = self.step(s, b);
-            if next == DEAD {
-                return self.refused.get(&s).is_some_and(|e| e[(b >> 6) as usize] >> (b & 63) & 1 == 1);
-            }
-            s = next;
-        }
-        false
     }
 
     /// Fills the transitions of `s` on every ASCII byte that advances exactly the stacks `b`
@@ -402,11 +370,7 @@ impl Dfa {
         let row = (s as usize) << 8;
         self.trans[row] = DEAD;
         if b != 0 {
-            let mut next = if group & any == 0 { DEAD } else { self.advance(&stacks, b as u32) };
-            if next == REFUSED {
-                self.mark_refused(s, group, false);
-                next = DEAD;
-            }
+            let next = if group & any == 0 { DEAD } else { self.advance(&stacks, b as u32) };
             let mut bits = group;
             while bits != 0 {
                 let k = bits.trailing_zeros() as usize;
@@ -585,7 +549,7 @@ impl Dfa {
     }
 
     /// The state after a character every stack of `stacks` accepts (an [`ANY_VALUE`] sequence
-    /// completed), or [`REFUSED`].
+    /// completed), or [`DEAD`] once the work budget is spent.
     fn advance_all(&mut self, stacks: &[u32]) -> u32 {
         let mut out = Vec::new();
         for &st in stacks {
@@ -597,14 +561,15 @@ impl Dfa {
             }
         }
         if self.arena.exhausted() {
-            return REFUSED;
+            return DEAD;
         }
         out.sort_unstable();
         out.dedup();
         self.intern(out, Partial::default())
     }
 
-    /// The state after code point `c`, [`DEAD`] if no stack takes it, or [`REFUSED`].
+    /// The state after code point `c`, or [`DEAD`] if no stack takes it or the work budget is
+    /// spent ([`Dfa::exhausted`]: an incomplete stack set is never interned).
     fn advance(&mut self, stacks: &[u32], c: u32) -> u32 {
         let mut out = std::mem::take(&mut self.scratch);
         out.clear();
@@ -617,7 +582,7 @@ impl Dfa {
         if self.arena.exhausted() {
             out.clear();
             self.scratch = out;
-            return REFUSED;
+            return DEAD;
         }
         if out.is_empty() {
             self.scratch = out;

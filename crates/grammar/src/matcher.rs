@@ -50,8 +50,10 @@ impl Matcher {
 
     /// Whether an end-of-generation token is allowed now: [`Matcher::can_end`], or llama.cpp's
     /// wider rule inside a pending multi-byte character (the grammar could end before it).
+    /// False once the automaton is out of work budget.
     pub fn eog_allowed(&self) -> bool {
-        self.lock().eog_ok(self.state)
+        let d = self.lock();
+        d.eog_ok(self.state) && !d.exhausted()
     }
 
     /// Number of live parse stacks (a measure of ambiguity).
@@ -60,26 +62,25 @@ impl Matcher {
     }
 
     /// Accepts text that is not a token (llama.cpp's `accept_str`): token items never match it.
-    /// On rejection the state is unchanged and the error gives the byte offset (or says the
-    /// grammar is too ambiguous to follow: [`AcceptError::TooAmbiguous`]).
+    /// On rejection the state is unchanged and the error gives the byte offset. Once the
+    /// automaton is out of work budget (a grammar too ambiguous to follow), this and every
+    /// other accept fail with [`AcceptError::TooAmbiguous`] and nothing is allowed any more.
     pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), AcceptError> {
         let start = self.state;
         let mut d = self.lock();
-        let r = match d.run_until_dead(start, bytes) {
-            Ok(s) => Ok(s),
-            Err(_) if d.dies_refused(start, bytes) => Err(AcceptError::TooAmbiguous),
-            Err(i) => Err(AcceptError::AtByte(i)),
-        };
+        let r = d.run_until_dead(start, bytes);
+        let r = if d.exhausted() { Err(AcceptError::TooAmbiguous) } else { r.map_err(AcceptError::AtByte) };
         drop(d);
         self.state = r?;
         Ok(())
     }
 
-    /// Whether `bytes` is a viable continuation as text (a prefix of some sentence).
+    /// Whether `bytes` is a viable continuation as text (a prefix of some sentence). False once
+    /// the automaton is out of work budget.
     pub fn allows_bytes(&self, bytes: &[u8]) -> bool {
         let mut d = self.lock();
         let s = d.run(self.state, bytes);
-        s != DEAD && d.end_ok(s)
+        s != DEAD && d.end_ok(s) && !d.exhausted()
     }
 
     /// Accepts one sampled token with id `token` and text `piece`: token items judge it by
@@ -97,9 +98,7 @@ impl Matcher {
         };
         let by_id = if d.has_token_items(s) && token >= 0 { d.step_token(s, token as u32) } else { None };
         let next = match (by_text, by_id) {
-            (None, None) if d.dies_refused(s, piece) || d.has_token_items(s) && d.exhausted() => {
-                return Err(AcceptError::TooAmbiguous);
-            }
+            _ if d.exhausted() => return Err(AcceptError::TooAmbiguous),
             (None, None) => None,
             (Some(t), None) => Some(t),
             (t, Some(extra)) => {
@@ -119,7 +118,9 @@ impl Matcher {
 
     /// Accepts an end-of-generation token: allowed only where [`Matcher::eog_allowed`].
     pub fn accept_eog(&mut self, token: i32) -> Result<(), AcceptError> {
-        if self.eog_allowed() {
+        if self.lock().exhausted() {
+            Err(AcceptError::TooAmbiguous)
+        } else if self.eog_allowed() {
             Ok(())
         } else {
             Err(AcceptError::Incomplete(token))

@@ -124,8 +124,8 @@ impl GrammarSampler {
     }
 
     /// Whether the grammar's automaton ran out of work budget ([`crate::WORK_LIMIT`]): the
-    /// grammar is too ambiguous to follow, masks may leave out tokens it allows, and accepting
-    /// such a token fails with [`AcceptError::TooAmbiguous`]. Shared by clones.
+    /// grammar is too ambiguous to follow, masks are empty and every accept fails with
+    /// [`AcceptError::TooAmbiguous`]. Shared by clones.
     pub fn exhausted(&self) -> bool {
         self.matcher.as_ref().is_some_and(|m| m.lock().exhausted())
     }
@@ -135,7 +135,8 @@ impl GrammarSampler {
         self.last_error.as_ref()
     }
 
-    /// The set of tokens allowed next (every token while inactive).
+    /// The set of tokens allowed next (every token while inactive; none once the grammar is
+    /// [`GrammarSampler::exhausted`]).
     pub fn mask(&self) -> Arc<TokenMask> {
         let n = self.vocab.n_vocab();
         let Some(m) = self.matcher.as_ref().filter(|_| !self.awaiting) else {
@@ -145,6 +146,11 @@ impl GrammarSampler {
             }
             return Arc::new(all);
         };
+        if m.lock().exhausted() {
+            // Too ambiguous to follow: nothing is allowed (as `is_allowed` and the matcher say),
+            // not even what an earlier mask of this state allowed.
+            return Arc::new(TokenMask::new(n));
+        }
         let state = m.state_id();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.enabled {
@@ -157,6 +163,9 @@ impl GrammarSampler {
         let mut dfa = m.lock();
         let scratch = &mut cache.scratch;
         compute_mask(&mut dfa, state, &self.vocab, &mut mask, scratch);
+        if dfa.exhausted() {
+            return Arc::new(TokenMask::new(n));
+        }
         drop(dfa);
         let mask = Arc::new(mask);
         if cache.enabled {

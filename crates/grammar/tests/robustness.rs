@@ -128,8 +128,8 @@ fn deep_grammars_are_refused_or_handled_on_a_small_stack() {
 
 /// Nested repetitions (`[a-z]+++…`) multiply the live parse stacks at every character, as in
 /// llama.cpp, whose stacks grow until memory runs out (a fuzz run found this). Past the work
-/// budget the matcher refuses with [`AcceptError::TooAmbiguous`] and keeps its state; a byte
-/// no stack can take is still an ordinary rejection.
+/// budget the matcher refuses with [`AcceptError::TooAmbiguous`], keeps its state and allows
+/// nothing more.
 #[test]
 fn nested_repetitions_past_the_work_budget_are_refused_with_a_clear_error() {
     let text = format!("root ::= [a-z]{} \"!\"", "+".repeat(100));
@@ -149,7 +149,10 @@ fn nested_repetitions_past_the_work_budget_are_refused_with_a_clear_error() {
     assert_eq!(err, AcceptError::TooAmbiguous);
     assert!(accepted >= 2, "the first characters fit the budget ({accepted} accepted)");
     assert!(err.to_string().contains("too ambiguous"), "{err}");
-    assert_eq!(m.accept_bytes(b"0"), Err(AcceptError::AtByte(0)), "a byte no class takes is a plain rejection");
+    // From then on nothing is allowed, and every accept says why.
+    assert!(!m.allows_bytes(b"a") && !m.eog_allowed());
+    assert_eq!(m.accept_bytes(b"0"), Err(AcceptError::TooAmbiguous));
+    assert_eq!(m.accept_eog(7), Err(AcceptError::TooAmbiguous));
     // Three levels of nesting are ordinary: a long input goes through.
     let mut m = Matcher::from_gbnf("root ::= [a-z]+++ \"!\"").unwrap();
     m.accept_bytes("a".repeat(2000).as_bytes()).unwrap();
