@@ -104,6 +104,8 @@ pub(crate) struct MiroScratch {
     top: Top,
     /// The small terms of [`split_grid_sum`].
     small: Vec<f32>,
+    /// The tail window of the last step's gather ([`TailWindow`]).
+    tw: TailWindow,
 }
 
 /// A [`Miro::Bounded`] step prepared by [`top_tier`]: the gathered top tokens (`s.vals`, with
@@ -321,7 +323,8 @@ fn prefix(row: Row<'_>, t: Option<f32>, mu: f32, s: &mut MiroScratch, out: &mut 
     let thr_g = l_of(mf - 16.7, t, lmax);
     // Whether `s.vals` / `s.es` hold the gathered logits and their exact terms (for [`top_tier`]).
     let mut gathered = false;
-    let s1 = if gather_values(row, thr_g, s, MAX_GATHER) {
+    s.tw.plan(&s.blocks, lmax, t, mu, thr_g, n);
+    let s1 = if gather_with_window(row, thr_g, s) {
         exact_terms(&s.vals, t, m, &mut s.xs, &mut s.es);
         gathered = true;
         if let Some(s1) = split_grid_sum(s) {
@@ -624,7 +627,7 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     s.top.thr_g = thr_g;
     // 2. The tail: exact count, its mass bracketed from the count alone (the draw narrows
     // the bracket with [`tail_terms`] only when it needs to).
-    let Some(tail) = tail_count(row, t, thr_g, s) else {
+    let Some(tail) = window_tail(t, thr_g, s).or_else(|| tail_count(row, t, thr_g, s)) else {
         return 0;
     };
     let n = n_top + tail.n as usize;
@@ -725,14 +728,7 @@ fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Opti
 fn tail_count(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
     let b = &s.bins;
     let l_hi = sure_kept_from(b, t);
-    if !(t.is_none_or(|t| t.is_finite() && t > 0.0) && l_hi > b.thr) {
-        return None;
-    }
-    let x_g = scaled(thr_g, t) - b.m;
-    let e_g = (x_g as f64).exp() * (1.0 + 1e-6) + f64::from_bits((1023 - 149) << 52);
-    if !e_g.is_finite() {
-        return None;
-    }
+    let e_g = tail_term_bound(t, thr_g, b)?;
     let mut buf = [0f32; BLOCK];
     let (mut sure, mut n_exact, mut exact) = (0u64, 0u64, 0.0f64);
     for (k, blk) in s.blocks.iter().enumerate() {
@@ -749,12 +745,200 @@ fn tail_count(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Opti
             exact += e;
         }
     }
+    Some(crude_tail(sure, n_exact, exact, e_g, b.e_star))
+}
+
+/// [`tail_count`]'s `e_g`: a bound on the term of any logit under the gather threshold `thr_g`
+/// (`None` when the tail cannot be counted from logits: a temperature that is not a positive
+/// finite number, no room between `thr` and the sure threshold, or an infinite bound).
+fn tail_term_bound(t: Option<f32>, thr_g: f32, b: &Bins) -> Option<f64> {
+    let l_hi = sure_kept_from(b, t);
+    if !(t.is_none_or(|t| t.is_finite() && t > 0.0) && l_hi > b.thr) {
+        return None;
+    }
+    let x_g = scaled(thr_g, t) - b.m;
+    let e_g = (x_g as f64).exp() * (1.0 + 1e-6) + f64::from_bits((1023 - 149) << 52);
+    e_g.is_finite().then_some(e_g)
+}
+
+/// The [`Tail`] of `sure` tokens whose terms lie in `[e_star, e_g]` and `n_exact` more whose
+/// exact terms sum (in `f64`, any order) to `exact`.
+fn crude_tail(sure: u64, n_exact: u64, exact: f64, e_g: f64, e_star: f32) -> Tail {
     // Products of an integer below 2^22 and an f64: one rounding each; the exact terms' f64
     // sum: within `n_exact` ulps relative.
     let x_err = n_exact as f64 * f64::EPSILON;
     let hi = (sure as f64 * e_g + exact * (1.0 + x_err)) * (1.0 + 1e-12);
-    let lo = ((sure as f64 * b.e_star as f64 + exact * (1.0 - x_err)) * (1.0 - 1e-12)).max(0.0);
-    Some(Tail { n: sure + n_exact, lo, hi })
+    let lo = ((sure as f64 * e_star as f64 + exact * (1.0 - x_err)) * (1.0 - 1e-12)).max(0.0);
+    Tail { n: sure + n_exact, lo, hi }
+}
+
+/// A guess, made before step 2's gather, of the logit range `[lo, hi)` where the kept set's
+/// threshold `thr` and its sure-kept threshold `l_hi` ([`sure_kept_from`]) will fall once `s1`
+/// is known. The gather then also collects the logits in that range and counts those at or
+/// above `hi` ([`gather_with_window`]), which gives [`tail_count`]'s answer without its pass
+/// over the row when the guess holds ([`window_tail`] checks it; otherwise the pass runs).
+/// The guess takes `s1` between the sum of the blocks' maxima's terms (a sum over some of
+/// `s1`'s terms) and four times that.
+#[derive(Clone, Debug, Default)]
+struct TailWindow {
+    /// The gather collected the window (and `lo < hi <= thr_g`).
+    live: bool,
+    lo: f32,
+    hi: f32,
+    /// The logits in `[lo, hi)`, in id order.
+    vals: Vec<f32>,
+    /// Tokens at or above `hi` (the gathered ones included).
+    above: u64,
+}
+
+/// The window is only guessed when `mu` is at least this: the top tier needs `e* <= 2^-24`,
+/// which takes `mu >= 24` (`e* >= 2^-mu`, as `s1 >= 1`).
+const WINDOW_MU_FROM: f32 = 24.0;
+
+impl TailWindow {
+    /// Guesses the window for a row of `n` tokens whose blocks are scanned (`lmax`, `t`, `mu`,
+    /// and the gather threshold `thr_g` as in `prefix`).
+    fn plan(&mut self, blocks: &[Block], lmax: f32, t: Option<f32>, mu: f32, thr_g: f32, n: usize) {
+        self.live = false;
+        self.vals.clear();
+        self.above = 0;
+        if !(mu >= WINDOW_MU_FROM && n < BOUNDED_MAX_LEN) {
+            return;
+        }
+        let m = scaled(lmax, t);
+        // Terms under e^-10 hardly move the guess.
+        let lb: f64 =
+            blocks.iter().map(|b| scaled(b.max, t) - m).filter(|&x| x >= -10.0).map(|x| (x as f64).exp()).sum();
+        let base = m as f64 - mu as f64 * std::f64::consts::LN_2;
+        // The thresholds' margins are wider by ln 2 when `e*` is subnormal (see `prefix`).
+        let sub = |s1: f64| {
+            let e = s1.ln() + base - m as f64;
+            if e < (f32::MIN_POSITIVE as f64).ln() + 1.0 {
+                std::f64::consts::LN_2
+            } else {
+                0.0
+            }
+        };
+        self.lo = l_of(base + lb.ln() - 0.01 - sub(lb), t, lmax);
+        self.hi = l_up(base + (4.0 * lb).ln() + 0.01 + sub(4.0 * lb), t).min(thr_g);
+        self.live = self.lo < self.hi;
+    }
+}
+
+/// [`gather_values`] at `thr_g` with limit [`MAX_GATHER`], which also fills the live
+/// [`TailWindow`] `s.tw` in the same pass (a dead one stays empty).
+fn gather_with_window(row: Row<'_>, thr_g: f32, s: &mut MiroScratch) -> bool {
+    if !s.tw.live {
+        return gather_values(row, thr_g, s, MAX_GATHER);
+    }
+    s.ids.clear();
+    s.vals.clear();
+    let (lo, hi) = (s.tw.lo, s.tw.hi);
+    let mut buf = [0f32; BLOCK];
+    let (mut top, mut win) = ([0f32; BLOCK + 16], [0f32; BLOCK + 16]);
+    for (b, blk) in s.blocks.iter().enumerate() {
+        let len = BLOCK.min(row.len() - b * BLOCK);
+        // The negations hold for NaN, where the flipped comparisons do not.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(blk.min < hi) {
+            // Every token of the block is at or above `hi` (none in the window).
+            s.tw.above += len as u64;
+            if !(blk.max < thr_g) {
+                let k = compact_ge(row.block(b, &mut buf), thr_g, &mut top);
+                s.vals.extend_from_slice(&top[..k]);
+            }
+        } else if !(blk.max < lo) {
+            let (kg, kw, above) = window_block(row.block(b, &mut buf), thr_g, lo, hi, &mut top, &mut win);
+            s.vals.extend_from_slice(&top[..kg]);
+            s.tw.vals.extend_from_slice(&win[..kw]);
+            s.tw.above += above as u64;
+        }
+        if s.vals.len() > MAX_GATHER {
+            s.tw.live = false;
+            return false;
+        }
+    }
+    true
+}
+
+simd_dispatch!(
+    /// Over one block `x`: the values `>= thr_g` to the front of `top`, those in `[lo, hi)`
+    /// to the front of `win` (both in order), and the count of those `>= hi`; returns the two
+    /// lengths and the count.
+    fn window_block(x: &[f32], thr_g: f32, lo: f32, hi: f32, top: &mut [f32; BLOCK + 16], win: &mut [f32; BLOCK + 16]) -> (usize, usize, u32) = window_block_k
+);
+
+#[inline(always)]
+unsafe fn window_block_k<S: Simd>(
+    x: &[f32],
+    thr_g: f32,
+    lo: f32,
+    hi: f32,
+    top: &mut [f32; BLOCK + 16],
+    win: &mut [f32; BLOCK + 16],
+) -> (usize, usize, u32) {
+    assert!(x.len() <= BLOCK);
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports; loads cover `i..i + S::N` with `i + S::N <= x.len()` (four at a time: `i + 4
+    // S::N`), and the compressed stores write at most `4 S::N` values at `kg <= i` or `kw <= i`
+    // (at most that many were written before) while `i + 4 S::N <= x.len() <= BLOCK`, and
+    // one value past `x.len() - 1` at most afterwards: inside the `BLOCK + 16` of `top` and
+    // `win`.
+    unsafe {
+        let (gv, lv, hv) = (S::splat(thr_g), S::splat(lo), S::splat(hi));
+        let (mut kg, mut kw, mut above) = (0usize, 0usize, 0u32);
+        let mut i = 0;
+        // Four vectors at a time: most groups have no value to keep, and skip the stores.
+        while i + 4 * S::N <= x.len() {
+            let z = S::splat(0.0);
+            let (mut l, mut g, mut w) = ([z; 4], [S::none(); 4], [S::none(); 4]);
+            for j in 0..4 {
+                l[j] = S::load(x.as_ptr().add(i + j * S::N));
+                g[j] = S::ge(l[j], gv);
+                w[j] = S::and_m(S::ge(l[j], lv), S::lt(l[j], hv));
+                above += S::count(S::ge(l[j], hv));
+            }
+            if S::any(S::or_m(S::or_m(g[0], g[1]), S::or_m(g[2], g[3]))) {
+                kg += S::compress_store4(g, l, top.as_mut_ptr().add(kg));
+            }
+            if S::any(S::or_m(S::or_m(w[0], w[1]), S::or_m(w[2], w[3]))) {
+                kw += S::compress_store4(w, l, win.as_mut_ptr().add(kw));
+            }
+            i += 4 * S::N;
+        }
+        for &l in &x[i..] {
+            top[kg] = l;
+            kg += usize::from(l >= thr_g);
+            win[kw] = l;
+            kw += usize::from(l >= lo && l < hi);
+            above += u32::from(l >= hi);
+        }
+        (kg, kw, above)
+    }
+}
+
+/// [`tail_count`]'s answer from the live [`TailWindow`] (`None` when it is dead, or when the
+/// kept set's thresholds fell outside it: then the caller counts with [`tail_count`]). With
+/// `lo <= thr` and `l_hi <= hi <= thr_g`, the tail's sure tokens (`l_hi <= l < thr_g`) are
+/// the `above` tokens under `thr_g` (all but the gathered ones) and the window's at or above
+/// `l_hi`; its unsure ones (`thr <= l < l_hi`) all lie in the window, whose values go through
+/// [`unsure_terms`] as one block would.
+fn window_tail(t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
+    let (tw, b) = (&s.tw, &s.bins);
+    let l_hi = sure_kept_from(b, t);
+    if !(tw.live && tw.lo <= b.thr && l_hi <= tw.hi && tw.hi <= thr_g) {
+        return None;
+    }
+    let e_g = tail_term_bound(t, thr_g, b)?;
+    let mut sure = tw.above - s.vals.len() as u64;
+    let (mut n_exact, mut exact) = (0u64, 0.0f64);
+    for c in tw.vals.chunks(BLOCK) {
+        sure += c.iter().filter(|&&l| l >= l_hi).count() as u64;
+        let (k, e) = unsure_terms(c, c.len(), thr_g, t, b);
+        n_exact += k;
+        exact += e;
+    }
+    Some(crude_tail(sure, n_exact, exact, e_g, b.e_star))
 }
 
 /// The logit at or above which every token is kept (`e >= e*`), with the gather thresholds'
@@ -978,22 +1162,36 @@ fn compact_ge(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
 }
 
 /// [`compact_ge`] with AVX-512: each 16 values compressed in a register and stored whole (the
-/// spare lanes are overwritten by the next store or lie past the count).
+/// spare lanes are overwritten by the next store or lie past the count). The values are
+/// compared 64 at a time first: on the rows this runs on, a few thousand of the 262,144 pass,
+/// so most groups of 64 have none and skip the compressions and stores.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn compact_ge_avx512(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
     use std::arch::x86_64::*;
     let tv = _mm512_set1_ps(thr);
     let (mut w, mut i) = (0usize, 0usize);
-    while i + 16 <= x.len() {
-        // SAFETY: `i + 16 <= x.len()`; the store covers `w..w + 16` with `w <= i <= BLOCK - 16`,
-        // inside `out` (`BLOCK + 16` long).
-        unsafe {
-            let v = _mm512_loadu_ps(x.as_ptr().add(i));
-            let m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv);
-            _mm512_storeu_ps(out.as_mut_ptr().add(w), _mm512_maskz_compress_ps(m, v));
-            w += (m as u32).count_ones() as usize;
+    while i + 64 <= x.len() {
+        let mut v = [_mm512_setzero_ps(); 4];
+        let mut m = [0 as __mmask16; 4];
+        for j in 0..4 {
+            // SAFETY: `i + 64 <= x.len()`: the load lies inside `x`.
+            v[j] = unsafe { _mm512_loadu_ps(x.as_ptr().add(i + 16 * j)) };
+            m[j] = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v[j], tv);
         }
+        if m[0] | m[1] | m[2] | m[3] != 0 {
+            for j in 0..4 {
+                // SAFETY: `w` values written so far: `w <= i + 16 j <= BLOCK - 16`.
+                w += unsafe { compress_at(m[j], v[j], out, w) };
+            }
+        }
+        i += 64;
+    }
+    while i + 16 <= x.len() {
+        // SAFETY: `i + 16 <= x.len()`.
+        let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(i)) };
+        // SAFETY: `w <= i <= BLOCK - 16`.
+        w += unsafe { compress_at(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv), v, out, w) };
         i += 16;
     }
     for &v in &x[i..] {
@@ -1001,6 +1199,27 @@ unsafe fn compact_ge_avx512(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) ->
         w += usize::from(v >= thr);
     }
     w
+}
+
+/// Stores the lanes of `v` under `m`, compressed, at `out[w..]` (a whole vector: the lanes
+/// past the count are overwritten later or lie past the kept values); returns their count.
+///
+/// # Safety
+/// AVX-512F is available and `w <= BLOCK`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,popcnt")]
+#[inline]
+unsafe fn compress_at(
+    m: std::arch::x86_64::__mmask16,
+    v: std::arch::x86_64::__m512,
+    out: &mut [f32; BLOCK + 16],
+    w: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    debug_assert!(w <= BLOCK);
+    // SAFETY: `w <= BLOCK` (the caller's contract): the 16 lanes stored lie inside `out`.
+    unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(w), _mm512_maskz_compress_ps(m, v)) };
+    (m as u32).count_ones() as usize
 }
 
 /// The logits `>= thr` (in id order, without their ids: `s.ids` is left empty) into
@@ -1046,22 +1265,30 @@ fn bin_terms(es: &[f32], b: &mut Bins, nbins: usize, idx: &mut [u32; BLOCK], inc
     }
 }
 
-/// Each bin's count and exact mass from `b`'s histogram; returns the kept count.
+/// Each bin's count and exact mass from `b`'s histogram; returns the kept count. (Most bins
+/// of a top tier are empty: its gathered tokens reach down to `2^-24` of the maximum's term,
+/// its bins to `e*`.)
 fn bins_finish(b: &mut Bins, nbins: usize) -> usize {
-    b.mass.clear();
-    b.cnt.clear();
+    let Bins { hist, mass, cnt, top, .. } = b;
+    mass.clear();
+    mass.resize(nbins, 0.0);
+    cnt.clear();
+    cnt.resize(nbins, 0);
     let mut n = 0usize;
-    for (k, &h) in b.hist[..nbins].iter().enumerate() {
-        let code = b.top - k as u32;
-        let cnt = (h >> CNT_SHIFT) as u32;
+    for (k, ((&h, mass), cnt)) in hist[..nbins].iter().zip(mass.iter_mut()).zip(cnt.iter_mut()).enumerate() {
+        if h == 0 {
+            continue;
+        }
+        let code = *top - k as u32;
+        let c = (h >> CNT_SHIFT) as u32;
         let low = h & ((1u64 << CNT_SHIFT) - 1);
         let base = f32::from_bits(code << BIN_SHIFT) as f64;
         // The ulp of the bin's values: 2^(exponent - 23), or 2^-149 for subnormals.
         let exp = ((code << BIN_SHIFT) >> 23).max(1) as i32;
         let ulp = f64::from_bits(((exp - 150 + 1023) as u64) << 52);
-        b.mass.push(cnt as f64 * base + low as f64 * ulp);
-        b.cnt.push(cnt);
-        n += cnt as usize;
+        *mass = c as f64 * base + low as f64 * ulp;
+        *cnt = c;
+        n += c as usize;
     }
     b.n = n;
     n
@@ -1564,7 +1791,7 @@ mod tests {
                 }
             })
             .collect();
-        for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 11.0] {
+        for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 9.95, 11.0] {
             let want: Vec<u32> = xs.iter().filter(|&&v| v >= thr).map(|v| v.to_bits()).collect();
             for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
                 let got = with_level(level, || {
@@ -1651,6 +1878,61 @@ mod tests {
             let exact = units as f64 * ulp; // one rounding
             assert_eq!(mass, exact, "bin {k}");
         }
+    }
+
+    /// [`window_tail`] gives [`tail_count`]'s count (and a bracket overlapping its bracket of the
+    /// same mass) whenever the window guessed before the gather holds: rows with a few large
+    /// logits over a bulk whose blocks' minima differ (so that some fall in the window, some
+    /// under it; a partial last block), `mu` from where the kept threshold falls among the
+    /// logits (tokens in the window) to where it falls under all of them; at every SIMD level.
+    #[test]
+    fn window_tail_is_tail_count() {
+        use crate::fast::simd::{with_level, Level};
+        let mut x = 0x51_7CC1_B727u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = 20 * BLOCK + 100;
+        let (mut hits, mut with_window, mut steps) = (0, 0, 0);
+        let mut s = MiroScratch::default();
+        let mut out = Candidates::default();
+        for k in 0..24 {
+            let spread = 4.0 + (k % 4) as f32 * 3.0;
+            let row: Vec<f32> = (0..n)
+                .map(|i| {
+                    let u = (next() >> 40) as f32 / (1u64 << 24) as f32;
+                    if i % 997 == k {
+                        12.0 + 6.0 * u
+                    } else {
+                        spread * (2.0 * u - 1.0) - 4.0 - 0.1 * (i / BLOCK) as f32
+                    }
+                })
+                .collect();
+            let row = Row { logits: &row, patches: &[] };
+            for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                with_level(level, || {
+                    for mu in (0..40).map(|j| 24.0 + 4.5 * j as f32) {
+                        let r = mirostat_prefix(row, Some(0.8), mu, &mut s, &mut out);
+                        if !(matches!(r, Miro::Bounded) && s.top.ready) {
+                            continue;
+                        }
+                        steps += 1;
+                        let thr_g = s.top.thr_g;
+                        let c = tail_count(row, Some(0.8), thr_g, &s).expect("counted");
+                        if let Some(w) = window_tail(Some(0.8), thr_g, &s) {
+                            hits += 1;
+                            with_window += usize::from(!s.tw.vals.is_empty());
+                            assert_eq!(w.n, c.n, "row {k}, mu {mu} at {level:?}");
+                            assert!(w.lo <= c.hi && c.lo <= w.hi, "row {k}, mu {mu} at {level:?}");
+                        }
+                    }
+                });
+            }
+        }
+        assert!(hits * 2 >= steps && with_window >= 10, "{hits} hits ({with_window} with a window) of {steps}");
     }
 
     /// The kept set is found by a binary search on `e` that assumes llama.cpp's surprise
