@@ -290,6 +290,17 @@ unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32
     r
 }
 
+/// How far ahead of the collecting loop the row is prefetched, in values (8 KiB). The loop's
+/// body is long, so the out-of-order window holds few of its loads; once llama.cpp's step
+/// between two of nucleus's has evicted the caches, the hardware prefetchers alone leave the
+/// loop waiting on the row. Measured on Gemma 3's rows after 64 MiB of other writes, on and
+/// off alternated in one process: the scan 6-13% faster on rows of few near values, chain d's
+/// median step about 4 us (5%) faster; with warm caches, no change.
+const AHEAD: usize = 2048;
+
+/// Values per cache line (64 bytes): one prefetch each.
+const LINE: usize = 16;
+
 /// The kernel of [`scan_near_top`] (`TRACK`: the running maximum raises the near threshold;
 /// NaN and `+inf` are reported, `Err` with the first one's index in `x`) and of [`near_top`]
 /// (the near threshold `nthr` fixed, no NaN): every vector is compressed into `near` without a
@@ -319,7 +330,8 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool>(
     // supports; every load covers `i + j * S::N .. + S::N` with `i + G * S::N <= n`, and the
     // tail is done lane by lane. Each `compress_store4` writes `4 * S::N` values at most from
     // `len`, which is at most the old length plus `i`, inside the capacity reserved above; only
-    // the values it counts are exposed by `set_len`.
+    // the values it counts are exposed by `set_len`. The prefetches' addresses, which may lie
+    // past the row, are formed with `wrapping_add` and never read (`Simd::prefetch`).
     unsafe {
         let inf = S::splat(f32::INFINITY);
         let mut nv = S::splat(nthr);
@@ -329,6 +341,9 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool>(
             let mut v = [S::splat(0.0); G];
             for (j, vj) in v.iter_mut().enumerate() {
                 *vj = S::load(p.add(i + j * S::N));
+            }
+            for line in (0..G * S::N).step_by(LINE) {
+                S::prefetch(p.wrapping_add(i + line + AHEAD));
             }
             if TRACK {
                 // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
