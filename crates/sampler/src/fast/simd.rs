@@ -236,6 +236,20 @@ pub(crate) trait Simd {
         }
         k
     }
+    /// Asks the cache for the line holding `p`, ahead of its use. Any address will do: a
+    /// prefetch never faults and changes nothing the program reads. The vector levels use
+    /// SSE's hint (always present on x86-64); the portable level skips it.
+    #[inline(always)]
+    unsafe fn prefetch(p: *const f32) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE is part of x86-64, and a prefetch reads no memory the program sees (it
+        // may name any address, valid or not).
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
+    }
     /// Per-lane `f64` accumulators.
     type D: Copy;
     unsafe fn dzero() -> Self::D;
@@ -252,6 +266,9 @@ impl Simd for Scalar {
     const N: usize = 1;
     type V = f32;
     type M = bool;
+
+    #[inline(always)]
+    unsafe fn prefetch(_p: *const f32) {}
 
     #[inline(always)]
     unsafe fn load(p: *const f32) -> f32 {

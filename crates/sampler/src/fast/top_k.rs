@@ -353,6 +353,12 @@ pub(crate) fn keep_top(k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &
     sel.clear();
     sel.extend_from_slice(vals);
     let (_, &mut thr, _) = sel.select_nth_unstable_by(k, |a, b| b.total_cmp(a));
+    retain_at_least(thr, ids, vals);
+    thr
+}
+
+/// Keeps the pairs whose value is at or above `thr`, in their order.
+pub(crate) fn retain_at_least(thr: f32, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
     let mut w = 0;
     for r in 0..vals.len() {
         if vals[r] >= thr {
@@ -363,7 +369,6 @@ pub(crate) fn keep_top(k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &
     }
     vals.truncate(w);
     ids.truncate(w);
-    thr
 }
 
 /// [`top_k_from_row`] with its block scans on `level`.
