@@ -291,6 +291,9 @@ impl Sampler {
 /// for row `i`, float32 rows spread over all cores, and accepts each. Every sampler must be
 /// distinct and have the same `nVocab`. If a row fails, the error names it (the other rows'
 /// tokens are accepted).
+// napi registers free functions with Node only outside test builds, so a test build (e.g.
+// `clippy --all-targets`) sees no caller.
+#[cfg_attr(test, allow(dead_code))]
 #[napi(
     catch_unwind,
     ts_args_type = "samplers: Sampler[], matrix: Float32Array | Uint16Array | ArrayBufferView, dtype?: 'float32' | 'float16' | 'bfloat16'"
@@ -360,6 +363,7 @@ pub fn sample_batch(
 }
 
 /// Row `i` of equal rows of `width` logits.
+#[cfg_attr(test, allow(dead_code))] // its caller, `sample_batch`, is compiled out of test builds' registration
 fn row_of(all: Logits<'_>, i: usize, width: usize) -> Logits<'_> {
     match all {
         Logits::F32(l) => Logits::F32(&l[i * width..(i + 1) * width]),

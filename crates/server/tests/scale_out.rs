@@ -200,8 +200,7 @@ fn body(r: &mut BufReader<TcpStream>, chunked: bool, mut raw: Vec<u8>) -> (Strin
         return (String::from_utf8_lossy(&raw).into_owned(), !cut);
     }
     let (mut out, mut i) = (Vec::new(), 0);
-    loop {
-        let Some(eol) = raw[i..].windows(2).position(|w| w == b"\r\n") else { break };
+    while let Some(eol) = raw[i..].windows(2).position(|w| w == b"\r\n") {
         let size = std::str::from_utf8(&raw[i..i + eol]).ok().and_then(|s| usize::from_str_radix(s.trim(), 16).ok());
         let Some(size) = size else { break };
         i += eol + 2;
