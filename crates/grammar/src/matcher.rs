@@ -83,6 +83,17 @@ impl Matcher {
         s != DEAD && d.end_ok(s) && !d.exhausted()
     }
 
+    /// Whether a token item on top of some stack (`<[id]>`, `!<[id]>`) takes token `token` by
+    /// its id (the other way a token can be allowed besides [`Matcher::allows_bytes`] of its
+    /// text). False once the automaton is out of work budget.
+    pub fn allows_token_item(&self, token: i32) -> bool {
+        let mut d = self.lock();
+        token >= 0
+            && d.has_token_items(self.state)
+            && d.step_token(self.state, token as u32).is_some()
+            && !d.exhausted()
+    }
+
     /// Accepts one sampled token with id `token` and text `piece`: token items judge it by
     /// id, character items consume its text. On rejection the state is unchanged.
     pub fn accept_token(&mut self, token: i32, piece: &[u8]) -> Result<(), AcceptError> {

@@ -192,15 +192,7 @@ impl GrammarSampler {
         if !self.vocab.has_text(token) {
             return false;
         }
-        let piece = self.vocab.grammar_piece(token);
-        if m.allows_bytes(piece) {
-            return true;
-        }
-        let mut probe = m.clone();
-        let d = probe.lock();
-        let has_items = d.has_token_items(m.state_id());
-        drop(d);
-        has_items && probe.accept_token(token, piece).is_ok()
+        m.allows_bytes(self.vocab.grammar_piece(token)) || m.allows_token_item(token)
     }
 
     /// Advances the grammar by `token`, or says why it cannot (state unchanged).

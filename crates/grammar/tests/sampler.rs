@@ -202,3 +202,21 @@ fn a_grammar_too_ambiguous_to_follow_is_reported_by_the_sampler() {
     assert!(s.exhausted());
     assert_eq!(err, nucleus_grammar::AcceptError::TooAmbiguous);
 }
+
+/// Beside a token item, a lead byte whose character the class beside it may refuse (`[^\x80]`
+/// against 0xC2, which starts U+0080..U+00BF) is judged as the mask judges it (llama.cpp's
+/// rule for a piece ending inside a character), not allowed because the token item's stack
+/// is live: the check by id only asks the token items about the token's id (a fuzz run found
+/// the two answers differing).
+#[test]
+fn a_token_item_does_not_allow_a_cut_character_its_neighbour_refuses() {
+    let vocab = toy_vocab();
+    let mut s = GrammarSampler::new(&vocab, "root ::= \"x\" ([^\\x80] | <[5]>)", "root").unwrap();
+    s.try_accept(tokenize(&vocab, b"x")[0]).unwrap();
+    let mask = s.mask();
+    for id in 0..vocab.pieces.len() as Token {
+        assert_eq!(mask.contains(id), s.is_allowed(id), "token {id} {:?}", vocab.pieces[id as usize]);
+    }
+    let lead = tokenize(&vocab, &[0xC2])[0];
+    assert!(!s.is_allowed(lead) && s.is_allowed(5) && s.is_allowed(tokenize(&vocab, b"a")[0]));
+}
