@@ -114,8 +114,9 @@ impl From<ParamError> for FieldError {
     }
 }
 
-/// The kind of a value, for messages.
-fn kind(v: &Value) -> &'static str {
+/// What kind of JSON value this is, for error messages ("a number", "an array", ...); the
+/// server's request errors use the same words.
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -143,7 +144,7 @@ fn float(field: &str, v: &Value) -> Result<f32, FieldError> {
         Value::String(s) => special_float(s).map(f64::from),
         _ => None,
     }
-    .ok_or_else(|| FieldError::bad(field, format!("`{field}` must be a number, not {}", kind(v))))?;
+    .ok_or_else(|| FieldError::bad(field, format!("`{field}` must be a number, not {}", json_kind(v))))?;
     let f = x as f32;
     if x.is_finite() && !f.is_finite() {
         return Err(FieldError::bad(field, format!("`{field}` = {x} is out of range for a 32-bit float")));
@@ -156,7 +157,7 @@ fn int(field: &str, v: &Value, lo: i64, hi: i64) -> Result<i64, FieldError> {
     let x = v.as_i64().ok_or_else(|| {
         let what = match v {
             Value::Number(n) => n.to_string(),
-            other => kind(other).to_string(),
+            other => json_kind(other).to_string(),
         };
         FieldError::bad(field, format!("`{field}` must be an integer, not {what}"))
     })?;
@@ -193,12 +194,12 @@ fn samplers(v: &Value) -> Result<Vec<SamplerType>, FieldError> {
                     [t] => Ok(t),
                     _ => Err(FieldError::bad("samplers", format!("`samplers`: unknown sampler name {name:?}"))),
                 },
-                other => Err(FieldError::bad("samplers", format!("`samplers` must hold names, not {}", kind(other)))),
+                other => Err(FieldError::bad("samplers", format!("`samplers` must hold names, not {}", json_kind(other)))),
             })
             .collect(),
         other => Err(FieldError::bad(
             "samplers",
-            format!("`samplers` must be an array of names or a string of codes, not {}", kind(other)),
+            format!("`samplers` must be an array of names or a string of codes, not {}", json_kind(other)),
         )),
     }
 }
@@ -217,7 +218,7 @@ fn bad_bias(v: &Value) -> FieldError {
     let what = match v {
         Value::Number(n) => format!("{n} (out of range for a 32-bit float)"),
         Value::String(s) => format!("{s:?}"),
-        other => kind(other).to_string(),
+        other => json_kind(other).to_string(),
     };
     FieldError::bad("logit_bias", format!("`logit_bias`: a bias must be a number, \"-inf\" or false, not {what}"))
 }
@@ -248,14 +249,14 @@ fn logit_bias(v: &Value) -> Result<Vec<(Token, f32)>, FieldError> {
             "logit_bias",
             format!(
                 "`logit_bias` must be an object of token -> bias or an array of [token, bias] pairs, not {}",
-                kind(other)
+                json_kind(other)
             ),
         )),
     }
 }
 
 fn strings(field: &str, v: &Value) -> Result<Vec<String>, FieldError> {
-    let bad = |x: &Value| FieldError::bad(field, format!("`{field}` must be an array of strings, not {}", kind(x)));
+    let bad = |x: &Value| FieldError::bad(field, format!("`{field}` must be an array of strings, not {}", json_kind(x)));
     let items = v.as_array().ok_or_else(|| bad(v))?;
     items.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(x))).collect()
 }
@@ -300,7 +301,7 @@ fn apply(p: &mut SamplingParams, field: &str, v: &Value) -> Result<(), FieldErro
         "ignore_eos" => {
             p.ignore_eos = v
                 .as_bool()
-                .ok_or_else(|| FieldError::bad(field, format!("`{field}` must be a boolean, not {}", kind(v))))?
+                .ok_or_else(|| FieldError::bad(field, format!("`{field}` must be a boolean, not {}", json_kind(v))))?
         }
         _ => {
             return Err(FieldError {

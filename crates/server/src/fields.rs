@@ -6,18 +6,6 @@ use serde_json::Value;
 use crate::body::scalars::{Integer, Number};
 use crate::errors::ApiError;
 
-/// What kind of JSON value this is, for error messages.
-pub fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// An integer field in `[lo, hi]`, `None` when absent. Integral floats (`5.0`) are accepted
 /// as integers.
 pub fn int_in(name: &str, v: Option<&Integer>, lo: i64, hi: i64) -> Result<Option<i64>, ApiError> {

@@ -9,7 +9,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::fields::type_name;
+use nucleus_sampler::params_map::json_kind;
 
 /// A JSON number read where an integer is expected. It keeps the number as sent, so that the
 /// range check can tell `5.0` (accepted), `5.5` (not an integer) and 2^64 (above the maximum)
@@ -155,5 +155,5 @@ where
 
 /// "`what`, not a string" for the wrong-type errors that say what was sent.
 pub fn not(what: &str, v: &Value) -> String {
-    format!("{what}, not {}", type_name(v))
+    format!("{what}, not {}", json_kind(v))
 }
