@@ -194,7 +194,9 @@ fn samplers(v: &Value) -> Result<Vec<SamplerType>, FieldError> {
                     [t] => Ok(t),
                     _ => Err(FieldError::bad("samplers", format!("`samplers`: unknown sampler name {name:?}"))),
                 },
-                other => Err(FieldError::bad("samplers", format!("`samplers` must hold names, not {}", json_kind(other)))),
+                other => {
+                    Err(FieldError::bad("samplers", format!("`samplers` must hold names, not {}", json_kind(other))))
+                }
             })
             .collect(),
         other => Err(FieldError::bad(
@@ -256,7 +258,8 @@ fn logit_bias(v: &Value) -> Result<Vec<(Token, f32)>, FieldError> {
 }
 
 fn strings(field: &str, v: &Value) -> Result<Vec<String>, FieldError> {
-    let bad = |x: &Value| FieldError::bad(field, format!("`{field}` must be an array of strings, not {}", json_kind(x)));
+    let bad =
+        |x: &Value| FieldError::bad(field, format!("`{field}` must be an array of strings, not {}", json_kind(x)));
     let items = v.as_array().ok_or_else(|| bad(v))?;
     items.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(x))).collect()
 }

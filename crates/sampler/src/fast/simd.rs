@@ -250,6 +250,16 @@ pub(crate) trait Simd {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = p;
     }
+    /// Prefetches the lines of the `len` values that lie [`AHEAD`] values past `p + i` (see
+    /// [`AHEAD`]); any of them may lie past the row (the addresses are formed with
+    /// `wrapping_add` and never read).
+    #[inline(always)]
+    unsafe fn prefetch_ahead(p: *const f32, i: usize, len: usize) {
+        for line in (0..len).step_by(LINE) {
+            // SAFETY: a prefetch reads nothing the program sees, whatever the address.
+            unsafe { Self::prefetch(p.wrapping_add(i + line + AHEAD)) };
+        }
+    }
     /// Per-lane `f64` accumulators.
     type D: Copy;
     unsafe fn dzero() -> Self::D;
@@ -258,6 +268,14 @@ pub(crate) trait Simd {
     /// Sum of the accumulators.
     unsafe fn dsum(d: Self::D) -> f64;
 }
+
+/// How far ahead of a row scan [`Simd::prefetch_ahead`] asks for the row, in values (8 KiB).
+/// Once the caller's other work (llama.cpp's step, in `nucleus bench`) has evicted the core's
+/// caches, the hardware prefetchers alone leave a scan whose body is long waiting on the row.
+pub(crate) const AHEAD: usize = 2048;
+
+/// Values per cache line (64 bytes): one prefetch each.
+pub(crate) const LINE: usize = 16;
 
 /// The portable backend: one lane.
 pub(crate) struct Scalar;
