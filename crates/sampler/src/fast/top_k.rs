@@ -149,8 +149,8 @@ const G: usize = 8;
 const MAX_LANES: usize = 16;
 
 /// The first pass's kept units: start id and maximum (in id order), and the running threshold
-/// (the `k + 1`-th largest maximum kept at the last cut). Also `fast::top_p`'s.
-pub(crate) struct Units<'a> {
+/// (the `k + 1`-th largest maximum kept at the last cut).
+struct Units<'a> {
     k: usize,
     thr: f32,
     cap: usize,
@@ -159,47 +159,11 @@ pub(crate) struct Units<'a> {
     sel: &'a mut Vec<f32>,
 }
 
-impl<'a> Units<'a> {
-    /// No unit kept yet, the threshold at `-inf`, the first cut at `cap` (more than `k + 1`)
-    /// units; `ids` / `maxima` are emptied (`sel` is scratch).
-    pub(crate) fn new(
-        k: usize,
-        cap: usize,
-        ids: &'a mut Vec<i32>,
-        maxima: &'a mut Vec<f32>,
-        sel: &'a mut Vec<f32>,
-    ) -> Self {
-        debug_assert!(cap > k + 1);
-        ids.clear();
-        maxima.clear();
-        Units { k, thr: f32::NEG_INFINITY, cap, ids, maxima, sel }
-    }
-
-    /// The threshold a unit's maximum must reach to be offered.
-    #[inline(always)]
-    pub(crate) fn thr(&self) -> f32 {
-        self.thr
-    }
-
-    /// The `k + 1`-th largest maximum of all the units offered (the running threshold when no
-    /// more than `k + 1` units are kept), the kept units cut to those at or above it. `k + 1`
-    /// units hold a value at or above it, so it is at most the row's `k + 1`-th largest value.
-    pub(crate) fn finish(&mut self) -> f32 {
-        if self.ids.len() > self.k + 1 {
-            self.thr = keep_top(self.k, self.ids, self.maxima, self.sel);
-        }
-        self.thr
-    }
-
-    /// The kept units: start ids and maxima, in id order.
-    pub(crate) fn kept(&self) -> (&[i32], &[f32]) {
-        (self.ids, self.maxima)
-    }
-
+impl Units<'_> {
     /// Keeps the unit starting at `start` with maximum `max` (at or above the threshold), and
     /// cuts the kept units when they reach the cap.
     #[inline(always)]
-    pub(crate) fn offer(&mut self, start: usize, max: f32) {
+    fn offer(&mut self, start: usize, max: f32) {
         self.ids.push(start as i32);
         self.maxima.push(max);
         if self.ids.len() >= self.cap {
@@ -275,7 +239,7 @@ unsafe fn collect_top_k<S: Simd>(x: &[f32], k: usize, patches: &[TokenData], s: 
     let n = x.len();
     let full_end = n - n % gl;
     let p = x.as_ptr();
-    let mut u = Units::new(k, collect_cap(k), units, maxima, sel);
+    let mut u = Units { k, thr: f32::NEG_INFINITY, cap: collect_cap(k), ids: units, maxima, sel };
     // The first patch not yet applied, and its id (`usize::MAX` past the last).
     let mut pi = 0;
     let mut next = patches.first().map_or(usize::MAX, |t| t.id as usize);
@@ -336,7 +300,7 @@ unsafe fn collect_top_k<S: Simd>(x: &[f32], k: usize, patches: &[TokenData], s: 
         }
         // The `k + 1`-th largest unit maximum (the running threshold when no more than `k + 1`
         // units are kept).
-        let mut thr = u.finish();
+        let mut thr = if u.ids.len() > k + 1 { keep_top(k, u.ids, u.maxima, u.sel) } else { u.thr };
         let mut tv = S::splat(thr);
         // On rows with many equal maxima, many units are kept: the collected values are cut
         // back like the units were (the threshold stays a `k + 1`-th largest of row values).

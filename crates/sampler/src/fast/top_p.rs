@@ -12,9 +12,10 @@
 //!   far, so only values within [`NEAR`] nats of the running maximum are kept (in id order);
 //!   their exact exponentials, added by the grid replay, give `s` exactly ([`exact_sum`]);
 //! - the 257 largest values, by a rising threshold as in `fast::top_k`: on an unpatched row,
-//!   over the maxima of vector groups, then the values at or above the final one collected
-//!   from the few groups that hold them; on a patched row, over the values (every value at
-//!   or above the buffer's 257th largest, cut back when the buffer fills).
+//!   over the maxima of vector groups (a histogram of them gives the threshold, [`Hist`]),
+//!   then the values at or above the final one collected from the few groups that hold them;
+//!   on a patched row, over the values (every value at or above the buffer's 257th largest,
+//!   cut back when the buffer fills).
 //!
 //! llama.cpp's first 256 positions hold the 256 largest values in descending order whatever
 //! the order of equal values (its buckets are ranges of values, top down), and the cut reads
@@ -29,7 +30,7 @@ use crate::fast::bounds::{f32_down, seq_block};
 use crate::fast::expf::expf_exact_slice;
 use crate::fast::row::{collect_into, scan_row, Row, RowScan, Scan, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Simd};
-use crate::fast::top_k::{keep_top, Units};
+use crate::fast::top_k::keep_top;
 use crate::fast::value_sort::desc_key;
 use crate::sort::{
     bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
@@ -58,9 +59,11 @@ struct TopBuf {
     thr: f32,
     /// Length at which the buffer is cut back.
     cap: usize,
-    /// [`scan_near_top`]'s kept groups: start id and maximum, id order.
+    /// [`scan_near_top`]'s kept groups: start id and maximum, id order ([`Hist`]).
     units: Vec<i32>,
     maxima: Vec<f32>,
+    /// [`scan_near_top`]'s kept groups counted by the bucket of their maximum ([`Hist`]).
+    counts: Vec<u32>,
 }
 
 /// Reusable buffers.
@@ -283,28 +286,132 @@ simd_dispatch!(
     /// when none was set). `Err(i)`: the first NaN or `+inf`.
     ///
     /// The top buffer is filled in two passes, as `fast::top_k` collects its top: the scan
-    /// keeps, with a rising threshold, the vector groups whose maximum reaches the 257th
-    /// largest group maximum kept so far (and the running near threshold: the buffer starts at
-    /// `m - NEAR`); the final threshold, the larger of the 257th largest group maximum and
-    /// `m - NEAR` (rounded down), never passes the row's 257th largest value (257 groups hold
-    /// a value at or above it), and every value at or above it lies in a kept group, whose
-    /// values at or above it are then collected (a few hundred groups, no cut).
+    /// keeps the vector groups whose maximum reaches a rising threshold ([`Hist`]: a bucket
+    /// edge below which at least 257 kept groups' maxima lie at or above, and the running near
+    /// threshold: the buffer starts at `m - NEAR`); the final threshold, the larger of that
+    /// edge and `m - NEAR` (rounded down), never passes the row's 257th largest value (257
+    /// groups hold a value at or above it), and every value at or above it lies in a kept
+    /// group (each threshold the groups were held to was at most it), whose values at or
+    /// above it are then collected (a few hundred groups, no cut).
     fn scan_near_top(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> = scan_near_top_k
 );
 
 #[inline(always)]
 unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> {
-    let TopBuf { ids, vals, sel, thr, units, maxima, .. } = t;
-    let mut u = Units::new(FIRST, UNITS_CAP, units, maxima, sel);
+    let TopBuf { ids, vals, sel, thr, units, maxima, counts, .. } = t;
+    let mut h = Hist::new(units, maxima, counts);
     // SAFETY: the caller's kernel contract (`fast::simd`), passed on.
-    let (m, first) = unsafe { near_top_any::<S, true, _>(x, 0, f32::NEG_INFINITY, &mut u, near) }?;
-    *thr = u.finish().max(near_thr(m));
+    let (m, first) = unsafe { near_top_any::<S, true, _>(x, 0, f32::NEG_INFINITY, &mut h, near) }?;
+    *thr = h.finish(near_thr(m), sel);
     ids.clear();
     vals.clear();
-    let (starts, maxima) = u.kept();
     // SAFETY: as above; the units are the groups of `near_top_any` on this level.
-    unsafe { collect_kept::<S>(x, starts, maxima, *thr, ids, vals) };
+    unsafe { collect_kept::<S>(x, units, maxima, *thr, ids, vals) };
     Ok((m, first))
+}
+
+/// Buckets of [`Hist`]: [`HIST_SCALE`] a nat over `[-64, 64)`, the first also holding every
+/// value below, the last every value above.
+const HIST_BUCKETS: usize = 1024;
+
+/// Buckets a nat in [`Hist`].
+const HIST_SCALE: f32 = 8.0;
+
+/// The bucket of `0.0` in [`Hist`].
+const HIST_ZERO: i32 = 512;
+
+/// The bucket of `v` (not NaN): `floor(8 v) + 512`, clamped to the buckets. `8 v` is exact
+/// (or infinite, and then clamped), so every value of a bucket `b > 0` is at or above
+/// [`hist_edge`]`(b)`.
+#[inline(always)]
+fn hist_bucket(v: f32) -> usize {
+    // (`as` saturates: -inf and huge values land in the end buckets.)
+    ((v * HIST_SCALE).floor() as i32).saturating_add(HIST_ZERO).clamp(0, HIST_BUCKETS as i32 - 1) as usize
+}
+
+/// The least value a bucket holds (exact in `f32`; `-inf` for the first).
+#[inline(always)]
+fn hist_edge(b: usize) -> f32 {
+    if b == 0 {
+        f32::NEG_INFINITY
+    } else {
+        (b as i32 - HIST_ZERO) as f32 / HIST_SCALE
+    }
+}
+
+/// Past this many kept groups at or above [`Hist`]'s final threshold (a row whose top values
+/// share few buckets) they are cut back to the 257 largest maxima exactly.
+const HIST_KEEP: usize = 4 * (FIRST + 1);
+
+/// [`scan_near_top`]'s group maxima with a rising threshold that needs no selection: every
+/// group offered is kept (start id and maximum, id order) and counted in the bucket of its
+/// maximum ([`hist_bucket`], an eighth of a nat wide); the threshold is the least value
+/// ([`hist_edge`]) of the highest bucket such that it and the buckets above count at least
+/// 257 groups. Those groups hold 257 values at or above it, so it never passes the row's 257th
+/// largest value; it rises as groups are counted (amortized O(1) a group). This replaces the
+/// cuts of a rising-threshold buffer (a `select_nth` over hundreds of maxima, a few times a
+/// row) with a counter increment; the threshold is at most an eighth of a nat lower than the
+/// exact 257th largest counted maximum, which lets a few more groups through.
+struct Hist<'a> {
+    /// The threshold (the edge of bucket `tb`).
+    thr: f32,
+    /// The threshold's bucket.
+    tb: usize,
+    /// Groups counted in buckets `tb` and above.
+    above: usize,
+    counts: &'a mut Vec<u32>,
+    starts: &'a mut Vec<i32>,
+    maxima: &'a mut Vec<f32>,
+}
+
+impl<'a> Hist<'a> {
+    /// Nothing kept or counted, the threshold at `-inf`.
+    fn new(starts: &'a mut Vec<i32>, maxima: &'a mut Vec<f32>, counts: &'a mut Vec<u32>) -> Self {
+        starts.clear();
+        maxima.clear();
+        counts.clear();
+        counts.resize(HIST_BUCKETS, 0);
+        Hist { thr: f32::NEG_INFINITY, tb: 0, above: 0, counts, starts, maxima }
+    }
+
+    /// Counts a kept group's maximum `mx` when it lies in the threshold's bucket or above (a
+    /// group noted against an older, lower threshold may lie below: it is kept, not counted,
+    /// so `above` stays the count of the buckets from `tb` up).
+    #[inline(always)]
+    fn count(&mut self, mx: f32) {
+        let b = hist_bucket(mx);
+        let c = (b >= self.tb) as u32;
+        // (A row holds fewer than 2^31 values, so no count overflows.)
+        self.counts[b] += c;
+        self.above += c as usize;
+    }
+
+    /// Raises the threshold while the buckets above its bucket count 257 groups.
+    #[inline(always)]
+    fn raise(&mut self) {
+        let mut raised = false;
+        while self.above - self.counts[self.tb] as usize > FIRST {
+            self.above -= self.counts[self.tb] as usize;
+            self.tb += 1;
+            raised = true;
+        }
+        if raised {
+            self.thr = hist_edge(self.tb);
+        }
+    }
+
+    /// The final threshold: the larger of the buckets' and `after` (the row's near threshold);
+    /// when more than [`HIST_KEEP`] kept groups reach it, the 257th largest of their maxima
+    /// (exact, `sel` scratch) if that is larger. The kept groups are those offered, in id
+    /// order; every group holding a value at or above the returned threshold is among them
+    /// (the threshold only rose, and each group was offered if its maximum reached it).
+    fn finish(&mut self, after: f32, sel: &mut Vec<f32>) -> f32 {
+        let thr = self.thr.max(after);
+        if self.maxima.len() > HIST_KEEP && self.maxima.iter().filter(|&&v| v >= thr).count() > HIST_KEEP {
+            return keep_top(FIRST, self.starts, self.maxima, sel).max(thr);
+        }
+        thr
+    }
 }
 
 /// The values `>= thr` (in id order) of the units (start ids and maxima, id order) that
@@ -324,8 +431,17 @@ unsafe fn collect_kept<S: Simd>(
 ) {
     let gl = GROUP * S::N;
     let full_end = x.len() - x.len() % gl;
+    // Room for every value of the groups that reach the threshold (and a vector's spare store).
+    let room = maxima.iter().filter(|&&m| m >= thr).count() * gl + S::N;
+    ids.reserve(room);
+    vals.reserve(room);
+    let (pi, pv) = (ids.as_mut_ptr(), vals.as_mut_ptr());
+    let mut len = ids.len();
+    debug_assert_eq!(len, vals.len());
     // SAFETY: the caller guarantees `S`; a start before `full_end` is a group's (a multiple of
-    // `gl`), so its `gl` values lie inside `x`.
+    // `gl`), so its `gl` values lie inside `x`. Each group that reaches `thr` writes at most
+    // `gl` entries plus a vector's spare lanes from `len` (a tail value one), inside the room
+    // reserved above; only the entries counted are exposed by `set_len`.
     unsafe {
         let tv = S::splat(thr);
         for (&start, &mx) in starts.iter().zip(maxima) {
@@ -334,15 +450,20 @@ unsafe fn collect_kept<S: Simd>(
                 continue;
             }
             if start >= full_end {
-                ids.push(start as i32);
-                vals.push(mx);
+                *pi.add(len) = start as i32;
+                *pv.add(len) = mx;
+                len += 1;
                 continue;
             }
             for j in 0..GROUP {
                 let v = S::load(x.as_ptr().add(start + j * S::N));
-                S::push_masked(S::ge(v, tv), v, start + j * S::N, ids, vals);
+                let m = S::ge(v, tv);
+                S::compress_store_ids(m, start + j * S::N, pi.add(len));
+                len += S::compress_store(m, v, pv.add(len));
             }
         }
+        ids.set_len(len);
+        vals.set_len(len);
     }
 }
 
@@ -357,28 +478,43 @@ const AHEAD: usize = 2048;
 /// Values per cache line (64 bytes): one prefetch each.
 const LINE: usize = 16;
 
+/// Groups [`near_top_any`] reads before it hands those of them that reached the top threshold
+/// to the top buffer, all at once: the scan notes them without a branch (they come at random,
+/// a few hundred of 4096 on a real model's row), and the top buffer's threshold, raised after
+/// each batch, is not waited on group by group. A group noted against a threshold raised
+/// later in its batch is kept all the same (a threshold lower than need be is still sound).
+const CHUNK: usize = 32;
+
 /// Vectors per group of [`near_top_any`].
 const GROUP: usize = 4;
-
-/// Groups kept by [`scan_near_top`]'s first pass before they are cut back to the 257 largest
-/// maxima. Until the first cut only the near threshold keeps groups out, and each group kept
-/// is a branch taken at random: twice 257 cuts sooner than `fast::top_k`'s four times (the
-/// scan about 2 us faster on Gemma 3's rows, alternated in one test binary).
-const UNITS_CAP: usize = 2 * (FIRST + 1);
 
 /// Where [`near_top_any`] puts the values at or above a threshold: the top buffer itself
 /// ([`near_top`]), or the group maxima of [`scan_near_top`]'s first pass.
 trait TopSink {
     /// Only values at or above this are offered.
     fn thr(&self) -> f32;
-    /// Takes the group `v` (ids from `start`; lane-wise maximum `mx`) holding a value at or
-    /// above `tv` (a splat at or above [`TopSink::thr`]).
+    /// Takes the groups of [`GROUP`] vectors of `x` starting at `starts` (in id order; ids
+    /// from `base`) that held a value at or above `tv` (a splat at or above
+    /// [`TopSink::thr`] when they were noted; never above the final threshold).
     ///
     /// # Safety
-    /// The CPU supports `S`.
-    unsafe fn group<S: Simd>(&mut self, v: [S::V; GROUP], mx: S::V, tv: S::V, start: usize);
+    /// The CPU supports `S`; every group lies inside `x`.
+    unsafe fn groups<S: Simd>(&mut self, x: &[f32], starts: &[usize], tv: S::V, base: usize);
     /// Takes the single value `v` of id `id` (at or above [`TopSink::thr`]).
     fn value(&mut self, id: usize, v: f32);
+}
+
+/// The group of [`GROUP`] vectors at `p`, and its lane-wise maximum.
+///
+/// # Safety
+/// The CPU supports `S`; `p` points at `GROUP * S::N` readable values.
+#[inline(always)]
+unsafe fn load_group<S: Simd>(p: *const f32) -> ([S::V; GROUP], S::V) {
+    // SAFETY: the caller guarantees `S` and the values.
+    unsafe {
+        let v = [S::load(p), S::load(p.add(S::N)), S::load(p.add(2 * S::N)), S::load(p.add(3 * S::N))];
+        (v, S::max(S::max(v[0], v[1]), S::max(v[2], v[3])))
+    }
 }
 
 impl TopSink for TopBuf {
@@ -386,15 +522,25 @@ impl TopSink for TopBuf {
         self.thr
     }
 
-    /// The group's values at or above `tv`, then a cut when the buffer is full.
+    /// Each group's values at or above `tv` and the buffer's threshold, with a cut whenever
+    /// the buffer is full.
     #[inline(always)]
-    unsafe fn group<S: Simd>(&mut self, v: [S::V; GROUP], _mx: S::V, tv: S::V, start: usize) {
-        for (j, &vj) in v.iter().enumerate() {
-            // SAFETY: the caller guarantees `S`.
-            unsafe { S::push_masked(S::ge(vj, tv), vj, start + j * S::N, &mut self.ids, &mut self.vals) };
-        }
-        if self.ids.len() >= self.cap {
-            cut_top(self);
+    unsafe fn groups<S: Simd>(&mut self, x: &[f32], starts: &[usize], tv: S::V, base: usize) {
+        for &start in starts {
+            // SAFETY: the caller guarantees `S` and that the group lies inside `x`.
+            unsafe {
+                let (v, mx) = load_group::<S>(x.as_ptr().add(start));
+                let tv = S::max(tv, S::splat(self.thr));
+                if !S::any(S::ge(mx, tv)) {
+                    continue;
+                }
+                for (j, &vj) in v.iter().enumerate() {
+                    S::push_masked(S::ge(vj, tv), vj, base + start + j * S::N, &mut self.ids, &mut self.vals);
+                }
+            }
+            if self.ids.len() >= self.cap {
+                cut_top(self);
+            }
         }
     }
 
@@ -407,20 +553,31 @@ impl TopSink for TopBuf {
     }
 }
 
-impl TopSink for Units<'_> {
+impl TopSink for Hist<'_> {
     fn thr(&self) -> f32 {
-        Units::thr(self)
+        self.thr
     }
 
-    /// The group's maximum (at or above the threshold).
+    /// The groups' maxima, kept and counted at once; the threshold raised after them.
     #[inline(always)]
-    unsafe fn group<S: Simd>(&mut self, _v: [S::V; GROUP], mx: S::V, _tv: S::V, start: usize) {
-        // SAFETY: the caller guarantees `S`.
-        self.offer(start, unsafe { S::hmax(mx) });
+    unsafe fn groups<S: Simd>(&mut self, x: &[f32], starts: &[usize], _tv: S::V, base: usize) {
+        self.starts.reserve(starts.len());
+        self.maxima.reserve(starts.len());
+        for &start in starts {
+            // SAFETY: the caller guarantees `S` and that the group lies inside `x`.
+            let mx = unsafe { S::hmax(load_group::<S>(x.as_ptr().add(start)).1) };
+            self.starts.push((base + start) as i32);
+            self.maxima.push(mx);
+            self.count(mx);
+        }
+        self.raise();
     }
 
     fn value(&mut self, id: usize, v: f32) {
-        self.offer(id, v);
+        self.starts.push(id as i32);
+        self.maxima.push(v);
+        self.count(v);
+        self.raise();
     }
 }
 
@@ -461,41 +618,50 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool, T: TopSink>(
         let mut nv = S::splat(nthr);
         let mut tv = S::splat(top.thr().max(nthr));
         let mut rv = S::splat(run);
-        while i + G * S::N <= n {
-            let mut v = [S::splat(0.0); G];
-            for (j, vj) in v.iter_mut().enumerate() {
-                *vj = S::load(p.add(i + j * S::N));
-            }
-            for line in (0..G * S::N).step_by(LINE) {
-                S::prefetch(p.wrapping_add(i + line + AHEAD));
-            }
-            if TRACK {
-                // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
-                // finite overflow: the group is then checked value by value).
-                let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
-                if S::any(S::nlt(sum, inf)) {
-                    let g = &x[i..i + G * S::N];
-                    if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
-                        near.set_len(len);
-                        return Err(i + first_nan_or_inf(g));
+        let full = n - n % (G * S::N);
+        // The groups that may reach the top threshold, by start, for the current chunk.
+        let mut cands = [0usize; CHUNK];
+        while i < full {
+            let end = full.min(i + CHUNK * G * S::N);
+            let mut nc = 0;
+            while i < end {
+                let mut v = [S::splat(0.0); G];
+                for (j, vj) in v.iter_mut().enumerate() {
+                    *vj = S::load(p.add(i + j * S::N));
+                }
+                for line in (0..G * S::N).step_by(LINE) {
+                    S::prefetch(p.wrapping_add(i + line + AHEAD));
+                }
+                if TRACK {
+                    // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
+                    // finite overflow: the group is then checked value by value).
+                    let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
+                    if S::any(S::nlt(sum, inf)) {
+                        let g = &x[i..i + G * S::N];
+                        if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+                            near.set_len(len);
+                            return Err(i + first_nan_or_inf(g));
+                        }
                     }
                 }
+                let m = [S::ge(v[0], nv), S::ge(v[1], nv), S::ge(v[2], nv), S::ge(v[3], nv)];
+                len += S::compress_store4(m, v, out.add(len));
+                let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
+                // Noted without a branch (the groups that reach it come at random).
+                cands[nc] = i;
+                nc += S::any(S::ge(mx, tv)) as usize;
+                if TRACK && S::any(S::lt(rv, mx)) {
+                    run = run.max(S::hmax(mx));
+                    rv = S::splat(run);
+                    raise(run, &mut nthr, &mut first);
+                    nv = S::splat(nthr);
+                    tv = S::splat(top.thr().max(nthr));
+                }
+                i += G * S::N;
             }
-            let m = [S::ge(v[0], nv), S::ge(v[1], nv), S::ge(v[2], nv), S::ge(v[3], nv)];
-            len += S::compress_store4(m, v, out.add(len));
-            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
-            if S::any(S::ge(mx, tv)) {
-                top.group::<S>(v, mx, tv, base + i);
-                tv = S::splat(top.thr().max(nthr));
-            }
-            if TRACK && S::any(S::lt(rv, mx)) {
-                run = run.max(S::hmax(mx));
-                rv = S::splat(run);
-                raise(run, &mut nthr, &mut first);
-                nv = S::splat(nthr);
-                tv = S::splat(top.thr().max(nthr));
-            }
-            i += G * S::N;
+            top.groups::<S>(x, &cands[..nc], tv, base);
+            // Raised once a chunk: the groups are taken in a batch, without a branch each.
+            tv = S::splat(top.thr().max(nthr));
         }
         near.set_len(len);
     }
@@ -908,7 +1074,17 @@ mod tests {
         let mut late = rows[0].clone();
         late[4990] = 40.0;
         rows.push(late);
-        for row in &rows {
+        // Every value in two buckets of the histogram threshold (an eighth of a nat): its
+        // threshold cannot rise past 0, and the exact cut of the kept groups must run.
+        rows.push((0..100_000).map(|_| (next() % (1 << 20)) as f32 / (1 << 20) as f32 * 0.1 - 0.05).collect());
+        // One value a group on bucket edges, two groups a bucket: the histogram threshold is
+        // the 257th largest value itself (a threshold raised one bucket too far drops it).
+        let mut edges = vec![-100.0f32; 64 * 600];
+        for g in 0..600 {
+            edges[64 * g + (next() % 64) as usize] = ((g * 7) % 300) as f32 / 8.0;
+        }
+        rows.push(edges);
+        for (r, row) in rows.iter().enumerate() {
             let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             let mut sorted = row.clone();
             sorted.sort_by(|a, b| b.total_cmp(a));
@@ -923,10 +1099,17 @@ mod tests {
                     row.iter().enumerate().filter(|&(_, &v)| v >= t.thr).map(|(i, &v)| (i as i32, v)).collect();
                 let have: Vec<(i32, f32)> = t.ids.iter().copied().zip(t.vals.iter().copied()).collect();
                 assert_eq!(have, top, "{level:?} n {}", row.len());
+                if r == rows.len() - 2 {
+                    // (Without the exact cut: every value at or above 0, about 50,000.)
+                    assert!(have.len() < 4 * FIRST, "{level:?} {}", have.len());
+                }
                 let after = near_thr(m);
                 assert!(t.thr >= after, "{level:?}");
                 if sorted[FIRST] >= after {
                     assert!(t.thr <= sorted[FIRST], "{level:?} {} {}", t.thr, sorted[FIRST]);
+                    if r == rows.len() - 1 {
+                        assert_eq!(t.thr, sorted[FIRST], "{level:?}");
+                    }
                 } else {
                     assert!(have.len() <= FIRST, "{level:?}");
                 }
@@ -947,6 +1130,28 @@ mod tests {
                 assert_eq!(near, want, "{level:?} n {}", row.len());
             }
         }
+    }
+
+    /// Every value of a histogram bucket is at or above the bucket's edge (the threshold's
+    /// soundness) and, away from the end buckets, below the next edge; the end buckets take
+    /// everything beyond, infinities included.
+    #[test]
+    fn hist_buckets_hold_values_at_or_above_their_edge() {
+        let mut x = 31u32;
+        let mut vals = vec![f32::NEG_INFINITY, f32::INFINITY, f32::MIN, f32::MAX, 0.0, -0.0, 63.875, -64.0, -64.125];
+        vals.extend((-700..700).map(|i| i as f32 / 8.0));
+        for _ in 0..100_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            vals.push(f32::from_bits(x) % 200.0);
+        }
+        for &v in vals.iter().filter(|v| !v.is_nan()) {
+            let b = hist_bucket(v);
+            assert!(b < HIST_BUCKETS && v >= hist_edge(b), "{v} {b}");
+            if b + 1 < HIST_BUCKETS {
+                assert!(v < hist_edge(b + 1), "{v} {b}");
+            }
+        }
+        assert_eq!((hist_bucket(0.0), hist_bucket(-0.125), hist_bucket(63.875)), (512, 511, 1023));
     }
 
     /// The exact sum stops early only on rows whose cut lies beyond the first 256 candidates
