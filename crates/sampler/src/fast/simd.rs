@@ -221,6 +221,9 @@ pub(crate) trait Simd {
     /// write up to `N` values (`dst` must have room for them). No branch on `m` where the
     /// level allows it, for masks that are set at random.
     unsafe fn compress_store(m: Self::M, v: Self::V, dst: *mut f32) -> usize;
+    /// The ids `base + lane` of the lanes set in `m`, written to `dst` in lane order; returns
+    /// how many. May write up to `N` ids (`dst` must have room for them).
+    unsafe fn compress_store_ids(m: Self::M, base: usize, dst: *mut i32) -> usize;
     /// Four [`Simd::compress_store`]s in a row: writes the lanes of `v[0]` set in `m[0]`, then
     /// those of `v[1]` set in `m[1]`, and so on, to `dst` in that order and returns how many;
     /// may write up to `4 * N` values (`dst` must have room for them). Where the level allows
@@ -439,6 +442,12 @@ impl Simd for Scalar {
     unsafe fn compress_store(m: bool, v: f32, dst: *mut f32) -> usize {
         // SAFETY: the caller passes room for one value (the `Simd::compress_store` contract).
         unsafe { *dst = v };
+        m as usize
+    }
+    #[inline(always)]
+    unsafe fn compress_store_ids(m: bool, base: usize, dst: *mut i32) -> usize {
+        // SAFETY: the caller passes room for one id (the `Simd::compress_store_ids` contract).
+        unsafe { *dst = base as i32 };
         m as usize
     }
     type D = f64;
@@ -720,6 +729,17 @@ mod x86 {
             }
         }
         #[inline(always)]
+        unsafe fn compress_store_ids(m: __mmask16, base: usize, dst: *mut i32) -> usize {
+            let idv = _mm512_add_epi32(
+                _mm512_set1_epi32(base as i32),
+                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            );
+            // Compressed in a register and stored whole (the memory form is slow on some CPUs).
+            // SAFETY: the caller passes room for 16 ids (the `Simd::compress_store_ids` contract); AVX-512F is available (kernel contract).
+            unsafe { _mm512_storeu_si512(dst as *mut _, _mm512_maskz_compress_epi32(m, idv)) };
+            (m as u32).count_ones() as usize
+        }
+        #[inline(always)]
         unsafe fn compress_store(m: __mmask16, v: __m512, dst: *mut f32) -> usize {
             // Compressed in a register and stored whole (the memory form is slow on some CPUs).
             // SAFETY: the caller passes room for 16 values (the `Simd::compress_store` contract); AVX-512F is available (kernel contract).
@@ -919,6 +939,18 @@ mod x86 {
             }
         }
         #[inline(always)]
+        unsafe fn compress_store_ids(m: __m256, base: usize, dst: *mut i32) -> usize {
+            let mut bits = _mm256_movemask_ps(m) as u32;
+            let mut k = 0;
+            while bits != 0 {
+                // SAFETY: at most 8 lanes are set, and the caller passes room for 8 ids.
+                unsafe { *dst.add(k) = (base + bits.trailing_zeros() as usize) as i32 };
+                k += 1;
+                bits &= bits - 1;
+            }
+            k
+        }
+        #[inline(always)]
         unsafe fn compress_store(m: __m256, v: __m256, dst: *mut f32) -> usize {
             let mut bits = _mm256_movemask_ps(m) as u32;
             let mut a = [0f32; 8];
@@ -1051,6 +1083,50 @@ mod tests {
             }
             assert_eq!(out[..5], [7.0; 5], "{level:?}");
             assert_eq!(out[5..], want[..], "{level:?}");
+        }
+    }
+
+    unsafe fn ids_all_k<S: Simd>(x: &[f32], thr: f32, base: usize, out: &mut Vec<i32>) {
+        out.reserve(x.len() + S::N);
+        let mut len = out.len();
+        // SAFETY: each vector reads `S::N` values inside `x` (its length a multiple of 16) and
+        // writes at most `S::N` ids from `len <= old + i`, inside the capacity reserved above.
+        unsafe {
+            let t = S::splat(thr);
+            for (k, c) in x.chunks_exact(S::N).enumerate() {
+                let m = S::ge(S::load(c.as_ptr()), t);
+                len += S::compress_store_ids(m, base + k * S::N, out.as_mut_ptr().add(len));
+            }
+            out.set_len(len);
+        }
+    }
+    simd_dispatch!(fn ids_all(x: &[f32], thr: f32, base: usize, out: &mut Vec<i32>) -> () = ids_all_k);
+
+    /// `compress_store_ids` writes the ids of exactly the set lanes, in order, at every level.
+    #[test]
+    fn compress_store_ids_keeps_set_lanes_in_order() {
+        let mut x = 7u32;
+        let row: Vec<f32> = (0..16 * 300)
+            .map(|i| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                // Whole vectors set and unset too.
+                if i / 16 % 7 == 0 {
+                    1.0
+                } else if i / 16 % 7 == 1 {
+                    -1.0
+                } else {
+                    (x >> 16) as f32 / 65_536.0 - 0.5
+                }
+            })
+            .collect();
+        let want: Vec<i32> = (0..row.len()).filter(|&i| row[i] >= 0.25).map(|i| (1000 + i) as i32).collect();
+        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+            let mut out = vec![-3i32; 3];
+            if with_level(level, || ids_all(&row, 0.25, 1000, &mut out)).is_none() {
+                continue;
+            }
+            assert_eq!(out[..3], [-3; 3], "{level:?}");
+            assert_eq!(out[3..], want[..], "{level:?}");
         }
     }
 

@@ -11,8 +11,11 @@
 //!   unchanged, and the running sum is at least the exponential of the largest value seen so
 //!   far, so only values within [`NEAR`] nats of the running maximum are kept (in id order);
 //!   their exact exponentials, added by the grid replay, give `s` exactly ([`exact_sum`]);
-//! - the 257 largest values, by a rising threshold as in `fast::top_k` (every value at or above
-//!   the buffer's 257th largest, cut back when the buffer fills).
+//! - the 257 largest values, by a rising threshold as in `fast::top_k`: on an unpatched row,
+//!   over the maxima of vector groups (a histogram of them gives the threshold, [`Hist`]),
+//!   then the values at or above the final one collected from the few groups that hold them;
+//!   on a patched row, over the values (every value at or above the buffer's 257th largest,
+//!   cut back when the buffer fills).
 //!
 //! llama.cpp's first 256 positions hold the 256 largest values in descending order whatever
 //! the order of equal values (its buckets are ranges of values, top down), and the cut reads
@@ -27,7 +30,7 @@ use crate::fast::bounds::{f32_down, seq_block};
 use crate::fast::expf::expf_exact_slice;
 use crate::fast::row::{collect_into, scan_row, Row, RowScan, Scan, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Simd};
-use crate::fast::top_k::{keep_top, retain_at_least};
+use crate::fast::top_k::keep_top;
 use crate::fast::value_sort::desc_key;
 use crate::sort::{
     bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,
@@ -56,6 +59,11 @@ struct TopBuf {
     thr: f32,
     /// Length at which the buffer is cut back.
     cap: usize,
+    /// [`scan_near_top`]'s kept groups: start id and maximum, id order ([`Hist`]).
+    units: Vec<i32>,
+    maxima: Vec<f32>,
+    /// [`scan_near_top`]'s kept groups counted by the bucket of their maximum ([`Hist`]).
+    counts: Vec<u32>,
 }
 
 /// Reusable buffers.
@@ -162,7 +170,6 @@ enum Built {
 fn scan(row: Row<'_>, d: &mut RowScan, s: &mut TopPScratch) -> Result<f32, usize> {
     if row.patches.is_empty() {
         s.near.clear();
-        reset_top(&mut s.top, f32::NEG_INFINITY);
         let (m, first) = scan_near_top(row.logits, &mut s.top, &mut s.near)?;
         // (`first` is NaN when no finite threshold was set: every value was kept.)
         if (first as f64) < m as f64 - NORMAL {
@@ -272,22 +279,192 @@ fn reset_top(t: &mut TopBuf, thr: f32) {
 }
 
 simd_dispatch!(
-    /// [`collect`]'s two sets and the maximum in one pass over an unpatched row, each value's
-    /// near threshold taken from the running maximum `R` of the vector groups before it
+    /// [`collect`]'s two sets and the maximum over an unpatched row, each value's near
+    /// threshold taken from the running maximum `R` of the vector groups before it
     /// ([`collect`] explains why the values below `R - NEAR` add nothing while `e_R` is normal:
     /// the caller checks that with the `R` of the first finite threshold, returned second; NaN
-    /// when none was set). The top buffer's threshold is raised to the near threshold as it
-    /// rises (any threshold that only rises keeps every value at or above its final value).
-    /// `Err(i)`: the first NaN or `+inf`.
+    /// when none was set). `Err(i)`: the first NaN or `+inf`.
+    ///
+    /// The top buffer is filled in two passes, as `fast::top_k` collects its top: the scan
+    /// keeps the vector groups whose maximum reaches a rising threshold ([`Hist`]: a bucket
+    /// edge below which at least 257 kept groups' maxima lie at or above, and the running near
+    /// threshold: the buffer starts at `m - NEAR`); the final threshold, the larger of that
+    /// edge and `m - NEAR` (rounded down), never passes the row's 257th largest value (257
+    /// groups hold a value at or above it), and every value at or above it lies in a kept
+    /// group (each threshold the groups were held to was at most it), whose values at or
+    /// above it are then collected (a few hundred groups, no cut).
     fn scan_near_top(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> = scan_near_top_k
 );
 
 #[inline(always)]
 unsafe fn scan_near_top_k<S: Simd>(x: &[f32], t: &mut TopBuf, near: &mut Vec<f32>) -> Result<(f32, f32), usize> {
+    let TopBuf { ids, vals, sel, thr, units, maxima, counts, .. } = t;
+    let mut h = Hist::new(units, maxima, counts);
     // SAFETY: the caller's kernel contract (`fast::simd`), passed on.
-    let r = unsafe { near_top_any::<S, true>(x, 0, f32::NEG_INFINITY, t, near) };
-    drop_below(t);
-    r
+    let (m, first) = unsafe { near_top_any::<S, true, _>(x, 0, f32::NEG_INFINITY, &mut h, near) }?;
+    *thr = h.finish(near_thr(m), sel);
+    ids.clear();
+    vals.clear();
+    // SAFETY: as above; the units are the groups of `near_top_any` on this level.
+    unsafe { collect_kept::<S>(x, units, maxima, *thr, ids, vals) };
+    Ok((m, first))
+}
+
+/// Buckets of [`Hist`]: [`HIST_SCALE`] a nat over `[-64, 64)`, the first also holding every
+/// value below, the last every value above.
+const HIST_BUCKETS: usize = 1024;
+
+/// Buckets a nat in [`Hist`].
+const HIST_SCALE: f32 = 8.0;
+
+/// The bucket of `0.0` in [`Hist`].
+const HIST_ZERO: i32 = 512;
+
+/// The bucket of `v` (not NaN): `floor(8 v) + 512`, clamped to the buckets. `8 v` is exact
+/// (or infinite, and then clamped), so every value of a bucket `b > 0` is at or above
+/// [`hist_edge`]`(b)`.
+#[inline(always)]
+fn hist_bucket(v: f32) -> usize {
+    // (`as` saturates: -inf and huge values land in the end buckets.)
+    ((v * HIST_SCALE).floor() as i32).saturating_add(HIST_ZERO).clamp(0, HIST_BUCKETS as i32 - 1) as usize
+}
+
+/// The least value a bucket holds (exact in `f32`; `-inf` for the first).
+#[inline(always)]
+fn hist_edge(b: usize) -> f32 {
+    if b == 0 {
+        f32::NEG_INFINITY
+    } else {
+        (b as i32 - HIST_ZERO) as f32 / HIST_SCALE
+    }
+}
+
+/// Past this many kept groups at or above [`Hist`]'s final threshold (a row whose top values
+/// share few buckets) they are cut back to the 257 largest maxima exactly.
+const HIST_KEEP: usize = 4 * (FIRST + 1);
+
+/// [`scan_near_top`]'s group maxima with a rising threshold that needs no selection: every
+/// group offered is kept (start id and maximum, id order) and counted in the bucket of its
+/// maximum ([`hist_bucket`], an eighth of a nat wide); the threshold is the least value
+/// ([`hist_edge`]) of the highest bucket such that it and the buckets above count at least
+/// 257 groups. Those groups hold 257 values at or above it, so it never passes the row's 257th
+/// largest value; it rises as groups are counted (amortized O(1) a group). This replaces the
+/// cuts of a rising-threshold buffer (a `select_nth` over hundreds of maxima, a few times a
+/// row) with a counter increment; the threshold is at most an eighth of a nat lower than the
+/// exact 257th largest counted maximum, which lets a few more groups through.
+struct Hist<'a> {
+    /// The threshold (the edge of bucket `tb`).
+    thr: f32,
+    /// The threshold's bucket.
+    tb: usize,
+    /// Groups counted in buckets `tb` and above.
+    above: usize,
+    counts: &'a mut Vec<u32>,
+    starts: &'a mut Vec<i32>,
+    maxima: &'a mut Vec<f32>,
+}
+
+impl<'a> Hist<'a> {
+    /// Nothing kept or counted, the threshold at `-inf`.
+    fn new(starts: &'a mut Vec<i32>, maxima: &'a mut Vec<f32>, counts: &'a mut Vec<u32>) -> Self {
+        starts.clear();
+        maxima.clear();
+        counts.clear();
+        counts.resize(HIST_BUCKETS, 0);
+        Hist { thr: f32::NEG_INFINITY, tb: 0, above: 0, counts, starts, maxima }
+    }
+
+    /// Counts a kept group's maximum `mx` when it lies in the threshold's bucket or above (a
+    /// group noted against an older, lower threshold may lie below: it is kept, not counted,
+    /// so `above` stays the count of the buckets from `tb` up).
+    #[inline(always)]
+    fn count(&mut self, mx: f32) {
+        let b = hist_bucket(mx);
+        let c = (b >= self.tb) as u32;
+        // (A row holds fewer than 2^31 values, so no count overflows.)
+        self.counts[b] += c;
+        self.above += c as usize;
+    }
+
+    /// Raises the threshold while the buckets above its bucket count 257 groups.
+    #[inline(always)]
+    fn raise(&mut self) {
+        let mut raised = false;
+        while self.above - self.counts[self.tb] as usize > FIRST {
+            self.above -= self.counts[self.tb] as usize;
+            self.tb += 1;
+            raised = true;
+        }
+        if raised {
+            self.thr = hist_edge(self.tb);
+        }
+    }
+
+    /// The final threshold: the larger of the buckets' and `after` (the row's near threshold);
+    /// when more than [`HIST_KEEP`] kept groups reach it, the 257th largest of their maxima
+    /// (exact, `sel` scratch) if that is larger. The kept groups are those offered, in id
+    /// order; every group holding a value at or above the returned threshold is among them
+    /// (the threshold only rose, and each group was offered if its maximum reached it).
+    fn finish(&mut self, after: f32, sel: &mut Vec<f32>) -> f32 {
+        let thr = self.thr.max(after);
+        if self.maxima.len() > HIST_KEEP && self.maxima.iter().filter(|&&v| v >= thr).count() > HIST_KEEP {
+            return keep_top(FIRST, self.starts, self.maxima, sel).max(thr);
+        }
+        thr
+    }
+}
+
+/// The values `>= thr` (in id order) of the units (start ids and maxima, id order) that
+/// [`near_top_any`] offered on this level: groups of [`GROUP`] vectors, or single values past
+/// the last whole group.
+///
+/// # Safety
+/// The CPU supports `S`; every start is inside `x`.
+#[inline(always)]
+unsafe fn collect_kept<S: Simd>(
+    x: &[f32],
+    starts: &[i32],
+    maxima: &[f32],
+    thr: f32,
+    ids: &mut Vec<i32>,
+    vals: &mut Vec<f32>,
+) {
+    let gl = GROUP * S::N;
+    let full_end = x.len() - x.len() % gl;
+    // Room for every value of the groups that reach the threshold (and a vector's spare store).
+    let room = maxima.iter().filter(|&&m| m >= thr).count() * gl + S::N;
+    ids.reserve(room);
+    vals.reserve(room);
+    let (pi, pv) = (ids.as_mut_ptr(), vals.as_mut_ptr());
+    let mut len = ids.len();
+    debug_assert_eq!(len, vals.len());
+    // SAFETY: the caller guarantees `S`; a start before `full_end` is a group's (a multiple of
+    // `gl`), so its `gl` values lie inside `x`. Each group that reaches `thr` writes at most
+    // `gl` entries plus a vector's spare lanes from `len` (a tail value one), inside the room
+    // reserved above; only the entries counted are exposed by `set_len`.
+    unsafe {
+        let tv = S::splat(thr);
+        for (&start, &mx) in starts.iter().zip(maxima) {
+            let start = start as usize;
+            if mx < thr {
+                continue;
+            }
+            if start >= full_end {
+                *pi.add(len) = start as i32;
+                *pv.add(len) = mx;
+                len += 1;
+                continue;
+            }
+            for j in 0..GROUP {
+                let v = S::load(x.as_ptr().add(start + j * S::N));
+                let m = S::ge(v, tv);
+                S::compress_store_ids(m, start + j * S::N, pi.add(len));
+                len += S::compress_store(m, v, pv.add(len));
+            }
+        }
+        ids.set_len(len);
+        vals.set_len(len);
+    }
 }
 
 /// How far ahead of the collecting loop the row is prefetched, in values (8 KiB). The loop's
@@ -301,22 +478,126 @@ const AHEAD: usize = 2048;
 /// Values per cache line (64 bytes): one prefetch each.
 const LINE: usize = 16;
 
-/// The kernel of [`scan_near_top`] (`TRACK`: the running maximum raises the near threshold;
-/// NaN and `+inf` are reported, `Err` with the first one's index in `x`) and of [`near_top`]
-/// (the near threshold `nthr` fixed, no NaN): every vector is compressed into `near` without a
-/// branch (a few percent of the lanes are near, at random: a branch per vector mispredicts
-/// often), and the top buffer takes the values `>= t.thr` (ids from `base`), cut back to its
-/// 257 largest when it reaches `t.cap`. `Ok`: the running maximum (`-inf` without `TRACK`) and
+/// Groups [`near_top_any`] reads before it hands those of them that reached the top threshold
+/// to the top buffer, all at once: the scan notes them without a branch (they come at random,
+/// a few hundred of 4096 on a real model's row), and the top buffer's threshold, raised after
+/// each batch, is not waited on group by group. A group noted against a threshold raised
+/// later in its batch is kept all the same (a threshold lower than need be is still sound).
+const CHUNK: usize = 32;
+
+/// Vectors per group of [`near_top_any`].
+const GROUP: usize = 4;
+
+/// Where [`near_top_any`] puts the values at or above a threshold: the top buffer itself
+/// ([`near_top`]), or the group maxima of [`scan_near_top`]'s first pass.
+trait TopSink {
+    /// Only values at or above this are offered.
+    fn thr(&self) -> f32;
+    /// Takes the groups of [`GROUP`] vectors of `x` starting at `starts` (in id order; ids
+    /// from `base`) that held a value at or above `tv` (a splat at or above
+    /// [`TopSink::thr`] when they were noted; never above the final threshold).
+    ///
+    /// # Safety
+    /// The CPU supports `S`; every group lies inside `x`.
+    unsafe fn groups<S: Simd>(&mut self, x: &[f32], starts: &[usize], tv: S::V, base: usize);
+    /// Takes the single value `v` of id `id` (at or above [`TopSink::thr`]).
+    fn value(&mut self, id: usize, v: f32);
+}
+
+/// The group of [`GROUP`] vectors at `p`, and its lane-wise maximum.
+///
+/// # Safety
+/// The CPU supports `S`; `p` points at `GROUP * S::N` readable values.
+#[inline(always)]
+unsafe fn load_group<S: Simd>(p: *const f32) -> ([S::V; GROUP], S::V) {
+    // SAFETY: the caller guarantees `S` and the values.
+    unsafe {
+        let v = [S::load(p), S::load(p.add(S::N)), S::load(p.add(2 * S::N)), S::load(p.add(3 * S::N))];
+        (v, S::max(S::max(v[0], v[1]), S::max(v[2], v[3])))
+    }
+}
+
+impl TopSink for TopBuf {
+    fn thr(&self) -> f32 {
+        self.thr
+    }
+
+    /// Each group's values at or above `tv` and the buffer's threshold, with a cut whenever
+    /// the buffer is full.
+    #[inline(always)]
+    unsafe fn groups<S: Simd>(&mut self, x: &[f32], starts: &[usize], tv: S::V, base: usize) {
+        for &start in starts {
+            // SAFETY: the caller guarantees `S` and that the group lies inside `x`.
+            unsafe {
+                let (v, mx) = load_group::<S>(x.as_ptr().add(start));
+                let tv = S::max(tv, S::splat(self.thr));
+                if !S::any(S::ge(mx, tv)) {
+                    continue;
+                }
+                for (j, &vj) in v.iter().enumerate() {
+                    S::push_masked(S::ge(vj, tv), vj, base + start + j * S::N, &mut self.ids, &mut self.vals);
+                }
+            }
+            if self.ids.len() >= self.cap {
+                cut_top(self);
+            }
+        }
+    }
+
+    fn value(&mut self, id: usize, v: f32) {
+        self.ids.push(id as i32);
+        self.vals.push(v);
+        if self.ids.len() >= self.cap {
+            cut_top(self);
+        }
+    }
+}
+
+impl TopSink for Hist<'_> {
+    fn thr(&self) -> f32 {
+        self.thr
+    }
+
+    /// The groups' maxima, kept and counted at once; the threshold raised after them.
+    #[inline(always)]
+    unsafe fn groups<S: Simd>(&mut self, x: &[f32], starts: &[usize], _tv: S::V, base: usize) {
+        self.starts.reserve(starts.len());
+        self.maxima.reserve(starts.len());
+        for &start in starts {
+            // SAFETY: the caller guarantees `S` and that the group lies inside `x`.
+            let mx = unsafe { S::hmax(load_group::<S>(x.as_ptr().add(start)).1) };
+            self.starts.push((base + start) as i32);
+            self.maxima.push(mx);
+            self.count(mx);
+        }
+        self.raise();
+    }
+
+    fn value(&mut self, id: usize, v: f32) {
+        self.starts.push(id as i32);
+        self.maxima.push(v);
+        self.count(v);
+        self.raise();
+    }
+}
+
+/// The kernel of [`scan_near_top`]'s first pass (`TRACK`: the running maximum raises the near
+/// threshold; NaN and `+inf` are reported, `Err` with the first one's index in `x`) and of
+/// [`near_top`] (the near threshold `nthr` fixed, at most `top`'s, no NaN): every vector is
+/// compressed into `near` without a branch (a few percent of the lanes are near, at random: a
+/// branch per vector mispredicts often), and the groups of [`GROUP`] vectors (ids from `base`)
+/// holding a value at or above both `top`'s threshold and the near threshold go to `top`, as
+/// do such single values of the tail. `Ok`: the running maximum (`-inf` without `TRACK`) and
 /// the running maximum at the first finite near threshold (NaN when none was set).
 #[inline(always)]
-unsafe fn near_top_any<S: Simd, const TRACK: bool>(
+unsafe fn near_top_any<S: Simd, const TRACK: bool, T: TopSink>(
     x: &[f32],
     base: usize,
     mut nthr: f32,
-    t: &mut TopBuf,
+    top: &mut T,
     near: &mut Vec<f32>,
 ) -> Result<(f32, f32), usize> {
-    const G: usize = 4; // vectors per group
+    const G: usize = GROUP;
     let n = x.len();
     let p = x.as_ptr();
     // Room for a whole vector's store past the last value, reserved up front.
@@ -335,48 +616,52 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool>(
     unsafe {
         let inf = S::splat(f32::INFINITY);
         let mut nv = S::splat(nthr);
-        let mut tv = S::splat(t.thr);
+        let mut tv = S::splat(top.thr().max(nthr));
         let mut rv = S::splat(run);
-        while i + G * S::N <= n {
-            let mut v = [S::splat(0.0); G];
-            for (j, vj) in v.iter_mut().enumerate() {
-                *vj = S::load(p.add(i + j * S::N));
-            }
-            for line in (0..G * S::N).step_by(LINE) {
-                S::prefetch(p.wrapping_add(i + line + AHEAD));
-            }
-            if TRACK {
-                // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
-                // finite overflow: the group is then checked value by value).
-                let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
-                if S::any(S::nlt(sum, inf)) {
-                    let g = &x[i..i + G * S::N];
-                    if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
-                        near.set_len(len);
-                        return Err(i + first_nan_or_inf(g));
+        let full = n - n % (G * S::N);
+        // The groups that may reach the top threshold, by start, for the current chunk.
+        let mut cands = [0usize; CHUNK];
+        while i < full {
+            let end = full.min(i + CHUNK * G * S::N);
+            let mut nc = 0;
+            while i < end {
+                let mut v = [S::splat(0.0); G];
+                for (j, vj) in v.iter_mut().enumerate() {
+                    *vj = S::load(p.add(i + j * S::N));
+                }
+                for line in (0..G * S::N).step_by(LINE) {
+                    S::prefetch(p.wrapping_add(i + line + AHEAD));
+                }
+                if TRACK {
+                    // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
+                    // finite overflow: the group is then checked value by value).
+                    let sum = S::add(S::add(v[0], v[1]), S::add(v[2], v[3]));
+                    if S::any(S::nlt(sum, inf)) {
+                        let g = &x[i..i + G * S::N];
+                        if g.iter().any(|&y| y.is_nan() || y == f32::INFINITY) {
+                            near.set_len(len);
+                            return Err(i + first_nan_or_inf(g));
+                        }
                     }
                 }
-            }
-            let m = [S::ge(v[0], nv), S::ge(v[1], nv), S::ge(v[2], nv), S::ge(v[3], nv)];
-            len += S::compress_store4(m, v, out.add(len));
-            let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
-            if S::any(S::ge(mx, tv)) {
-                for (j, &vj) in v.iter().enumerate() {
-                    S::push_masked(S::ge(vj, tv), vj, base + i + j * S::N, &mut t.ids, &mut t.vals);
+                let m = [S::ge(v[0], nv), S::ge(v[1], nv), S::ge(v[2], nv), S::ge(v[3], nv)];
+                len += S::compress_store4(m, v, out.add(len));
+                let mx = S::max(S::max(v[0], v[1]), S::max(v[2], v[3]));
+                // Noted without a branch (the groups that reach it come at random).
+                cands[nc] = i;
+                nc += S::any(S::ge(mx, tv)) as usize;
+                if TRACK && S::any(S::lt(rv, mx)) {
+                    run = run.max(S::hmax(mx));
+                    rv = S::splat(run);
+                    raise(run, &mut nthr, &mut first);
+                    nv = S::splat(nthr);
+                    tv = S::splat(top.thr().max(nthr));
                 }
-                if t.ids.len() >= t.cap {
-                    cut_top(t);
-                    tv = S::splat(t.thr);
-                }
+                i += G * S::N;
             }
-            if TRACK && S::any(S::lt(rv, mx)) {
-                run = run.max(S::hmax(mx));
-                rv = S::splat(run);
-                raise(run, &mut nthr, &mut first, t);
-                nv = S::splat(nthr);
-                tv = S::splat(t.thr);
-            }
-            i += G * S::N;
+            top.groups::<S>(x, &cands[..nc], tv, base);
+            // Raised once a chunk: the groups are taken in a batch, without a branch each.
+            tv = S::splat(top.thr().max(nthr));
         }
         near.set_len(len);
     }
@@ -386,39 +671,31 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool>(
         }
         if v >= nthr {
             near.push(v);
-        }
-        if v >= t.thr {
-            t.ids.push((base + i + j) as i32);
-            t.vals.push(v);
+            if v >= top.thr() {
+                top.value(base + i + j, v);
+            }
         }
         if TRACK && v > run {
             run = v;
-            raise(run, &mut nthr, &mut first, t);
+            raise(run, &mut nthr, &mut first);
         }
-    }
-    if t.ids.len() >= t.cap {
-        cut_top(t);
     }
     Ok((run, first))
 }
 
-/// Drops the buffer's values below its threshold: raised to a near threshold, it may have
-/// passed values collected before, while the values like them that came after were not
-/// collected; what stays is every value of the row at or above the threshold.
-fn drop_below(t: &mut TopBuf) {
-    retain_at_least(t.thr, &mut t.ids, &mut t.vals);
-}
-
-/// The near threshold for a new running maximum `run` (rounded down), the top buffer's
-/// threshold raised to it, and `first` set to `run` at the first finite threshold.
-fn raise(run: f32, nthr: &mut f32, first: &mut f32, t: &mut TopBuf) {
-    *nthr = f32_down(run as f64 - NEAR);
+/// The near threshold for a new running maximum `run`, and `first` set to `run` at the first
+/// finite threshold.
+fn raise(run: f32, nthr: &mut f32, first: &mut f32) {
+    *nthr = near_thr(run);
     if *nthr > f32::NEG_INFINITY && first.is_nan() {
         *first = run;
     }
-    if *nthr > t.thr {
-        t.thr = *nthr;
-    }
+}
+
+/// Values below this add nothing to llama.cpp's sum after a running maximum `run` (rounded
+/// down; see [`collect`]).
+fn near_thr(run: f32) -> f32 {
+    f32_down(run as f64 - NEAR)
 }
 
 /// One pass over the row: into `s.near` every value that may change llama.cpp's
@@ -470,7 +747,7 @@ simd_dispatch!(
 unsafe fn near_top_k<S: Simd>(x: &[f32], base: usize, near_thr: f32, t: &mut TopBuf, near: &mut Vec<f32>) {
     // SAFETY: the caller's kernel contract (`fast::simd`), passed on. (Without `TRACK` there
     // is no `Err`.)
-    let _ = unsafe { near_top_any::<S, false>(x, base, near_thr, t, near) };
+    let _ = unsafe { near_top_any::<S, false, _>(x, base, near_thr, t, near) };
 }
 
 /// Cuts the buffer back to the values at or above its 257th largest (the new threshold). The
@@ -774,6 +1051,107 @@ mod tests {
                 assert_eq!(terms[1..], want[..], "{level:?} {near_thr}");
             }
         }
+    }
+
+    /// The unpatched row's scan at every level this CPU runs, on rows of many and of few near
+    /// values, of many equal values, with and without a tail: `near` holds exactly the values
+    /// at or above the near threshold of the running maximum of the groups before them (of
+    /// the values before them in the tail), and the top buffer exactly the values at or above
+    /// its threshold, in id order; that threshold lies between `m - NEAR` (rounded down) and
+    /// the row's 257th largest value, or the buffer holds fewer than 257 values.
+    #[test]
+    fn scan_near_top_collects_exactly() {
+        let mut x = 4242u32;
+        let mut next = move || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            x >> 8
+        };
+        let mut rows: Vec<Vec<f32>> = Vec::new();
+        for (n, spread, levels) in [(5000 + 37, 20.0f32, 1 << 20), (70_001, 200.0, 1 << 20), (4096, 1.0, 5)] {
+            rows.push((0..n).map(|_| (next() % levels) as f32 / levels as f32 * spread - spread / 2.0).collect());
+        }
+        // The maximum late in the row, far above the rest: the early groups' thresholds are low.
+        let mut late = rows[0].clone();
+        late[4990] = 40.0;
+        rows.push(late);
+        // Every value in two buckets of the histogram threshold (an eighth of a nat): its
+        // threshold cannot rise past 0, and the exact cut of the kept groups must run.
+        rows.push((0..100_000).map(|_| (next() % (1 << 20)) as f32 / (1 << 20) as f32 * 0.1 - 0.05).collect());
+        // One value a group on bucket edges, two groups a bucket: the histogram threshold is
+        // the 257th largest value itself (a threshold raised one bucket too far drops it).
+        let mut edges = vec![-100.0f32; 64 * 600];
+        for g in 0..600 {
+            edges[64 * g + (next() % 64) as usize] = ((g * 7) % 300) as f32 / 8.0;
+        }
+        rows.push(edges);
+        for (r, row) in rows.iter().enumerate() {
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut sorted = row.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            for (level, lanes) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Scalar, 1)] {
+                if !level.is_supported() {
+                    continue;
+                }
+                let (mut t, mut near) = (TopBuf::default(), Vec::new());
+                let got = with_level(level, || scan_near_top(row, &mut t, &mut near)).unwrap().unwrap();
+                assert_eq!(got.0, m, "{level:?}");
+                let top: Vec<(i32, f32)> =
+                    row.iter().enumerate().filter(|&(_, &v)| v >= t.thr).map(|(i, &v)| (i as i32, v)).collect();
+                let have: Vec<(i32, f32)> = t.ids.iter().copied().zip(t.vals.iter().copied()).collect();
+                assert_eq!(have, top, "{level:?} n {}", row.len());
+                if r == rows.len() - 2 {
+                    // (Without the exact cut: every value at or above 0, about 50,000.)
+                    assert!(have.len() < 4 * FIRST, "{level:?} {}", have.len());
+                }
+                let after = near_thr(m);
+                assert!(t.thr >= after, "{level:?}");
+                if sorted[FIRST] >= after {
+                    assert!(t.thr <= sorted[FIRST], "{level:?} {} {}", t.thr, sorted[FIRST]);
+                    if r == rows.len() - 1 {
+                        assert_eq!(t.thr, sorted[FIRST], "{level:?}");
+                    }
+                } else {
+                    assert!(have.len() <= FIRST, "{level:?}");
+                }
+                let gl = GROUP * lanes;
+                let full_end = row.len() - row.len() % gl;
+                let mut run = f32::NEG_INFINITY;
+                let mut want = Vec::new();
+                for g in row[..full_end].chunks(gl) {
+                    want.extend(g.iter().filter(|&&v| v >= near_thr(run)));
+                    run = g.iter().copied().fold(run, f32::max);
+                }
+                for &v in &row[full_end..] {
+                    if v >= near_thr(run) {
+                        want.push(v);
+                    }
+                    run = run.max(v);
+                }
+                assert_eq!(near, want, "{level:?} n {}", row.len());
+            }
+        }
+    }
+
+    /// Every value of a histogram bucket is at or above the bucket's edge (the threshold's
+    /// soundness) and, away from the end buckets, below the next edge; the end buckets take
+    /// everything beyond, infinities included.
+    #[test]
+    fn hist_buckets_hold_values_at_or_above_their_edge() {
+        let mut x = 31u32;
+        let mut vals = vec![f32::NEG_INFINITY, f32::INFINITY, f32::MIN, f32::MAX, 0.0, -0.0, 63.875, -64.0, -64.125];
+        vals.extend((-700..700).map(|i| i as f32 / 8.0));
+        for _ in 0..100_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            vals.push(f32::from_bits(x) % 200.0);
+        }
+        for &v in vals.iter().filter(|v| !v.is_nan()) {
+            let b = hist_bucket(v);
+            assert!(b < HIST_BUCKETS && v >= hist_edge(b), "{v} {b}");
+            if b + 1 < HIST_BUCKETS {
+                assert!(v < hist_edge(b + 1), "{v} {b}");
+            }
+        }
+        assert_eq!((hist_bucket(0.0), hist_bucket(-0.125), hist_bucket(63.875)), (512, 511, 1023));
     }
 
     /// The exact sum stops early only on rows whose cut lies beyond the first 256 candidates
