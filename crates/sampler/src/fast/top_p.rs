@@ -467,17 +467,6 @@ unsafe fn collect_kept<S: Simd>(
     }
 }
 
-/// How far ahead of the collecting loop the row is prefetched, in values (8 KiB). The loop's
-/// body is long, so the out-of-order window holds few of its loads; once llama.cpp's step
-/// between two of nucleus's has evicted the caches, the hardware prefetchers alone leave the
-/// loop waiting on the row. Measured on Gemma 3's rows after 64 MiB of other writes, on and
-/// off alternated in one process: the scan 6-13% faster on rows of few near values, chain d's
-/// median step about 4 us (5%) faster; with warm caches, no change.
-const AHEAD: usize = 2048;
-
-/// Values per cache line (64 bytes): one prefetch each.
-const LINE: usize = 16;
-
 /// Groups [`near_top_any`] reads before it hands those of them that reached the top threshold
 /// to the top buffer, all at once: the scan notes them without a branch (they come at random,
 /// a few hundred of 4096 on a real model's row), and the top buffer's threshold, raised after
@@ -612,7 +601,7 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool, T: TopSink>(
     // tail is done lane by lane. Each `compress_store4` writes `4 * S::N` values at most from
     // `len`, which is at most the old length plus `i`, inside the capacity reserved above; only
     // the values it counts are exposed by `set_len`. The prefetches' addresses, which may lie
-    // past the row, are formed with `wrapping_add` and never read (`Simd::prefetch`).
+    // past the row, are formed with `wrapping_add` and never read (`Simd::prefetch_ahead`).
     unsafe {
         let inf = S::splat(f32::INFINITY);
         let mut nv = S::splat(nthr);
@@ -629,9 +618,11 @@ unsafe fn near_top_any<S: Simd, const TRACK: bool, T: TopSink>(
                 for (j, vj) in v.iter_mut().enumerate() {
                     *vj = S::load(p.add(i + j * S::N));
                 }
-                for line in (0..G * S::N).step_by(LINE) {
-                    S::prefetch(p.wrapping_add(i + line + AHEAD));
-                }
+                // The loop's body is long, so the out-of-order window holds few of its loads
+                // (`fast::simd::AHEAD`). Measured on Gemma 3's rows after 64 MiB of other
+                // writes, on and off alternated: the scan 6-13% faster on rows of few near
+                // values, chain d's median step about 4 us faster; warm, no change.
+                S::prefetch_ahead(p, i, G * S::N);
                 if TRACK {
                     // NaN or +inf anywhere in the group makes the lane sums NaN or +inf (so can a
                     // finite overflow: the group is then checked value by value).
