@@ -789,6 +789,11 @@ struct TailWindow {
     vals: Vec<f32>,
     /// Tokens at or above `hi` (the gathered ones included).
     above: u64,
+    /// The row's length and smallest logit (set by every [`TailWindow::plan`], live or not):
+    /// when the sure-kept threshold is at most `lmin`, every token is kept and the tail is
+    /// every token not gathered, whatever the window ([`window_tail`]).
+    n: usize,
+    lmin: f32,
 }
 
 /// The window is only guessed when `mu` is at least this: the top tier needs `e* <= 2^-24`,
@@ -802,10 +807,18 @@ impl TailWindow {
         self.live = false;
         self.vals.clear();
         self.above = 0;
+        self.n = n;
+        self.lmin = blocks.iter().fold(f32::INFINITY, |a, b| if b.min < a { b.min } else { a });
         if !(mu >= WINDOW_MU_FROM && n < BOUNDED_MAX_LEN) {
             return;
         }
         let m = scaled(lmax, t);
+        // Past `mu = 149` the kept threshold stops falling: `p = RN(e / s1)` passes as soon as
+        // it is not zero (`-log2f` of the smallest subnormal is 149), so `e*` is the smallest
+        // `e` with `e / s1 > 2^-150`, at most `3 s1 2^-150` (`s1 >= 1`): guess with `mu = 150`
+        // and a factor 3 more room above (also for `mu` just under 149, where `p`'s few
+        // subnormal steps make `e*` coarse).
+        let (mu, room) = if mu > 140.0 { (mu.min(150.0), 3f64.ln()) } else { (mu, 0.0) };
         // Terms under e^-10 hardly move the guess.
         let lb: f64 =
             blocks.iter().map(|b| scaled(b.max, t) - m).filter(|&x| x >= -10.0).map(|x| (x as f64).exp()).sum();
@@ -820,7 +833,7 @@ impl TailWindow {
             }
         };
         self.lo = l_of(base + lb.ln() - 0.01 - sub(lb), t, lmax);
-        self.hi = l_up(base + (4.0 * lb).ln() + 0.01 + sub(4.0 * lb), t).min(thr_g);
+        self.hi = l_up(base + (4.0 * lb).ln() + 0.01 + room + sub(4.0 * lb), t).min(thr_g);
         self.live = self.lo < self.hi;
     }
 }
@@ -923,9 +936,18 @@ unsafe fn window_block_k<S: Simd>(
 /// the `above` tokens under `thr_g` (all but the gathered ones) and the window's at or above
 /// `l_hi`; its unsure ones (`thr <= l < l_hi`) all lie in the window, whose values go through
 /// [`unsure_terms`] as one block would.
+///
+/// Whatever the window, when the row's smallest logit is at or above `l_hi` every token is
+/// kept for sure (the usual case once `mu` has grown: Gemma 3's rows span 30-46 logits,
+/// `mu = 100` keeps 55 below the maximum): the tail is then every token not gathered
+/// (`s.vals` holds exactly those at or above `thr_g`), and none is unsure.
 fn window_tail(t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
     let (tw, b) = (&s.tw, &s.bins);
     let l_hi = sure_kept_from(b, t);
+    if tw.lmin >= l_hi {
+        let e_g = tail_term_bound(t, thr_g, b)?;
+        return Some(crude_tail((tw.n - s.vals.len()) as u64, 0, 0.0, e_g, b.e_star));
+    }
     if !(tw.live && tw.lo <= b.thr && l_hi <= tw.hi && tw.hi <= thr_g) {
         return None;
     }
@@ -1884,7 +1906,10 @@ mod tests {
     /// same mass) whenever the window guessed before the gather holds: rows with a few large
     /// logits over a bulk whose blocks' minima differ (so that some fall in the window, some
     /// under it; a partial last block), `mu` from where the kept threshold falls among the
-    /// logits (tokens in the window) to where it falls under all of them; at every SIMD level.
+    /// logits (tokens in the window) to where it falls under all of them, and past 149 (where
+    /// it stops falling); at every SIMD level. Every other row has one logit far under the
+    /// rest, so that not every token is kept even then: those steps must be decided by the
+    /// window guessed at the threshold's floor, the others (every token kept) without it.
     #[test]
     fn window_tail_is_tail_count() {
         use crate::fast::simd::{with_level, Level};
@@ -1897,6 +1922,8 @@ mod tests {
         };
         let n = 20 * BLOCK + 100;
         let (mut hits, mut with_window, mut steps) = (0, 0, 0);
+        // Steps with every token kept / others past mu = 150: (steps, hits).
+        let (mut all_kept, mut floor) = ((0, 0), (0, 0));
         let mut s = MiroScratch::default();
         let mut out = Candidates::default();
         for k in 0..24 {
@@ -1906,6 +1933,8 @@ mod tests {
                     let u = (next() >> 40) as f32 / (1u64 << 24) as f32;
                     if i % 997 == k {
                         12.0 + 6.0 * u
+                    } else if k % 2 == 1 && i == 5 * BLOCK + 7 {
+                        -200.0
                     } else {
                         spread * (2.0 * u - 1.0) - 4.0 - 0.1 * (i / BLOCK) as f32
                     }
@@ -1914,7 +1943,7 @@ mod tests {
             let row = Row { logits: &row, patches: &[] };
             for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
                 with_level(level, || {
-                    for mu in (0..40).map(|j| 24.0 + 4.5 * j as f32) {
+                    for mu in (0..48).map(|j| 24.0 + 4.5 * j as f32) {
                         let r = mirostat_prefix(row, Some(0.8), mu, &mut s, &mut out);
                         if !(matches!(r, Miro::Bounded) && s.top.ready) {
                             continue;
@@ -1922,7 +1951,15 @@ mod tests {
                         steps += 1;
                         let thr_g = s.top.thr_g;
                         let c = tail_count(row, Some(0.8), thr_g, &s).expect("counted");
-                        if let Some(w) = window_tail(Some(0.8), thr_g, &s) {
+                        let w = window_tail(Some(0.8), thr_g, &s);
+                        if s.tw.lmin >= sure_kept_from(&s.bins, Some(0.8)) {
+                            all_kept.0 += 1;
+                            all_kept.1 += usize::from(w.is_some());
+                        } else if mu > 150.0 {
+                            floor.0 += 1;
+                            floor.1 += usize::from(w.is_some());
+                        }
+                        if let Some(w) = w {
                             hits += 1;
                             with_window += usize::from(!s.tw.vals.is_empty());
                             assert_eq!(w.n, c.n, "row {k}, mu {mu} at {level:?}");
@@ -1933,6 +1970,8 @@ mod tests {
             }
         }
         assert!(hits * 2 >= steps && with_window >= 10, "{hits} hits ({with_window} with a window) of {steps}");
+        assert!(all_kept.0 >= 100 && all_kept.1 == all_kept.0, "every token kept: {all_kept:?}");
+        assert!(floor.0 >= 100 && floor.1 == floor.0, "the threshold's floor: {floor:?}");
     }
 
     /// The kept set is found by a binary search on `e` that assumes llama.cpp's surprise
