@@ -581,7 +581,7 @@ pub(crate) fn bounded_len(s: &MiroScratch) -> usize {
 /// rounding. Returns the kept count.
 fn mass_bins(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> usize {
     let MiroScratch { bins: b, blocks, .. } = s;
-    let nbins = bins_begin(b);
+    let nbins = bins_begin(b, 0.0);
     let mut buf = [0f32; BLOCK];
     let mut xs = [0f32; BLOCK];
     let mut es = [0f32; BLOCK];
@@ -617,7 +617,10 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     tb.e_star = e_star;
     tb.s2 = s2;
     tb.m = m;
-    let nbins = bins_begin(tb);
+    // The gathered terms reach down to about 2^-24 only, while `e*` may lie a hundred binades
+    // lower once `mu` has grown: bins under the smallest gathered term stay empty.
+    let e_low = s.es.iter().fold(1.0f32, |a, &e| if e < a { e } else { a });
+    let nbins = bins_begin(tb, e_low);
     let (mut idx, mut inc) = ([0u32; BLOCK], [0u64; BLOCK]);
     for c in s.es.chunks(BLOCK) {
         bin_terms(c, tb, nbins, &mut idx, &mut inc);
@@ -1265,11 +1268,15 @@ fn gather_values(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> b
     true
 }
 
-/// Sets up `b`'s histogram for its `e_star` and `s2`; returns the number of bins.
-fn bins_begin(b: &mut Bins) -> usize {
-    // The largest p is RN(1 / s2) (the maximum's term is 1), the smallest RN(e* / s2).
+/// Sets up `b`'s histogram for its `e_star` and `s2`, for terms of at least `e_low` (at most
+/// 1); returns the number of bins.
+fn bins_begin(b: &mut Bins, e_low: f32) -> usize {
+    // The largest p is RN(1 / s2) (the maximum's term is 1), the smallest kept one RN(e* / s2),
+    // or RN(e_low / s2) when that is larger (the rounded division and the bins' codes do not
+    // decrease with `e`, so no term of at least `e_low` falls past the last bin).
     b.top = (1.0f32 / b.s2).to_bits() >> BIN_SHIFT;
-    let nbins = (b.top - ((b.e_star / b.s2).to_bits() >> BIN_SHIFT)) as usize + 1;
+    let low = if e_low > b.e_star { e_low } else { b.e_star };
+    let nbins = (b.top - ((low / b.s2).to_bits() >> BIN_SHIFT)) as usize + 1;
     // [`TRASH`] more entries collect the tokens that are not kept.
     b.hist.clear();
     b.hist.resize(nbins + TRASH, 0);
@@ -1872,7 +1879,7 @@ mod tests {
     #[test]
     fn bin_masses_are_exact() {
         let mut b = Bins { s2: 3.172_5, e_star: 1.0e-9, ..Bins::default() };
-        let nbins = bins_begin(&mut b);
+        let nbins = bins_begin(&mut b, 0.0);
         let mut x = 0x9E37_79B9u32;
         let es: Vec<f32> = (0..BLOCK)
             .map(|_| {
