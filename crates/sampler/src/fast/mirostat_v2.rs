@@ -102,8 +102,6 @@ pub(crate) struct MiroScratch {
     walk: Vec<u64>,
     /// The last [`top_tier`] step's top tokens as mass bins, and the bounds on the rest.
     top: Top,
-    /// The small terms of [`split_grid_sum`].
-    small: Vec<f32>,
     /// The tail window of the last step's gather ([`TailWindow`]).
     tw: TailWindow,
 }
@@ -1151,21 +1149,47 @@ fn walk_to_crossing(
 
 /// The gathered kept tokens (`s.vals` / `s.es`) of [`Top`]'s bin `bin` into `s.walk` as
 /// `(desc_key(v) << 32) | p bits`, sorted (by value, descending).
+///
+/// The bin's terms are found by their range, not by a division each: `p = RN(e / s2)` and its
+/// bin's code do not decrease with `e`, so the terms of the bin are the `e` from the first
+/// whose code reaches `code` to the first whose code passes it ([`first_term_of_code`]).
 fn top_bin_tokens(bin: usize, s: &mut MiroScratch) {
     let tb = &s.top.bins;
     let (s2, e_star) = (tb.s2, tb.e_star);
     let code = tb.top - bin as u32;
+    let lo = first_term_of_code(code, s2).max(e_star);
+    let hi = first_term_of_code(code + 1, s2);
     let t = s.val_t;
     s.walk.clear();
     for (&l, &e) in s.vals.iter().zip(&s.es) {
-        if e >= e_star {
+        if e >= lo && e < hi {
             let p = e / s2;
-            if p.to_bits() >> BIN_SHIFT == code {
-                s.walk.push(((desc_key(scaled(l, t)) as u64) << 32) | p.to_bits() as u64);
-            }
+            debug_assert_eq!(p.to_bits() >> BIN_SHIFT, code);
+            s.walk.push(((desc_key(scaled(l, t)) as u64) << 32) | p.to_bits() as u64);
         }
     }
     s.walk.sort_unstable();
+}
+
+/// The smallest term `e` in `[0, 1]` whose `p = RN(e / s2)` has a bin code (its bits `>>`
+/// [`BIN_SHIFT`]) of at least `code`, or the float after 1 when none has (a binary search over
+/// the bits of `e`: the code does not decrease with `e`).
+fn first_term_of_code(code: u32, s2: f32) -> f32 {
+    let reaches = |b: u32| (f32::from_bits(b) / s2).to_bits() >> BIN_SHIFT >= code;
+    if reaches(0) {
+        return 0.0;
+    }
+    // `reaches(lo)` fails; `hi` reaches, or is past 1.
+    let (mut lo, mut hi) = (0u32, 1.0f32.to_bits() + 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if reaches(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    f32::from_bits(hi)
 }
 
 /// Writes the values of `x` (at most [`BLOCK`]) that are `>= thr` to the front of `out`, in
@@ -1633,22 +1657,18 @@ unsafe fn scale_shift_k<S: Simd>(x: &[f32], t: f32, m: f32, out: &mut [f32]) {
 
 /// llama.cpp's sequential `f32` sum of the gathered terms `s.es` in descending order (unsorted,
 /// every term in `[0, 1]`, the largest exactly 1), without sorting them all: the terms of at
-/// least [`SPLIT`] (a few) are sorted and summed in order, which leaves the running sum `S`
+/// least [`SPLIT`] (a few dozen at most, else `None`) are sorted and summed in order, which leaves the running sum `S`
 /// at 1 or more, in a binade `[lo, 2 lo)` of ulp `u`; every other term `t` is nonnegative and
 /// below `lo / 8`, and while the running sum stays in that binade each addition gives exactly
 /// `S + RN_u(t)` (`S` is a multiple of `u`), unless `t` is a tie (half a `u` past a multiple).
 /// So with no tie and `S + sum RN_u(t) + u < 2 lo` (every partial sum, exact or rounded, is
 /// then below `2 lo`), the sum is `S + sum RN_u(t)` in any order, all of it exact in `f32`
-/// ([`grid_nonneg`]). `None` otherwise. Uses `s.xs` and `s.small`.
+/// ([`grid_nonneg`], which skips the large terms in place). `None` otherwise. Uses `s.xs`.
 fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
     s.xs.clear();
-    s.small.clear();
-    for &e in &s.es {
-        if e >= SPLIT {
-            s.xs.push(e);
-        } else {
-            s.small.push(e);
-        }
+    s.xs.extend(s.es.iter().copied().filter(|&e| e >= SPLIT));
+    if s.xs.len() > SPLIT_SORT_UP_TO {
+        return None;
     }
     s.xs.sort_unstable_by(|a, b| b.total_cmp(a));
     let big = sorted_sum(&s.xs);
@@ -1657,7 +1677,7 @@ fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
     }
     let lo = f32::from_bits(big.to_bits() & 0x7f80_0000);
     let u = lo / 8_388_608.0;
-    let (r, tie) = grid_nonneg(&s.small, 1.5 * lo, 0.5 * u);
+    let (r, tie) = grid_nonneg(&s.es, SPLIT, 1.5 * lo, 0.5 * u);
     if tie || big as f64 + r as f64 + u as f64 >= 2.0 * lo as f64 {
         return None;
     }
@@ -1665,27 +1685,31 @@ fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
 }
 
 simd_dispatch!(
-    /// The sum of `RN_u(t) = (t + m) - m` over `x` (`m = 1.5 lo`, every term in `[0, lo / 8)`)
-    /// and whether some term is a tie (`|t - RN_u(t)|` is `half = u / 2`). Every `RN_u(t)` is a
-    /// multiple of `u`, and so is every lane's partial sum, which stays below `2 lo` when the
-    /// caller's check passes: the sum is exact then.
-    fn grid_nonneg(x: &[f32], m: f32, half: f32) -> (f32, bool) = grid_nonneg_k
+    /// The sum of `RN_u(t) = (t + m) - m` over the terms `t` of `x` under `below` (`m = 1.5
+    /// lo`, each of them in `[0, lo / 8)`; the others count as 0) and whether one of them is a
+    /// tie (`|t - RN_u(t)|` is `half = u / 2`). Every `RN_u(t)` is a multiple of `u`, and so
+    /// is every lane's partial sum, which stays below `2 lo` when the caller's check passes:
+    /// the sum is exact then.
+    fn grid_nonneg(x: &[f32], below: f32, m: f32, half: f32) -> (f32, bool) = grid_nonneg_k
 );
 
 /// Plain code, compiled for each level by [`simd_dispatch`] (the compiler vectorises the
 /// sixteen independent lanes).
 #[inline(always)]
-unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], m: f32, half: f32) -> (f32, bool) {
+unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], below: f32, m: f32, half: f32) -> (f32, bool) {
+    // A skipped term becomes 0, whose `RN_u` is 0 and is no tie (`half > 0`).
     let (mut acc, mut tie) = ([0f32; 16], [false; 16]);
     let mut c = x.chunks_exact(16);
     for g in &mut c {
         for j in 0..16 {
-            let r = (g[j] + m) - m;
-            tie[j] |= (g[j] - r).abs() == half;
+            let t = if g[j] < below { g[j] } else { 0.0 };
+            let r = (t + m) - m;
+            tie[j] |= (t - r).abs() == half;
             acc[j] += r;
         }
     }
     for (j, &t) in c.remainder().iter().enumerate() {
+        let t = if t < below { t } else { 0.0 };
         let r = (t + m) - m;
         tie[j] |= (t - r).abs() == half;
         acc[j] += r;
@@ -1694,7 +1718,17 @@ unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], m: f32, half: f32) -> (f32, bool) {
 }
 
 /// [`split_grid_sum`]'s split: below a quarter of any running sum of 1 or more.
-const SPLIT: f32 = 0.125;
+///
+/// A tie among the other terms sends the sum to a full sort, and with a running sum in
+/// `[1, 2)` a term in `[2^-k-1, 2^-k)` is a tie with chance about `2^-(k+1)` (its bits under
+/// `u / 2` all zero, the one at `u / 2` set): with the split at 1/8 a third of the Gemma 3
+/// rows fell back (most for a tie among their terms between 2^-9 and 1/8), at 2^-9 one in
+/// fourteen, sorting a dozen terms at the median.
+const SPLIT: f32 = 1.0 / 512.0;
+
+/// [`split_grid_sum`] gives up when more terms than this reach [`SPLIT`] (a flat row: the
+/// full sort of every term is then cheaper than sorting these one by one).
+const SPLIT_SORT_UP_TO: usize = 512;
 
 /// llama.cpp's sequential `f32` sum of `es` (sorted descending), exactly.
 fn sorted_sum(es: &[f32]) -> f32 {
@@ -1853,7 +1887,8 @@ mod tests {
 
     /// [`split_grid_sum`] is llama.cpp's sorted sequential sum whenever it answers: on term
     /// sets with ties (half an ulp of the running sum past a multiple), sums that cross a
-    /// binade, and ordinary ones (which it must decide).
+    /// binade, many terms at or just under the split, and ordinary ones (which it must
+    /// decide).
     #[test]
     fn split_grid_sum_is_the_sorted_sum() {
         let mut x = 0x1234_5679u32;
@@ -1872,6 +1907,12 @@ mod tests {
             if case % 5 == 0 {
                 es.push(0.5 + (next() % 1000) as f32 / 2000.0); // may carry the sum past 2
             }
+            if case % 7 == 3 {
+                // terms at or above the split, which are sorted (some of them ties)
+                for _ in 0..next() % 200 {
+                    es.push(SPLIT * (1 + next() % 60) as f32 / [1.0, 8.0][case % 2]);
+                }
+            }
             if case % 4 == 1 {
                 // ties: odd multiples of half an ulp of [1, 2) (and of [2, 4))
                 for k in 0..3 {
@@ -1888,6 +1929,33 @@ mod tests {
             }
         }
         assert!(decided >= 200, "decided {decided} of 400");
+    }
+
+    /// [`first_term_of_code`] is the first term of its bin: the float before it has a smaller
+    /// code, it has at least that code (sums `s2` from 1 to ~10^4, codes from the top bin to
+    /// subnormal `p`, and codes past the top).
+    #[test]
+    fn first_term_of_code_starts_the_bin() {
+        let code_of = |e: f32, s2: f32| (e / s2).to_bits() >> BIN_SHIFT;
+        let mut x = 0x7F4A_7C15u32;
+        for case in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let s2 = 1.0 + (x % 1_000_000) as f32 / [1.0e6, 1.0e3, 1.0e2][case % 3];
+            let top = code_of(1.0, s2);
+            let code = top.saturating_sub(x % (top + 3)) + u32::from(case % 50 == 0);
+            let e = first_term_of_code(code, s2);
+            if e > 1.0 {
+                assert_eq!(e, f32::from_bits(1.0f32.to_bits() + 1));
+                assert!(code_of(1.0, s2) < code, "s2 {s2}, code {code}");
+                continue;
+            }
+            assert!(code_of(e, s2) >= code, "s2 {s2}, code {code}");
+            if e > 0.0 {
+                assert!(code_of(f32::from_bits(e.to_bits() - 1), s2) < code, "s2 {s2}, code {code}");
+            }
+        }
     }
 
     /// The bins' masses are exact to one rounding: each equals the sum of its tokens' `p`
