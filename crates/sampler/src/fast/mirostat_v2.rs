@@ -617,14 +617,14 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     tb.m = m;
     // The gathered terms reach down to about 2^-24 only, while `e*` may lie a hundred binades
     // lower once `mu` has grown: bins under the smallest gathered term stay empty.
-    let e_low = s.es.iter().fold(1.0f32, |a, &e| if e < a { e } else { a });
+    let e_low = min_term(&s.es);
     let nbins = bins_begin(tb, e_low);
     let (mut idx, mut inc) = ([0u32; BLOCK], [0u64; BLOCK]);
     for c in s.es.chunks(BLOCK) {
         bin_terms(c, tb, nbins, &mut idx, &mut inc);
     }
     let n_top = bins_finish(tb, nbins);
-    s.top.w_top = tb.mass.iter().sum();
+    s.top.w_top = lane_sum(&tb.mass);
     s.top.thr_g = thr_g;
     // 2. The tail: exact count, its mass bracketed from the count alone (the draw narrows
     // the bracket with [`tail_terms`] only when it needs to).
@@ -637,6 +637,35 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     s.bins.n = n;
     s.top.ready = true;
     n
+}
+
+/// The smallest of the terms `es` (each in `[0, 1]`; 1 when there is none), in sixteen
+/// independent lanes (one `min` chain over a few thousand terms costs microseconds).
+fn min_term(es: &[f32]) -> f32 {
+    let mut lanes = [1.0f32; 16];
+    let mut c = es.chunks_exact(16);
+    for g in &mut c {
+        for (l, &e) in lanes.iter_mut().zip(g) {
+            *l = if e < *l { e } else { *l };
+        }
+    }
+    let rest = c.remainder().iter().fold(1.0f32, |a, &e| if e < a { e } else { a });
+    lanes.iter().fold(rest, |a, &e| if e < a { e } else { a })
+}
+
+/// The `f64` sum of the nonnegative `xs` in eight lanes (one chain of dependent additions
+/// over the ~800 bins of a top tier costs about a microsecond): like a sequential sum, within
+/// `(xs.len() - 1) 2^-53` of the exact sum relative (nonnegative terms, any order of
+/// additions), which is what [`set_bracket`] allows for.
+fn lane_sum(xs: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let mut c = xs.chunks_exact(8);
+    for g in &mut c {
+        for (l, &x) in lanes.iter_mut().zip(g) {
+            *l += x;
+        }
+    }
+    lanes.iter().sum::<f64>() + c.remainder().iter().sum::<f64>()
 }
 
 /// `s.top`'s bracket `[w_lo, w_hi]` on the sum of the kept `p` from the gathered tokens'
@@ -1955,6 +1984,37 @@ mod tests {
             if e > 0.0 {
                 assert!(code_of(f32::from_bits(e.to_bits() - 1), s2) < code, "s2 {s2}, code {code}");
             }
+        }
+    }
+
+    /// [`min_term`] is the smallest term wherever it lies (in the lanes or the remainder, of
+    /// any length, 1 for none); [`lane_sum`] agrees with the sequential sum within their
+    /// bounds.
+    #[test]
+    fn min_term_and_lane_sum() {
+        let mut x = 0x3C6E_F372u32;
+        for len in (0..40usize).chain([1000, 3001]) {
+            let es: Vec<f32> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    (x % 1_000_000) as f32 / 1.0e6
+                })
+                .collect();
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                let mut es = es.clone();
+                if len > 0 {
+                    es[at] = 1.0e-9;
+                }
+                let want = es.iter().fold(1.0f32, |a, &e| a.min(e));
+                assert_eq!(min_term(&es), want, "len {len}, at {at}");
+            }
+            let xs: Vec<f64> = es.iter().map(|&e| e as f64 * 1.0e-3).collect();
+            // Both sums within (len - 1) 2^-53 of the exact one, relative.
+            let seq: f64 = xs.iter().sum();
+            let got = lane_sum(&xs);
+            assert!((got - seq).abs() <= seq * len as f64 * f64::EPSILON, "len {len}");
         }
     }
 
