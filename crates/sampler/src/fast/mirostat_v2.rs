@@ -102,8 +102,6 @@ pub(crate) struct MiroScratch {
     walk: Vec<u64>,
     /// The last [`top_tier`] step's top tokens as mass bins, and the bounds on the rest.
     top: Top,
-    /// The small terms of [`split_grid_sum`].
-    small: Vec<f32>,
     /// The tail window of the last step's gather ([`TailWindow`]).
     tw: TailWindow,
 }
@@ -581,7 +579,7 @@ pub(crate) fn bounded_len(s: &MiroScratch) -> usize {
 /// rounding. Returns the kept count.
 fn mass_bins(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> usize {
     let MiroScratch { bins: b, blocks, .. } = s;
-    let nbins = bins_begin(b);
+    let nbins = bins_begin(b, 0.0);
     let mut buf = [0f32; BLOCK];
     let mut xs = [0f32; BLOCK];
     let mut es = [0f32; BLOCK];
@@ -617,13 +615,16 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     tb.e_star = e_star;
     tb.s2 = s2;
     tb.m = m;
-    let nbins = bins_begin(tb);
+    // The gathered terms reach down to about 2^-24 only, while `e*` may lie a hundred binades
+    // lower once `mu` has grown: bins under the smallest gathered term stay empty.
+    let e_low = min_term(&s.es);
+    let nbins = bins_begin(tb, e_low);
     let (mut idx, mut inc) = ([0u32; BLOCK], [0u64; BLOCK]);
     for c in s.es.chunks(BLOCK) {
         bin_terms(c, tb, nbins, &mut idx, &mut inc);
     }
     let n_top = bins_finish(tb, nbins);
-    s.top.w_top = tb.mass.iter().sum();
+    s.top.w_top = lane_sum(&tb.mass);
     s.top.thr_g = thr_g;
     // 2. The tail: exact count, its mass bracketed from the count alone (the draw narrows
     // the bracket with [`tail_terms`] only when it needs to).
@@ -636,6 +637,35 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     s.bins.n = n;
     s.top.ready = true;
     n
+}
+
+/// The smallest of the terms `es` (each in `[0, 1]`; 1 when there is none), in sixteen
+/// independent lanes (one `min` chain over a few thousand terms costs microseconds).
+fn min_term(es: &[f32]) -> f32 {
+    let mut lanes = [1.0f32; 16];
+    let mut c = es.chunks_exact(16);
+    for g in &mut c {
+        for (l, &e) in lanes.iter_mut().zip(g) {
+            *l = if e < *l { e } else { *l };
+        }
+    }
+    let rest = c.remainder().iter().fold(1.0f32, |a, &e| if e < a { e } else { a });
+    lanes.iter().fold(rest, |a, &e| if e < a { e } else { a })
+}
+
+/// The `f64` sum of the nonnegative `xs` in eight lanes (one chain of dependent additions
+/// over the ~800 bins of a top tier costs about a microsecond): like a sequential sum, within
+/// `(xs.len() - 1) 2^-53` of the exact sum relative (nonnegative terms, any order of
+/// additions), which is what [`set_bracket`] allows for.
+fn lane_sum(xs: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let mut c = xs.chunks_exact(8);
+    for g in &mut c {
+        for (l, &x) in lanes.iter_mut().zip(g) {
+            *l += x;
+        }
+    }
+    lanes.iter().sum::<f64>() + c.remainder().iter().sum::<f64>()
 }
 
 /// `s.top`'s bracket `[w_lo, w_hi]` on the sum of the kept `p` from the gathered tokens'
@@ -789,6 +819,11 @@ struct TailWindow {
     vals: Vec<f32>,
     /// Tokens at or above `hi` (the gathered ones included).
     above: u64,
+    /// The row's length and smallest logit (set by every [`TailWindow::plan`], live or not):
+    /// when the sure-kept threshold is at most `lmin`, every token is kept and the tail is
+    /// every token not gathered, whatever the window ([`window_tail`]).
+    n: usize,
+    lmin: f32,
 }
 
 /// The window is only guessed when `mu` is at least this: the top tier needs `e* <= 2^-24`,
@@ -802,10 +837,18 @@ impl TailWindow {
         self.live = false;
         self.vals.clear();
         self.above = 0;
+        self.n = n;
+        self.lmin = blocks.iter().fold(f32::INFINITY, |a, b| if b.min < a { b.min } else { a });
         if !(mu >= WINDOW_MU_FROM && n < BOUNDED_MAX_LEN) {
             return;
         }
         let m = scaled(lmax, t);
+        // Past `mu = 149` the kept threshold stops falling: `p = RN(e / s1)` passes as soon as
+        // it is not zero (`-log2f` of the smallest subnormal is 149), so `e*` is the smallest
+        // `e` with `e / s1 > 2^-150`, at most `3 s1 2^-150` (`s1 >= 1`): guess with `mu = 150`
+        // and a factor 3 more room above (also for `mu` just under 149, where `p`'s few
+        // subnormal steps make `e*` coarse).
+        let (mu, room) = if mu > 140.0 { (mu.min(150.0), 3f64.ln()) } else { (mu, 0.0) };
         // Terms under e^-10 hardly move the guess.
         let lb: f64 =
             blocks.iter().map(|b| scaled(b.max, t) - m).filter(|&x| x >= -10.0).map(|x| (x as f64).exp()).sum();
@@ -820,7 +863,7 @@ impl TailWindow {
             }
         };
         self.lo = l_of(base + lb.ln() - 0.01 - sub(lb), t, lmax);
-        self.hi = l_up(base + (4.0 * lb).ln() + 0.01 + sub(4.0 * lb), t).min(thr_g);
+        self.hi = l_up(base + (4.0 * lb).ln() + 0.01 + room + sub(4.0 * lb), t).min(thr_g);
         self.live = self.lo < self.hi;
     }
 }
@@ -923,9 +966,18 @@ unsafe fn window_block_k<S: Simd>(
 /// the `above` tokens under `thr_g` (all but the gathered ones) and the window's at or above
 /// `l_hi`; its unsure ones (`thr <= l < l_hi`) all lie in the window, whose values go through
 /// [`unsure_terms`] as one block would.
+///
+/// Whatever the window, when the row's smallest logit is at or above `l_hi` every token is
+/// kept for sure (the usual case once `mu` has grown: Gemma 3's rows span 30-46 logits,
+/// `mu = 100` keeps 55 below the maximum): the tail is then every token not gathered
+/// (`s.vals` holds exactly those at or above `thr_g`), and none is unsure.
 fn window_tail(t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
     let (tw, b) = (&s.tw, &s.bins);
     let l_hi = sure_kept_from(b, t);
+    if tw.lmin >= l_hi {
+        let e_g = tail_term_bound(t, thr_g, b)?;
+        return Some(crude_tail((tw.n - s.vals.len()) as u64, 0, 0.0, e_g, b.e_star));
+    }
     if !(tw.live && tw.lo <= b.thr && l_hi <= tw.hi && tw.hi <= thr_g) {
         return None;
     }
@@ -1126,21 +1178,47 @@ fn walk_to_crossing(
 
 /// The gathered kept tokens (`s.vals` / `s.es`) of [`Top`]'s bin `bin` into `s.walk` as
 /// `(desc_key(v) << 32) | p bits`, sorted (by value, descending).
+///
+/// The bin's terms are found by their range, not by a division each: `p = RN(e / s2)` and its
+/// bin's code do not decrease with `e`, so the terms of the bin are the `e` from the first
+/// whose code reaches `code` to the first whose code passes it ([`first_term_of_code`]).
 fn top_bin_tokens(bin: usize, s: &mut MiroScratch) {
     let tb = &s.top.bins;
     let (s2, e_star) = (tb.s2, tb.e_star);
     let code = tb.top - bin as u32;
+    let lo = first_term_of_code(code, s2).max(e_star);
+    let hi = first_term_of_code(code + 1, s2);
     let t = s.val_t;
     s.walk.clear();
     for (&l, &e) in s.vals.iter().zip(&s.es) {
-        if e >= e_star {
+        if e >= lo && e < hi {
             let p = e / s2;
-            if p.to_bits() >> BIN_SHIFT == code {
-                s.walk.push(((desc_key(scaled(l, t)) as u64) << 32) | p.to_bits() as u64);
-            }
+            debug_assert_eq!(p.to_bits() >> BIN_SHIFT, code);
+            s.walk.push(((desc_key(scaled(l, t)) as u64) << 32) | p.to_bits() as u64);
         }
     }
     s.walk.sort_unstable();
+}
+
+/// The smallest term `e` in `[0, 1]` whose `p = RN(e / s2)` has a bin code (its bits `>>`
+/// [`BIN_SHIFT`]) of at least `code`, or the float after 1 when none has (a binary search over
+/// the bits of `e`: the code does not decrease with `e`).
+fn first_term_of_code(code: u32, s2: f32) -> f32 {
+    let reaches = |b: u32| (f32::from_bits(b) / s2).to_bits() >> BIN_SHIFT >= code;
+    if reaches(0) {
+        return 0.0;
+    }
+    // `reaches(lo)` fails; `hi` reaches, or is past 1.
+    let (mut lo, mut hi) = (0u32, 1.0f32.to_bits() + 1);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if reaches(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    f32::from_bits(hi)
 }
 
 /// Writes the values of `x` (at most [`BLOCK`]) that are `>= thr` to the front of `out`, in
@@ -1162,31 +1240,42 @@ fn compact_ge(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
 }
 
 /// [`compact_ge`] with AVX-512: each 16 values compressed in a register and stored whole (the
-/// spare lanes are overwritten by the next store or lie past the count). The values are
-/// compared 64 at a time first: on the rows this runs on, a few thousand of the 262,144 pass,
-/// so most groups of 64 have none and skip the compressions and stores.
+/// spare lanes are overwritten by the next store or lie past the count). On the rows this
+/// runs on, a few thousand of the 262,144 pass, in about a third of the groups of 64 values:
+/// a branch per group mispredicts often, so the groups holding a passing value are found
+/// first (a bit each, compares only), then only those are compressed (the values are still in
+/// L1), with one loop exit mispredicted per call.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn compact_ge_avx512(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
     use std::arch::x86_64::*;
+    const _: () = assert!(BLOCK / 64 <= 32, "a bit per group of 64 in a u32");
     let tv = _mm512_set1_ps(thr);
-    let (mut w, mut i) = (0usize, 0usize);
-    while i + 64 <= x.len() {
-        let mut v = [_mm512_setzero_ps(); 4];
-        let mut m = [0 as __mmask16; 4];
+    let groups = x.len() / 64;
+    let mut hits = 0u32;
+    for g in 0..groups {
+        let mut any: __mmask16 = 0;
         for j in 0..4 {
-            // SAFETY: `i + 64 <= x.len()`: the load lies inside `x`.
-            v[j] = unsafe { _mm512_loadu_ps(x.as_ptr().add(i + 16 * j)) };
-            m[j] = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v[j], tv);
+            // SAFETY: `g < groups`, so `64 g + 16 j + 16 <= x.len()`.
+            let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(64 * g + 16 * j)) };
+            any |= _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv);
         }
-        if m[0] | m[1] | m[2] | m[3] != 0 {
-            for j in 0..4 {
-                // SAFETY: `w` values written so far: `w <= i + 16 j <= BLOCK - 16`.
-                w += unsafe { compress_at(m[j], v[j], out, w) };
-            }
-        }
-        i += 64;
+        hits |= u32::from(any != 0) << g;
     }
+    let mut w = 0usize;
+    while hits != 0 {
+        let g = hits.trailing_zeros() as usize;
+        hits &= hits - 1;
+        for j in 0..4 {
+            // SAFETY: `g < groups`, so `64 g + 16 j + 16 <= x.len()`.
+            let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(64 * g + 16 * j)) };
+            let m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv);
+            // SAFETY: the groups go in increasing order and each value is written at most
+            // once, so `w <= 64 g + 16 j <= x.len() - 16 <= BLOCK - 16`.
+            w += unsafe { compress_at(m, v, out, w) };
+        }
+    }
+    let mut i = 64 * groups;
     while i + 16 <= x.len() {
         // SAFETY: `i + 16 <= x.len()`.
         let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(i)) };
@@ -1243,11 +1332,15 @@ fn gather_values(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> b
     true
 }
 
-/// Sets up `b`'s histogram for its `e_star` and `s2`; returns the number of bins.
-fn bins_begin(b: &mut Bins) -> usize {
-    // The largest p is RN(1 / s2) (the maximum's term is 1), the smallest RN(e* / s2).
+/// Sets up `b`'s histogram for its `e_star` and `s2`, for terms of at least `e_low` (at most
+/// 1); returns the number of bins.
+fn bins_begin(b: &mut Bins, e_low: f32) -> usize {
+    // The largest p is RN(1 / s2) (the maximum's term is 1), the smallest kept one RN(e* / s2),
+    // or RN(e_low / s2) when that is larger (the rounded division and the bins' codes do not
+    // decrease with `e`, so no term of at least `e_low` falls past the last bin).
     b.top = (1.0f32 / b.s2).to_bits() >> BIN_SHIFT;
-    let nbins = (b.top - ((b.e_star / b.s2).to_bits() >> BIN_SHIFT)) as usize + 1;
+    let low = if e_low > b.e_star { e_low } else { b.e_star };
+    let nbins = (b.top - ((low / b.s2).to_bits() >> BIN_SHIFT)) as usize + 1;
     // [`TRASH`] more entries collect the tokens that are not kept.
     b.hist.clear();
     b.hist.resize(nbins + TRASH, 0);
@@ -1593,22 +1686,18 @@ unsafe fn scale_shift_k<S: Simd>(x: &[f32], t: f32, m: f32, out: &mut [f32]) {
 
 /// llama.cpp's sequential `f32` sum of the gathered terms `s.es` in descending order (unsorted,
 /// every term in `[0, 1]`, the largest exactly 1), without sorting them all: the terms of at
-/// least [`SPLIT`] (a few) are sorted and summed in order, which leaves the running sum `S`
+/// least [`SPLIT`] (a few dozen at most, else `None`) are sorted and summed in order, which leaves the running sum `S`
 /// at 1 or more, in a binade `[lo, 2 lo)` of ulp `u`; every other term `t` is nonnegative and
 /// below `lo / 8`, and while the running sum stays in that binade each addition gives exactly
 /// `S + RN_u(t)` (`S` is a multiple of `u`), unless `t` is a tie (half a `u` past a multiple).
 /// So with no tie and `S + sum RN_u(t) + u < 2 lo` (every partial sum, exact or rounded, is
 /// then below `2 lo`), the sum is `S + sum RN_u(t)` in any order, all of it exact in `f32`
-/// ([`grid_nonneg`]). `None` otherwise. Uses `s.xs` and `s.small`.
+/// ([`grid_nonneg`], which skips the large terms in place). `None` otherwise. Uses `s.xs`.
 fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
     s.xs.clear();
-    s.small.clear();
-    for &e in &s.es {
-        if e >= SPLIT {
-            s.xs.push(e);
-        } else {
-            s.small.push(e);
-        }
+    s.xs.extend(s.es.iter().copied().filter(|&e| e >= SPLIT));
+    if s.xs.len() > SPLIT_SORT_UP_TO {
+        return None;
     }
     s.xs.sort_unstable_by(|a, b| b.total_cmp(a));
     let big = sorted_sum(&s.xs);
@@ -1617,7 +1706,7 @@ fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
     }
     let lo = f32::from_bits(big.to_bits() & 0x7f80_0000);
     let u = lo / 8_388_608.0;
-    let (r, tie) = grid_nonneg(&s.small, 1.5 * lo, 0.5 * u);
+    let (r, tie) = grid_nonneg(&s.es, SPLIT, 1.5 * lo, 0.5 * u);
     if tie || big as f64 + r as f64 + u as f64 >= 2.0 * lo as f64 {
         return None;
     }
@@ -1625,27 +1714,31 @@ fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
 }
 
 simd_dispatch!(
-    /// The sum of `RN_u(t) = (t + m) - m` over `x` (`m = 1.5 lo`, every term in `[0, lo / 8)`)
-    /// and whether some term is a tie (`|t - RN_u(t)|` is `half = u / 2`). Every `RN_u(t)` is a
-    /// multiple of `u`, and so is every lane's partial sum, which stays below `2 lo` when the
-    /// caller's check passes: the sum is exact then.
-    fn grid_nonneg(x: &[f32], m: f32, half: f32) -> (f32, bool) = grid_nonneg_k
+    /// The sum of `RN_u(t) = (t + m) - m` over the terms `t` of `x` under `below` (`m = 1.5
+    /// lo`, each of them in `[0, lo / 8)`; the others count as 0) and whether one of them is a
+    /// tie (`|t - RN_u(t)|` is `half = u / 2`). Every `RN_u(t)` is a multiple of `u`, and so
+    /// is every lane's partial sum, which stays below `2 lo` when the caller's check passes:
+    /// the sum is exact then.
+    fn grid_nonneg(x: &[f32], below: f32, m: f32, half: f32) -> (f32, bool) = grid_nonneg_k
 );
 
 /// Plain code, compiled for each level by [`simd_dispatch`] (the compiler vectorises the
 /// sixteen independent lanes).
 #[inline(always)]
-unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], m: f32, half: f32) -> (f32, bool) {
+unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], below: f32, m: f32, half: f32) -> (f32, bool) {
+    // A skipped term becomes 0, whose `RN_u` is 0 and is no tie (`half > 0`).
     let (mut acc, mut tie) = ([0f32; 16], [false; 16]);
     let mut c = x.chunks_exact(16);
     for g in &mut c {
         for j in 0..16 {
-            let r = (g[j] + m) - m;
-            tie[j] |= (g[j] - r).abs() == half;
+            let t = if g[j] < below { g[j] } else { 0.0 };
+            let r = (t + m) - m;
+            tie[j] |= (t - r).abs() == half;
             acc[j] += r;
         }
     }
     for (j, &t) in c.remainder().iter().enumerate() {
+        let t = if t < below { t } else { 0.0 };
         let r = (t + m) - m;
         tie[j] |= (t - r).abs() == half;
         acc[j] += r;
@@ -1654,7 +1747,17 @@ unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], m: f32, half: f32) -> (f32, bool) {
 }
 
 /// [`split_grid_sum`]'s split: below a quarter of any running sum of 1 or more.
-const SPLIT: f32 = 0.125;
+///
+/// A tie among the other terms sends the sum to a full sort, and with a running sum in
+/// `[1, 2)` a term in `[2^-k-1, 2^-k)` is a tie with chance about `2^-(k+1)` (its bits under
+/// `u / 2` all zero, the one at `u / 2` set): with the split at 1/8 a third of the Gemma 3
+/// rows fell back (most for a tie among their terms between 2^-9 and 1/8), at 2^-9 one in
+/// fourteen, sorting a dozen terms at the median.
+const SPLIT: f32 = 1.0 / 512.0;
+
+/// [`split_grid_sum`] gives up when more terms than this reach [`SPLIT`] (a flat row: the
+/// full sort of every term is then cheaper than sorting these one by one).
+const SPLIT_SORT_UP_TO: usize = 512;
 
 /// llama.cpp's sequential `f32` sum of `es` (sorted descending), exactly.
 fn sorted_sum(es: &[f32]) -> f32 {
@@ -1773,12 +1876,13 @@ mod tests {
     use super::*;
 
     /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
-    /// `-inf`, zeros of both signs and a tail shorter than a vector).
+    /// `-inf`, zeros of both signs, a tail shorter than a vector, and thresholds that keep
+    /// all, some groups of 64 or none).
     #[test]
     fn compact_ge_keeps_the_values_at_or_above() {
         use crate::fast::simd::{with_level, Level};
         let mut x = 0x2545_F491u32;
-        let xs: Vec<f32> = (0..1021)
+        let all: Vec<f32> = (0..BLOCK)
             .map(|i| {
                 x ^= x << 13;
                 x ^= x >> 17;
@@ -1791,16 +1895,20 @@ mod tests {
                 }
             })
             .collect();
-        for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 9.95, 11.0] {
-            let want: Vec<u32> = xs.iter().filter(|&&v| v >= thr).map(|v| v.to_bits()).collect();
-            for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
-                let got = with_level(level, || {
-                    let mut out = [0f32; BLOCK + 16];
-                    let k = compact_ge(&xs, thr, &mut out);
-                    out[..k].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
-                });
-                if let Some(got) = got {
-                    assert_eq!(got, want, "thr {thr} at {level:?}");
+        // A whole block (every group of 64 in use), a partial one, one group, none.
+        for len in [BLOCK, 1021, 64, 0] {
+            let xs = &all[..len];
+            for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 9.95, 11.0] {
+                let want: Vec<u32> = xs.iter().filter(|&&v| v >= thr).map(|v| v.to_bits()).collect();
+                for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                    let got = with_level(level, || {
+                        let mut out = [0f32; BLOCK + 16];
+                        let k = compact_ge(xs, thr, &mut out);
+                        out[..k].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
+                    });
+                    if let Some(got) = got {
+                        assert_eq!(got, want, "len {len}, thr {thr} at {level:?}");
+                    }
                 }
             }
         }
@@ -1808,7 +1916,8 @@ mod tests {
 
     /// [`split_grid_sum`] is llama.cpp's sorted sequential sum whenever it answers: on term
     /// sets with ties (half an ulp of the running sum past a multiple), sums that cross a
-    /// binade, and ordinary ones (which it must decide).
+    /// binade, many terms at or just under the split, and ordinary ones (which it must
+    /// decide).
     #[test]
     fn split_grid_sum_is_the_sorted_sum() {
         let mut x = 0x1234_5679u32;
@@ -1826,6 +1935,12 @@ mod tests {
             es.push(1.0);
             if case % 5 == 0 {
                 es.push(0.5 + (next() % 1000) as f32 / 2000.0); // may carry the sum past 2
+            }
+            if case % 7 == 3 {
+                // terms at or above the split, which are sorted (some of them ties)
+                for _ in 0..next() % 200 {
+                    es.push(SPLIT * (1 + next() % 60) as f32 / [1.0, 8.0][case % 2]);
+                }
             }
             if case % 4 == 1 {
                 // ties: odd multiples of half an ulp of [1, 2) (and of [2, 4))
@@ -1845,12 +1960,70 @@ mod tests {
         assert!(decided >= 200, "decided {decided} of 400");
     }
 
+    /// [`first_term_of_code`] is the first term of its bin: the float before it has a smaller
+    /// code, it has at least that code (sums `s2` from 1 to ~10^4, codes from the top bin to
+    /// subnormal `p`, and codes past the top).
+    #[test]
+    fn first_term_of_code_starts_the_bin() {
+        let code_of = |e: f32, s2: f32| (e / s2).to_bits() >> BIN_SHIFT;
+        let mut x = 0x7F4A_7C15u32;
+        for case in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let s2 = 1.0 + (x % 1_000_000) as f32 / [1.0e6, 1.0e3, 1.0e2][case % 3];
+            let top = code_of(1.0, s2);
+            let code = top.saturating_sub(x % (top + 3)) + u32::from(case % 50 == 0);
+            let e = first_term_of_code(code, s2);
+            if e > 1.0 {
+                assert_eq!(e, f32::from_bits(1.0f32.to_bits() + 1));
+                assert!(code_of(1.0, s2) < code, "s2 {s2}, code {code}");
+                continue;
+            }
+            assert!(code_of(e, s2) >= code, "s2 {s2}, code {code}");
+            if e > 0.0 {
+                assert!(code_of(f32::from_bits(e.to_bits() - 1), s2) < code, "s2 {s2}, code {code}");
+            }
+        }
+    }
+
+    /// [`min_term`] is the smallest term wherever it lies (in the lanes or the remainder, of
+    /// any length, 1 for none); [`lane_sum`] agrees with the sequential sum within their
+    /// bounds.
+    #[test]
+    fn min_term_and_lane_sum() {
+        let mut x = 0x3C6E_F372u32;
+        for len in (0..40usize).chain([1000, 3001]) {
+            let es: Vec<f32> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    (x % 1_000_000) as f32 / 1.0e6
+                })
+                .collect();
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                let mut es = es.clone();
+                if len > 0 {
+                    es[at] = 1.0e-9;
+                }
+                let want = es.iter().fold(1.0f32, |a, &e| a.min(e));
+                assert_eq!(min_term(&es), want, "len {len}, at {at}");
+            }
+            let xs: Vec<f64> = es.iter().map(|&e| e as f64 * 1.0e-3).collect();
+            // Both sums within (len - 1) 2^-53 of the exact one, relative.
+            let seq: f64 = xs.iter().sum();
+            let got = lane_sum(&xs);
+            assert!((got - seq).abs() <= seq * len as f64 * f64::EPSILON, "len {len}");
+        }
+    }
+
     /// The bins' masses are exact to one rounding: each equals the sum of its tokens' `p`
     /// summed exactly (in integers of the bin's ulp).
     #[test]
     fn bin_masses_are_exact() {
         let mut b = Bins { s2: 3.172_5, e_star: 1.0e-9, ..Bins::default() };
-        let nbins = bins_begin(&mut b);
+        let nbins = bins_begin(&mut b, 0.0);
         let mut x = 0x9E37_79B9u32;
         let es: Vec<f32> = (0..BLOCK)
             .map(|_| {
@@ -1884,7 +2057,10 @@ mod tests {
     /// same mass) whenever the window guessed before the gather holds: rows with a few large
     /// logits over a bulk whose blocks' minima differ (so that some fall in the window, some
     /// under it; a partial last block), `mu` from where the kept threshold falls among the
-    /// logits (tokens in the window) to where it falls under all of them; at every SIMD level.
+    /// logits (tokens in the window) to where it falls under all of them, and past 149 (where
+    /// it stops falling); at every SIMD level. Every other row has one logit far under the
+    /// rest, so that not every token is kept even then: those steps must be decided by the
+    /// window guessed at the threshold's floor, the others (every token kept) without it.
     #[test]
     fn window_tail_is_tail_count() {
         use crate::fast::simd::{with_level, Level};
@@ -1897,6 +2073,8 @@ mod tests {
         };
         let n = 20 * BLOCK + 100;
         let (mut hits, mut with_window, mut steps) = (0, 0, 0);
+        // Steps with every token kept / others past mu = 150: (steps, hits).
+        let (mut all_kept, mut floor) = ((0, 0), (0, 0));
         let mut s = MiroScratch::default();
         let mut out = Candidates::default();
         for k in 0..24 {
@@ -1906,6 +2084,8 @@ mod tests {
                     let u = (next() >> 40) as f32 / (1u64 << 24) as f32;
                     if i % 997 == k {
                         12.0 + 6.0 * u
+                    } else if k % 2 == 1 && i == 5 * BLOCK + 7 {
+                        -200.0
                     } else {
                         spread * (2.0 * u - 1.0) - 4.0 - 0.1 * (i / BLOCK) as f32
                     }
@@ -1914,7 +2094,7 @@ mod tests {
             let row = Row { logits: &row, patches: &[] };
             for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
                 with_level(level, || {
-                    for mu in (0..40).map(|j| 24.0 + 4.5 * j as f32) {
+                    for mu in (0..48).map(|j| 24.0 + 4.5 * j as f32) {
                         let r = mirostat_prefix(row, Some(0.8), mu, &mut s, &mut out);
                         if !(matches!(r, Miro::Bounded) && s.top.ready) {
                             continue;
@@ -1922,7 +2102,15 @@ mod tests {
                         steps += 1;
                         let thr_g = s.top.thr_g;
                         let c = tail_count(row, Some(0.8), thr_g, &s).expect("counted");
-                        if let Some(w) = window_tail(Some(0.8), thr_g, &s) {
+                        let w = window_tail(Some(0.8), thr_g, &s);
+                        if s.tw.lmin >= sure_kept_from(&s.bins, Some(0.8)) {
+                            all_kept.0 += 1;
+                            all_kept.1 += usize::from(w.is_some());
+                        } else if mu > 150.0 {
+                            floor.0 += 1;
+                            floor.1 += usize::from(w.is_some());
+                        }
+                        if let Some(w) = w {
                             hits += 1;
                             with_window += usize::from(!s.tw.vals.is_empty());
                             assert_eq!(w.n, c.n, "row {k}, mu {mu} at {level:?}");
@@ -1933,6 +2121,8 @@ mod tests {
             }
         }
         assert!(hits * 2 >= steps && with_window >= 10, "{hits} hits ({with_window} with a window) of {steps}");
+        assert!(all_kept.0 >= 100 && all_kept.1 == all_kept.0, "every token kept: {all_kept:?}");
+        assert!(floor.0 >= 100 && floor.1 == floor.0, "the threshold's floor: {floor:?}");
     }
 
     /// The kept set is found by a binary search on `e` that assumes llama.cpp's surprise
