@@ -209,19 +209,22 @@ unsafe fn block_scan_t_k<S: Simd>(x: &[f32]) -> (f32, f32, bool) {
         let p = x.as_ptr();
         let zero = S::splat(0.0);
         let mut ms = MaxScan::<S>::new();
-        // the minimum as -max(-x), so the trait needs no min
-        let (mut mn0, mut mn1) = (S::splat(f32::NEG_INFINITY), S::splat(f32::NEG_INFINITY));
+        // The minimum lane-wise with `min` (one operation a vector, where `-max(0 - x)` took
+        // two), negated only once at the end: for a block without NaN (otherwise it is not
+        // used) `0 - min(x) = max(0 - x)` exactly, zeros included (`0 - (+-0) = +0`), so the
+        // result is bit for bit the former one.
+        let (mut mn0, mut mn1) = (S::splat(f32::INFINITY), S::splat(f32::INFINITY));
         let mut i = 0;
         while i + 2 * S::N <= n {
             let a = S::load(p.add(i));
             let b = S::load(p.add(i + S::N));
             ms.push(a, b);
-            mn0 = S::max(mn0, S::sub(zero, a));
-            mn1 = S::max(mn1, S::sub(zero, b));
+            mn0 = S::min(mn0, a);
+            mn1 = S::min(mn1, b);
             i += 2 * S::N;
         }
         let (mut hi, mut badt) = ms.finish();
-        let mut lo = -S::hmax(S::max(mn0, mn1));
+        let mut lo = -S::hmax(S::sub(zero, S::min(mn0, mn1)));
         for &v in &x[i..] {
             max_scan_tail(v, &mut hi, &mut badt);
             if v < lo {
@@ -1878,6 +1881,47 @@ mod tests {
     /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
     /// `-inf`, zeros of both signs, a tail shorter than a vector, and thresholds that keep
     /// all, some groups of 64 or none).
+    /// [`block_scan_t`]'s minimum is bit for bit the former one (`-max(0 - x)` over the whole
+    /// vectors, so `-0.0` when that part's minimum is a zero of either sign, then `<` over the
+    /// values past them): at every level, with the minimum (zeros, `-inf`) in either part.
+    #[test]
+    fn block_scan_min_is_the_negated_max() {
+        use crate::fast::simd::{with_level, Level};
+        let reference = |x: &[f32], lanes: usize| {
+            let split = x.len() / (2 * lanes) * (2 * lanes);
+            let neg = x[..split].iter().fold(f32::NEG_INFINITY, |a, &v| if 0.0 - v > a { 0.0 - v } else { a });
+            x[split..].iter().fold(-neg, |a, &v| if v < a { v } else { a })
+        };
+        let mut blocks: Vec<Vec<f32>> = Vec::new();
+        for len in [0usize, 5, 32, 37, 1000, BLOCK] {
+            let base: Vec<f32> = (0..len).map(|i| 1.0 + (i % 13) as f32).collect();
+            blocks.push(base.clone());
+            for at in [0, len / 2, len.saturating_sub(1)] {
+                for z in [0.0f32, -0.0, f32::NEG_INFINITY, -3.5] {
+                    if len > 0 {
+                        let mut b = base.clone();
+                        b[at] = z;
+                        blocks.push(b);
+                    }
+                }
+            }
+        }
+        // Zeros of both signs in one block.
+        let mut b = vec![2.0f32; BLOCK];
+        b[3] = -0.0;
+        b[700] = 0.0;
+        blocks.push(b);
+        for x in &blocks {
+            for (level, lanes) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Scalar, 1)] {
+                let want = reference(x, lanes).to_bits();
+                if let Some((_, lo, bad)) = with_level(level, || block_scan_t(x)) {
+                    assert!(!bad);
+                    assert_eq!(lo.to_bits(), want, "len {} at {level:?}", x.len());
+                }
+            }
+        }
+    }
+
     #[test]
     fn compact_ge_keeps_the_values_at_or_above() {
         use crate::fast::simd::{with_level, Level};
