@@ -776,10 +776,15 @@ fn exact_sum(m: f32, wide_at: f64, s: &mut TopPScratch) -> Option<f32> {
         s.xs.clear();
         s.xs.reserve(c.len() + 16);
         near_terms(c, vanish_below(sum, m), m, &mut s.xs);
-        s.es.clear();
-        s.es.resize(s.xs.len(), 0.0);
-        expf_exact_slice(&s.xs, &mut s.es);
-        sum = seq_block(&s.es, sum, false, false, 0.0);
+        // Grown once, not cleared: `expf_exact_slice` writes every one of the first
+        // `xs.len()` terms, and only those are summed.
+        let n = s.xs.len();
+        if s.es.len() < n {
+            s.es.resize(n, 0.0);
+        }
+        let es = &mut s.es[..n];
+        expf_exact_slice(&s.xs, es);
+        sum = seq_block(es, sum, false, false, 0.0);
         if sum as f64 > wide_at {
             return None;
         }
@@ -1143,6 +1148,28 @@ mod tests {
             }
         }
         assert_eq!((hist_bucket(0.0), hist_bucket(-0.125), hist_bucket(63.875)), (512, 511, 1023));
+    }
+
+    /// The exact sum is llama.cpp's (`expf(l - m)` added in id order in `f32`) when its chunks
+    /// keep fewer terms than an earlier one did (the first keeps every near value, later ones
+    /// drop those that vanish against the sum so far): only each chunk's own terms are added,
+    /// never one left from a longer chunk in the reused buffer.
+    #[test]
+    fn exact_sum_adds_only_each_chunks_terms() {
+        let mut x = 4242u32;
+        let mut unif = move || {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            ((x >> 8) & 0xffff) as f32 / 65_536.0
+        };
+        for (n, spread) in [(20_000, 18.0f32), (50_000, 12.0), (9_000, 25.0)] {
+            let row: Vec<f32> = (0..n).map(|_| spread * unif()).collect();
+            let r = Row { logits: &row, patches: &[] };
+            let (mut d, mut s) = (RowScan::default(), TopPScratch::default());
+            let m = scan(r, &mut d, &mut s).unwrap();
+            assert!(s.near.len() > 2 * SUM_CHUNK, "{n} {spread}");
+            let want = row.iter().fold(0.0f32, |acc, &l| acc + (l - m).exp());
+            assert_eq!(exact_sum(m, f64::INFINITY, &mut s).unwrap().to_bits(), want.to_bits(), "{n} {spread}");
+        }
     }
 
     /// The exact sum stops early only on rows whose cut lies beyond the first 256 candidates
