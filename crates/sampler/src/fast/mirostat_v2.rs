@@ -1689,8 +1689,8 @@ unsafe fn scale_shift_k<S: Simd>(x: &[f32], t: f32, m: f32, out: &mut [f32]) {
 
 /// llama.cpp's sequential `f32` sum of the gathered terms `s.es` in descending order (unsorted,
 /// every term in `[0, 1]`, the largest exactly 1), without sorting them all: the terms of at
-/// least [`SPLIT`] (a few dozen at most, else `None`) are sorted and summed in order, which leaves the running sum `S`
-/// at 1 or more, in a binade `[lo, 2 lo)` of ulp `u`; every other term `t` is nonnegative and
+/// least [`SPLIT`] (at most [`SPLIT_SORT_UP_TO`], else `None`) are sorted and summed in
+/// order, which leaves the running sum `S` at 1 or more, in a binade `[lo, 2 lo)` of ulp `u`; every other term `t` is nonnegative and
 /// below `lo / 8`, and while the running sum stays in that binade each addition gives exactly
 /// `S + RN_u(t)` (`S` is a multiple of `u`), unless `t` is a tie (half a `u` past a multiple).
 /// So with no tie and `S + sum RN_u(t) + u < 2 lo` (every partial sum, exact or rounded, is
@@ -1749,7 +1749,8 @@ unsafe fn grid_nonneg_k<S: Simd>(x: &[f32], below: f32, m: f32, half: f32) -> (f
     (acc.iter().sum(), tie.iter().any(|&b| b))
 }
 
-/// [`split_grid_sum`]'s split: below a quarter of any running sum of 1 or more.
+/// [`split_grid_sum`]'s split: under an eighth of any running sum of 1 or more (the grid's
+/// terms must be under `lo / 8`).
 ///
 /// A tie among the other terms sends the sum to a full sort, and with a running sum in
 /// `[1, 2)` a term in `[2^-k-1, 2^-k)` is a tie with chance about `2^-(k+1)` (its bits under
@@ -1878,9 +1879,6 @@ fn gather(row: Row<'_>, thr: f32, s: &mut MiroScratch, limit: usize) -> bool {
 mod tests {
     use super::*;
 
-    /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
-    /// `-inf`, zeros of both signs, a tail shorter than a vector, and thresholds that keep
-    /// all, some groups of 64 or none).
     /// [`block_scan_t`]'s minimum is bit for bit the former one (`-max(0 - x)` over the whole
     /// vectors, so `-0.0` when that part's minimum is a zero of either sign, then `<` over the
     /// values past them): at every level, with the minimum (zeros, `-inf`) in either part.
@@ -1922,6 +1920,9 @@ mod tests {
         }
     }
 
+    /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
+    /// `-inf`, zeros of both signs, a tail shorter than a vector, and thresholds that keep
+    /// all, some groups of 64 or none).
     #[test]
     fn compact_ge_keeps_the_values_at_or_above() {
         use crate::fast::simd::{with_level, Level};
