@@ -7,7 +7,7 @@
 
 use crate::fast::simd::Simd;
 
-/// Inputs below this give `0` from [`exp_near`] and [`exp_bound_x`] clamps to it; the true
+/// Inputs below this give `0` from [`exp_near`] and [`exp_bound`] clamps to it; the true
 /// `expf(x)` there is below [`TINY`].
 pub(crate) const EXP_CUT: f32 = -86.5;
 

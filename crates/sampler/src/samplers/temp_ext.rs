@@ -109,7 +109,8 @@ impl TempExt {
 }
 
 impl TempExt {
-    /// The plain temperature (meaningful when [`Sampler::fast_path`] says `Temp`).
+    /// The plain temperature (what the fast paths read when the step is a plain temperature:
+    /// no dynamic range).
     pub(crate) fn t(&self) -> f32 {
         self.t
     }
