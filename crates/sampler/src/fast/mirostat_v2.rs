@@ -264,12 +264,12 @@ fn gather_thr(lmax: f32, t: Option<f32>) -> f32 {
 /// threshold only rises, so what is gathered is a superset of the final threshold's set, cut
 /// down to it at the end. A running maximum far under the row's own would gather many tokens
 /// that are then dropped (on Gemma 3 rows whose maximum sits near the end, ten times as many),
-/// so the block that held the last row's maximum is read first: consecutive rows of a
-/// generation tend to peak in the same place, and any block's maximum is a valid start.
-/// `Err(i)`: the logit at index `i` is NaN or `+inf`.
+/// so the [`PROBES`] blocks that held the last row's largest maxima are read first:
+/// consecutive rows of a generation tend to peak in the same few places, and any block's
+/// maximum is a valid start. `Err(i)`: the logit at index `i` is NaN or `+inf`.
 ///
-/// This replaces a scan followed by a second pass for the gather: the row is read once, and
-/// the gather's compares run on data already in L1 (about a third less time on Gemma 3 rows).
+/// Why one pass: a scan followed by a separate gather reads the row twice, and the second read
+/// (from L2 or L3 once the caller's work has run) cost as much as the first.
 fn scan_gather(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> Result<Scanned, usize> {
     let n = row.len();
     let nb = n.div_ceil(BLOCK);
@@ -344,14 +344,10 @@ fn scan_gather(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> Result<Scan
     if !gathering || used.is_some_and(|u| !(u <= thr_g)) {
         return Ok(Scanned { lmax, gathered: false });
     }
-    // Past `stale` every value was gathered at the last threshold: `thr_g` itself when it
-    // equals the last, or else (it can only be lower) at least as low as `thr_g`.
-    if thr == thr_g {
-        cut_prefix(&mut s.vals, stale, thr_g);
-    } else {
-        let n = s.vals.len();
-        cut_prefix(&mut s.vals, n, thr_g);
-    }
+    // Past `stale` every value was gathered at the last threshold, which is `thr_g` (the
+    // running maximum ends at `lmax`); should it differ, every value is filtered.
+    let end = if thr == thr_g { stale } else { s.vals.len() };
+    cut_prefix(&mut s.vals, end, thr_g);
     Ok(Scanned { lmax, gathered: s.vals.len() <= MAX_GATHER })
 }
 
@@ -436,9 +432,10 @@ simd_dispatch!(
 unsafe fn scan_hits_k<S: Simd>(x: &[f32], thr: f32, ahead: &[f32]) -> BlockHits {
     debug_assert!(x.len() <= BLOCK);
     // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
-    // supports; every load covers `i .. i + S::N` with `i + S::N <= groups * GROUP <=
-    // x.len()` (`GROUP` a multiple of `S::N`); the rest is read by index. Prefetches read
-    // nothing the program sees.
+    // supports; every load covers `k * GROUP + j .. + S::N` for a group `k < groups` and `j +
+    // S::N <= GROUP` (`GROUP` a multiple of `S::N`), inside `x` since `groups * GROUP <=
+    // x.len()`; the values past the whole groups are read by index. Prefetches read nothing
+    // the program sees.
     unsafe {
         for line in (0..ahead.len()).step_by(crate::fast::simd::LINE) {
             S::prefetch(ahead.as_ptr().add(line));
