@@ -60,6 +60,7 @@ use crate::fast::top_p_wide::{
 use crate::logits::{check_logits, Logits};
 use crate::sampler::Sampler;
 use crate::samplers::dist::dist_normalize;
+use crate::samplers::mirostat_v2::kept_len as mirostat_kept_len;
 use crate::softmax::softmax;
 use crate::step::{Role, Step};
 use half::slice::HalfFloatSliceExt;
@@ -120,9 +121,10 @@ struct Deferred {
 enum End {
     /// `dist`: the final array is the whole (sorted or not) view, normalised.
     Dist,
-    /// `mirostat-v2`: the final array is the sorted prefix of `keep` candidates, normalised
-    /// again (the sampler's state had already moved; it is not touched).
-    Mirostat { keep: usize },
+    /// `mirostat-v2` with maximum surprise `mu` (its value before the step's update): the final
+    /// array is the sorted prefix it keeps, normalised again (the sampler's state had already
+    /// moved; it is not touched). The fast path may not have counted that prefix exactly.
+    Mirostat { mu: f32 },
 }
 
 /// Which fast path a chain allows: compiled once per chain (and row length) from the closed
@@ -231,10 +233,11 @@ impl TokenSampler {
             }
             match d.end {
                 End::Dist => dist_normalize(&mut self.cands, d.selected),
-                End::Mirostat { keep } => {
+                End::Mirostat { mu } => {
                     // mirostat v2's apply without its draw: sort and normalise, keep the
                     // prefix, normalise it again.
                     softmax(&mut self.cands, true);
+                    let keep = mirostat_kept_len(&self.cands, mu);
                     self.cands.truncate(keep);
                     softmax(&mut self.cands, true);
                     self.cands.set_selected(Some(d.selected));
@@ -467,7 +470,9 @@ impl TokenSampler {
                 };
                 let f = &mut self.fast;
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
-                match mirostat_prefix(r, temp, miro.mu(), &mut f.miro, &mut self.cands) {
+                // The maximum surprise this step cuts at (the draw then moves it).
+                let mu = miro.mu();
+                match mirostat_prefix(r, temp, mu, &mut f.miro, &mut self.cands) {
                     Miro::Bad(i) => Err(bad_logit(row, i)),
                     Miro::Full => Ok(None),
                     Miro::Prefix => {
@@ -488,10 +493,12 @@ impl TokenSampler {
                             Some(t) => r.get(id as usize) / t,
                             None => r.get(id as usize),
                         };
-                        self.defer_token(at, miro_at, End::Mirostat { keep }, i, id, logit);
+                        self.defer_token(at, miro_at, End::Mirostat { mu }, i, id, logit);
                         self.selected().map(Some)
                     }
                     Miro::Bounded => {
+                        // At least the number kept (the exact count is left to
+                        // `materialize_candidates`, which recounts from `mu`).
                         let keep = miro_bounded_len(&f.miro);
                         let mut v = 0.0f32;
                         let cands = &mut self.cands;
@@ -505,7 +512,7 @@ impl TokenSampler {
                             Some(t) => r.get(id as usize) / t,
                             None => r.get(id as usize),
                         };
-                        self.defer_token(at, miro_at, End::Mirostat { keep }, i, id, logit);
+                        self.defer_token(at, miro_at, End::Mirostat { mu }, i, id, logit);
                         self.selected().map(Some)
                     }
                 }

@@ -193,7 +193,7 @@ pub(crate) enum Miro {
     /// (`-1`), and their second softmax: finish the sampler on it
     /// (`MirostatV2::finish_normalized`), then read the selected index's id with [`id_at`].
     Values,
-    /// The kept prefix (`n >= 2` tokens, [`bounded_len`]) is described by mass bins in the
+    /// The kept prefix (`n >= 2` tokens, at most [`bounded_len`]) is described by mass bins in the
     /// scratch, `out` untouched: draw with [`pick`] inside `MirostatV2::draw_with`, then read
     /// the selected token's id with [`id_of_value`].
     Bounded,
@@ -849,7 +849,8 @@ pub(crate) fn id_of_value(row: Row<'_>, v: f32, i: usize, s: &mut MiroScratch) -
     s.spare[i - above].id
 }
 
-/// The number of kept tokens of the last [`Miro::Bounded`] step.
+/// At least the number of kept tokens of the last [`Miro::Bounded`] step (exact when
+/// [`top_tier`] counted its tail; at least 2 either way).
 pub(crate) fn bounded_len(s: &MiroScratch) -> usize {
     s.bins.n
 }
@@ -911,9 +912,17 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     let n_top = bins_finish(tb, nbins);
     s.top.w_top = lane_sum(&tb.mass);
     s.top.thr_g = thr_g;
-    // 2. The tail: exact count, its mass bracketed from the count alone (the draw narrows
-    // the bracket with [`tail_terms`] only when it needs to).
-    let Some(tail) = all_kept_tail(t, thr_g, s).or_else(|| tail_count(row, t, thr_g, s.vals.len(), s)) else {
+    // 2. The tail: its count and its mass bracketed from the count alone (the draw narrows
+    // the bracket with [`tail_terms`] only when it needs to). Every token is kept, or the
+    // count is only bounded by every token not gathered ([`uncounted_tail`]: a pass over the
+    // row saved, since the draw needs only a bound); with fewer than two top tokens the tail
+    // is counted, as the draw must know that at least two are kept.
+    let tail = match all_kept_tail(t, thr_g, s) {
+        Some(tail) => Some(tail),
+        None if n_top >= 2 => uncounted_tail(t, thr_g, s),
+        None => tail_count(row, t, thr_g, s.vals.len(), s),
+    };
+    let Some(tail) = tail else {
         return 0;
     };
     let n = n_top + tail.n as usize;
@@ -922,6 +931,16 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     s.bins.n = n;
     s.top.ready = true;
     n
+}
+
+/// A [`Tail`] for the tokens under `thr_g` without counting the kept ones: at most every token
+/// not gathered (`n` is that bound), with a mass from 0 to that many times `e_g` (the largest
+/// term under `thr_g`, see [`tail_count`]). The draw's error bounds grow with the kept count
+/// and stay valid for a larger one; the mass bracket is [`tail_count`]'s with the count
+/// unknown. `None` as [`tail_term_bound`].
+fn uncounted_tail(t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
+    let e_g = tail_term_bound(t, thr_g, &s.bins)?;
+    Some(crude_tail((s.n - s.vals.len()) as u64, 0, 0.0, e_g, 0.0))
 }
 
 /// The smallest of the terms `es` (each in `[0, 1]`; 1 when there is none), in sixteen
@@ -1664,7 +1683,10 @@ pub(crate) fn pick(row: Row<'_>, u: f64, s: &mut MiroScratch, out: &mut Candidat
         if s.top.crude {
             // The tail's mass through its terms' bounds: a narrower bracket.
             if let Some(tail) = tail_terms(row, s.val_t, s.top.thr_g, s) {
-                debug_assert_eq!(s.top.bins.cnt.iter().map(|&c| c as usize).sum::<usize>() + tail.n as usize, s.bins.n);
+                // The kept count, exact from here on (the top tier may only have bounded it).
+                let n_top: usize = s.top.bins.cnt.iter().map(|&c| c as usize).sum();
+                debug_assert!(n_top + tail.n as usize <= s.bins.n);
+                s.bins.n = n_top + tail.n as usize;
                 set_bracket(&tail, s);
                 if let Some(r) = pick_top(u, s) {
                     TIERS.bump(5);

@@ -41,11 +41,7 @@ impl Sampler for MirostatV2 {
             return;
         }
         softmax(c, true);
-
-        // Keep the prefix up to the first candidate more surprising than mu (at least one).
-        let mu = self.core.mu;
-        let keep = c.as_slice().iter().position(|d| -d.p.log2() > mu).unwrap_or(c.len());
-        c.truncate(keep.max(1));
+        c.truncate(kept_len(c, self.core.mu));
         self.finish(c);
     }
 
@@ -60,6 +56,13 @@ impl Sampler for MirostatV2 {
     fn seed(&self) -> Option<u32> {
         Some(self.core.seed_cur())
     }
+}
+
+/// How many of the sorted, normalised candidates `c` mirostat v2 keeps with maximum surprise
+/// `mu`: the prefix up to the first candidate more surprising than `mu`, at least one.
+pub(crate) fn kept_len(c: &Candidates, mu: f32) -> usize {
+    let keep = c.as_slice().iter().position(|d| -d.p.log2() > mu).unwrap_or(c.len());
+    keep.max(1)
 }
 
 impl MirostatV2 {
