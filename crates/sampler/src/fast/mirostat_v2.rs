@@ -304,10 +304,13 @@ fn scan_gather(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> Result<Scan
         // Groups are marked against the threshold so far: the block's own maximum can only
         // raise it, so they hold every value at or above the one the block is cut at.
         let mut h = scan_hits(raw, thr, ahead);
-        if h.bad {
+        let x = row.block(b, &mut buf);
+        // A NaN in a whole group of `raw` is found below, when its marked groups are
+        // compressed; a block read through patches, or one not compressed, is checked whole.
+        let whole = x.as_ptr() != raw.as_ptr() || !gathering;
+        if h.bad || (whole && block_scan_t(raw).2) {
             return Err(b * BLOCK + first_nan_or_inf(raw));
         }
-        let x = row.block(b, &mut buf);
         if x.as_ptr() != raw.as_ptr() {
             h = scan_hits(x, thr, &[]);
         }
@@ -327,7 +330,10 @@ fn scan_gather(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> Result<Scan
             continue;
         }
         used = Some(used.map_or(thr, |u| u.max(thr)));
-        let k = compress_hits(x, h.hits, h.rest, thr, &mut kept);
+        let (k, bad) = compress_hits(x, h.hits, h.rest, thr, &mut kept);
+        if bad {
+            return Err(b * BLOCK + first_nan_or_inf(raw));
+        }
         s.vals.extend_from_slice(&kept[..k]);
         if s.vals.len() > MAX_GATHER {
             cut_prefix(&mut s.vals, stale, thr);
@@ -412,19 +418,22 @@ const _: () = assert!(BLOCK / GROUP <= 64, "a hit bit per group in a u64");
 struct BlockHits {
     max: f32,
     min: f32,
-    /// A NaN or `+inf` is in the block (`max` and `min` are then meaningless).
+    /// A `+inf` is in the block, or a NaN past its last whole group (`max` and `min` are then
+    /// meaningless). A NaN inside a whole group marks that group instead, and
+    /// [`compress_hits`] reports it.
     bad: bool,
-    /// Bit `g`: the group of [`GROUP`] values from `g * GROUP` has a value `>= thr`.
+    /// Bit `g`: the group of [`GROUP`] values from `g * GROUP` has a value `>= thr` or a NaN.
     hits: u64,
     /// A value past the last whole group is `>= thr`.
     rest: bool,
 }
 
 simd_dispatch!(
-    /// One block's extremes and NaN / `+inf` check ([`block_scan_t`]'s), and which of its groups
-    /// of [`GROUP`] values reach `thr`, in the same pass. `ahead`: a slice to prefetch (the
-    /// block after next: once the core's caches have been evicted, the hardware prefetchers
-    /// alone leave this loop waiting on the row).
+    /// One block's extremes ([`block_scan_t`]'s), and which of its groups of [`GROUP`] values
+    /// reach `thr` or hold a NaN, in the same pass. The NaN check rides on the group marks (an
+    /// unordered compare is true for NaN), so it costs nothing here; a `+inf` shows as the
+    /// maximum. `ahead`: a slice to prefetch (the block after next: once the core's caches have
+    /// been evicted, the hardware prefetchers alone leave this loop waiting on the row).
     fn scan_hits(x: &[f32], thr: f32, ahead: &[f32]) -> BlockHits = scan_hits_k
 );
 
@@ -445,7 +454,6 @@ unsafe fn scan_hits_k<S: Simd>(x: &[f32], thr: f32, ahead: &[f32]) -> BlockHits 
         let zero = S::splat(0.0);
         let (mut mx0, mut mx1) = (S::splat(f32::NEG_INFINITY), S::splat(f32::NEG_INFINITY));
         let (mut mn0, mut mn1) = (inf, inf);
-        let mut bad = S::none();
         let mut hits = 0u64;
         let groups = x.len() / GROUP;
         let p = x.as_ptr();
@@ -457,13 +465,12 @@ unsafe fn scan_hits_k<S: Simd>(x: &[f32], thr: f32, ahead: &[f32]) -> BlockHits 
             while j < GROUP {
                 let a = S::load(p.add(g * GROUP + j));
                 let b = S::load(p.add((g + 1) * GROUP + j));
-                bad = crate::fast::simd::flag_nan_inf::<S>(bad, a, b, inf);
                 mx0 = S::max(mx0, a);
                 mx1 = S::max(mx1, b);
                 mn0 = S::min(mn0, a);
                 mn1 = S::min(mn1, b);
-                h0 = S::or_m(h0, S::ge(a, tv));
-                h1 = S::or_m(h1, S::ge(b, tv));
+                h0 = S::or_m(h0, S::nlt(a, tv));
+                h1 = S::or_m(h1, S::nlt(b, tv));
                 j += S::N;
             }
             hits |= (u64::from(S::any(h0)) | (u64::from(S::any(h1)) << 1)) << g;
@@ -474,17 +481,18 @@ unsafe fn scan_hits_k<S: Simd>(x: &[f32], thr: f32, ahead: &[f32]) -> BlockHits 
             let mut j = 0;
             while j < GROUP {
                 let a = S::load(p.add(g * GROUP + j));
-                bad = crate::fast::simd::flag_nan_inf::<S>(bad, a, a, inf);
                 mx0 = S::max(mx0, a);
                 mn0 = S::min(mn0, a);
-                h = S::or_m(h, S::ge(a, tv));
+                h = S::or_m(h, S::nlt(a, tv));
                 j += S::N;
             }
             hits |= u64::from(S::any(h)) << g;
         }
         let mut hi = S::hmax(S::max(mx0, mx1));
         let mut lo = -S::hmax(S::sub(zero, S::min(mn0, mn1)));
-        let mut badt = S::any(bad);
+        // A `+inf` in a whole group is the maximum of its lane's chain unless a NaN follows
+        // it there (then the NaN's group is marked, and reported by `compress_hits`).
+        let mut badt = hi == f32::INFINITY;
         let mut rest = false;
         for &v in &x[groups * GROUP..] {
             max_scan_tail(v, &mut hi, &mut badt);
@@ -500,12 +508,19 @@ unsafe fn scan_hits_k<S: Simd>(x: &[f32], thr: f32, ahead: &[f32]) -> BlockHits 
 simd_dispatch!(
     /// The values `>= thr` of the groups of `x` (one block) marked in `hits`, and of the values
     /// past its last whole group when `rest` (as [`scan_hits`] marks them), to the front of
-    /// `out` in order; returns how many.
-    fn compress_hits(x: &[f32], hits: u64, rest: bool, thr: f32, out: &mut [f32; BLOCK + 16]) -> usize = compress_hits_k
+    /// `out` in order; returns how many, and whether one of the marked groups holds a NaN or
+    /// `+inf`.
+    fn compress_hits(x: &[f32], hits: u64, rest: bool, thr: f32, out: &mut [f32; BLOCK + 16]) -> (usize, bool) = compress_hits_k
 );
 
 #[inline(always)]
-unsafe fn compress_hits_k<S: Simd>(x: &[f32], hits: u64, rest: bool, thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
+unsafe fn compress_hits_k<S: Simd>(
+    x: &[f32],
+    hits: u64,
+    rest: bool,
+    thr: f32,
+    out: &mut [f32; BLOCK + 16],
+) -> (usize, bool) {
     assert!(x.len() <= BLOCK);
     let groups = x.len() / GROUP;
     // Only bits of whole groups (`scan_hits` sets no other).
@@ -515,7 +530,8 @@ unsafe fn compress_hits_k<S: Simd>(x: &[f32], hits: u64, rest: bool, thr: f32, o
     // order and each value is written at most once, so a store of `S::N` lanes at `w` (`w <=`
     // the index of the vector's first value, at most `BLOCK - S::N`) stays inside `out`.
     unsafe {
-        let tv = S::splat(thr);
+        let (tv, inf) = (S::splat(thr), S::splat(f32::INFINITY));
+        let mut bad = S::none();
         let mut w = 0usize;
         while hits != 0 {
             let g = hits.trailing_zeros() as usize;
@@ -524,6 +540,7 @@ unsafe fn compress_hits_k<S: Simd>(x: &[f32], hits: u64, rest: bool, thr: f32, o
             let mut j = 0;
             while j < GROUP {
                 let v = S::load(p.add(j));
+                bad = S::or_m(bad, S::nlt(v, inf));
                 w += S::compress_store(S::ge(v, tv), v, out.as_mut_ptr().add(w));
                 j += S::N;
             }
@@ -534,7 +551,7 @@ unsafe fn compress_hits_k<S: Simd>(x: &[f32], hits: u64, rest: bool, thr: f32, o
                 w += usize::from(v >= thr);
             }
         }
-        w
+        (w, S::any(bad))
     }
 }
 
@@ -2204,10 +2221,12 @@ mod tests {
         }
     }
 
-    /// [`scan_hits`] gives [`block_scan_t`]'s extremes and NaN / `+inf` flag and marks exactly
-    /// the groups holding a value at or above the threshold; [`compress_hits`] then keeps
-    /// exactly the values at or above any higher threshold, in order (a whole block, partial
-    /// ones, one group, a tail alone, none; `-inf`, zeros of both signs; at every level).
+    /// [`scan_hits`] gives [`block_scan_t`]'s extremes and marks exactly the groups holding a
+    /// value at or above the threshold; [`compress_hits`] then keeps exactly the values at or
+    /// above any higher threshold, in order (a whole block, partial ones, one group, a tail
+    /// alone, none; `-inf`, zeros of both signs; at every level). A NaN or `+inf` anywhere is
+    /// reported by one of the two: `scan_hits` for a `+inf` or a value past the whole groups,
+    /// `compress_hits` for a NaN in a group (which `scan_hits` marks).
     #[test]
     fn scan_hits_marks_and_compress_hits_keeps() {
         use crate::fast::simd::{with_level, Level};
@@ -2236,27 +2255,48 @@ mod tests {
                 for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
                     let Some(h) = with_level(level, || scan_hits(xs, thr, &all)) else { continue };
                     let (hi, lo, bad) = with_level(level, || block_scan_t(xs)).expect("same level");
-                    assert_eq!((h.max, h.min, h.bad), (hi, lo, bad), "len {len} at {level:?}");
+                    assert!(!bad);
+                    assert_eq!((h.max, h.min, h.bad), (hi, lo, false), "len {len} at {level:?}");
                     assert_eq!((h.hits, h.rest), (want_hits, want_rest), "len {len}, thr {thr} at {level:?}");
                     for cut in [thr, thr + 0.5, 9.97] {
                         let cut = cut.max(thr);
                         let want: Vec<u32> = xs.iter().filter(|&&v| v >= cut).map(|v| v.to_bits()).collect();
                         let got = with_level(level, || {
                             let mut out = [0f32; BLOCK + 16];
-                            let k = compress_hits(xs, h.hits, h.rest, cut, &mut out);
+                            let (k, bad) = compress_hits(xs, h.hits, h.rest, cut, &mut out);
+                            assert!(!bad);
                             out[..k].iter().map(|v| v.to_bits()).collect::<Vec<u32>>()
                         })
                         .expect("same level");
                         assert_eq!(got, want, "len {len}, thr {thr}, cut {cut} at {level:?}");
                     }
                 }
-                if len > 0 {
+                for at in [0, len / 2, len.saturating_sub(1)].into_iter().filter(|&a| a < len) {
                     for bad in [f32::NAN, f32::INFINITY] {
                         let mut ys = xs.to_vec();
-                        ys[len / 2] = bad;
+                        ys[at] = bad;
+                        if bad == f32::INFINITY {
+                            // A NaN after the `+inf` in the same lane hides it from the maximum.
+                            ys[(at + 16) % len] = f32::NAN;
+                        }
                         for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
-                            if let Some(h) = with_level(level, || scan_hits(&ys, thr, &[])) {
-                                assert!(h.bad, "len {len}, {bad} at {level:?}");
+                            let found = with_level(level, || {
+                                let h = scan_hits(&ys, thr, &[]);
+                                let mut out = [0f32; BLOCK + 16];
+                                h.bad || compress_hits(&ys, h.hits, h.rest, thr, &mut out).1
+                            });
+                            if let Some(found) = found {
+                                assert!(found, "len {len}, {bad} at {at}, thr {thr} at {level:?}");
+                            }
+                        }
+                        // A lone `+inf` is the maximum.
+                        if bad == f32::INFINITY {
+                            let mut zs = xs.to_vec();
+                            zs[at] = bad;
+                            for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                                if let Some(h) = with_level(level, || scan_hits(&zs, thr, &[])) {
+                                    assert!(h.bad, "len {len}, +inf at {at} at {level:?}");
+                                }
                             }
                         }
                     }
@@ -2295,7 +2335,7 @@ mod tests {
             (x % 10_000) as f32 / 1000.0
         };
         let n = 40 * BLOCK + 300;
-        for case in 0..6 {
+        for case in 0..7 {
             let mut row: Vec<f32> = (0..n).map(|i| next() - 0.25 * (i / BLOCK) as f32).collect();
             match case {
                 0 => row[5] = 30.0,          // the maximum first
@@ -2303,7 +2343,8 @@ mod tests {
                 2 => row[20 * BLOCK] = 22.0, // in the middle, a little above the rest
                 3 => {}                      // the first block's own
                 4 => row[17] = f32::NAN,     // a NaN
-                _ => row[n - 1] = f32::INFINITY,
+                5 => row[n - 1] = f32::INFINITY,
+                _ => row[3 * BLOCK + 40] = f32::INFINITY,
             }
             for t in [None, Some(0.8f32)] {
                 for probe in [0u32, 7, 20, 39, 40, 1000] {
@@ -2312,9 +2353,10 @@ mod tests {
                     match scan_gather(r, t, &mut s) {
                         Err(i) => {
                             assert!(case >= 4, "case {case}");
-                            assert_eq!(i, if case == 4 { 17 } else { n - 1 });
+                            assert_eq!(i, [17, n - 1, 3 * BLOCK + 40][case - 4]);
                         }
                         Ok(got) => {
+                            assert!(case < 4, "case {case}: a NaN or +inf must be reported");
                             let lmax = row.iter().fold(f32::NEG_INFINITY, |a, &v| a.max(v));
                             assert_eq!(got.lmax, lmax);
                             assert!(got.gathered, "case {case}");
@@ -2333,6 +2375,12 @@ mod tests {
         let mut s = MiroScratch::default();
         let got = scan_gather(Row { logits: &flat, patches: &[] }, None, &mut s).expect("finite");
         assert!(!got.gathered);
+        // A NaN after the gather stopped is still found.
+        let mut flat = flat;
+        let at = flat.len() - 2000;
+        flat[at] = f32::NAN;
+        let got = scan_gather(Row { logits: &flat, patches: &[] }, None, &mut s);
+        assert_eq!(got.err(), Some(at));
     }
 
     /// [`split_grid_sum`] is llama.cpp's sorted sequential sum whenever it answers: on term
