@@ -2182,26 +2182,32 @@ mod tests {
         }
     }
 
-    /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
-    /// `-inf`, zeros of both signs, a tail shorter than a vector, and thresholds that keep
-    /// all, some groups of 64 or none).
-    #[test]
-    fn compact_ge_keeps_the_values_at_or_above() {
-        use crate::fast::simd::{with_level, Level};
-        let mut x = 0x2545_F491u32;
-        let all: Vec<f32> = (0..BLOCK)
+    /// A block of values in `[-10, 10)` from a xorshift seeded with `seed`, with `-inf`, `-0.0`
+    /// and `0.0` at the indices `0`, `1` and `2` modulo `every`.
+    fn test_block(seed: u32, every: usize) -> Vec<f32> {
+        let mut x = seed;
+        (0..BLOCK)
             .map(|i| {
                 x ^= x << 13;
                 x ^= x >> 17;
                 x ^= x << 5;
-                match i % 97 {
+                match i % every {
                     0 => f32::NEG_INFINITY,
                     1 => -0.0,
                     2 => 0.0,
                     _ => (x % 2000) as f32 / 100.0 - 10.0,
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// [`compact_ge`] keeps exactly the values `>= thr`, in order, at every SIMD level (with
+    /// `-inf`, zeros of both signs, a tail shorter than a vector, and thresholds that keep
+    /// all, some groups of 64 or none).
+    #[test]
+    fn compact_ge_keeps_the_values_at_or_above() {
+        use crate::fast::simd::{with_level, Level};
+        let all = test_block(0x2545_F491, 97);
         // A whole block (every group of 64 in use), a partial one, one group, none.
         for len in [BLOCK, 1021, 64, 0] {
             let xs = &all[..len];
@@ -2230,20 +2236,7 @@ mod tests {
     #[test]
     fn scan_hits_marks_and_compress_hits_keeps() {
         use crate::fast::simd::{with_level, Level};
-        let mut x = 0x9E37_79B9u32;
-        let all: Vec<f32> = (0..BLOCK)
-            .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                match i % 89 {
-                    0 => f32::NEG_INFINITY,
-                    1 => -0.0,
-                    2 => 0.0,
-                    _ => (x % 2000) as f32 / 100.0 - 10.0,
-                }
-            })
-            .collect();
+        let all = test_block(0x9E37_79B9, 89);
         for len in [BLOCK, 1021, 40, GROUP, 7, 0] {
             let xs = &all[..len];
             for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 9.95, 11.0] {
