@@ -305,13 +305,13 @@ fn scan_gather(row: Row<'_>, t: Option<f32>, s: &mut MiroScratch) -> Result<Scan
         // raise it, so they hold every value at or above the one the block is cut at.
         let mut h = scan_hits(raw, thr, ahead);
         let x = row.block(b, &mut buf);
+        let patched = x.as_ptr() != raw.as_ptr();
         // A NaN in a whole group of `raw` is found below, when its marked groups are
         // compressed; a block read through patches, or one not compressed, is checked whole.
-        let whole = x.as_ptr() != raw.as_ptr() || !gathering;
-        if h.bad || (whole && block_scan_t(raw).2) {
+        if h.bad || ((patched || !gathering) && block_scan_t(raw).2) {
             return Err(b * BLOCK + first_nan_or_inf(raw));
         }
-        if x.as_ptr() != raw.as_ptr() {
+        if patched {
             h = scan_hits(x, thr, &[]);
         }
         if h.max > lmax {
@@ -381,7 +381,7 @@ fn top_blocks(blocks: &[Block], out: &mut Vec<u32>) {
 }
 
 /// Drops the values under `thr` from `vals[..end]`, keeping the order (the values from `end`
-/// on are kept and follow).
+/// on are kept and follow). Branch-free: the values dropped come in no predictable pattern.
 fn cut_prefix(vals: &mut Vec<f32>, end: usize, thr: f32) {
     let mut w = 0;
     for r in 0..end {
@@ -393,17 +393,6 @@ fn cut_prefix(vals: &mut Vec<f32>, end: usize, thr: f32) {
         vals.copy_within(end.., w);
         vals.truncate(vals.len() - (end - w));
     }
-}
-
-/// The values of `x` at or above `thr` to the front of `out` (at least as long as `x`), in
-/// order; returns how many. Branch-free: the values kept are in no predictable pattern.
-fn keep_ge(x: &[f32], thr: f32, out: &mut [f32]) -> usize {
-    let mut k = 0;
-    for &v in x {
-        out[k] = v;
-        k += usize::from(v >= thr);
-    }
-    k
 }
 
 /// Values per [`scan_hits`] hit bit (a whole number of vectors at every level): one AVX-512
@@ -937,7 +926,7 @@ fn top_tier(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &mut MiroScratch) -> us
     let tail = match all_kept_tail(t, thr_g, s) {
         Some(tail) => Some(tail),
         None if n_top >= 2 => uncounted_tail(t, thr_g, s),
-        None => tail_count(row, t, thr_g, s.vals.len(), s),
+        None => tail_count(row, t, thr_g, s),
     };
     let Some(tail) = tail else {
         return 0;
@@ -1077,48 +1066,7 @@ fn tail_terms(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Opti
 /// logit under the gather threshold (`l < thr_g` gives `x = RN(RN(l / t) - m) <= x_g =
 /// RN(RN(thr_g / t) - m)`, both roundings being monotone, and `expf(x) <= exp(x) (1 + 2^-23)
 /// + 2^-149`). One compare pass, no `exp` per token.
-///
-/// `n_above`: how many tokens are at or above `thr_g` (the gathered ones). When `l_hi <=
-/// thr_g` (the usual case) the tail's sure tokens are those at or above `l_hi` less those
-/// `n_above`, so each block needs two counts (at or above `l_hi`, at or above `thr`) and no
-/// test against `thr_g`; a block whose minimum is at or above `l_hi` is not read at all.
-fn tail_count(row: Row<'_>, t: Option<f32>, thr_g: f32, n_above: usize, s: &MiroScratch) -> Option<Tail> {
-    let b = &s.bins;
-    let l_hi = sure_kept_from(b, t);
-    let e_g = tail_term_bound(t, thr_g, b)?;
-    if l_hi <= thr_g {
-        let mut buf = [0f32; BLOCK];
-        let mut ub = UnsureBufs::new();
-        let (mut n_exact, mut exact) = (0u64, 0.0f64);
-        let mut ge_hi = 0u64;
-        for (k, blk) in s.blocks.iter().enumerate() {
-            #[allow(clippy::neg_cmp_op_on_partial_ord)]
-            if !(blk.max >= b.thr) {
-                continue;
-            }
-            let len = BLOCK.min(row.len() - k * BLOCK);
-            if blk.min >= l_hi {
-                ge_hi += len as u64;
-                continue;
-            }
-            let x = row.block(k, &mut buf);
-            let (c_hi, c_lo) = count_ge2(x, l_hi, b.thr);
-            ge_hi += c_hi as u64;
-            if c_lo != c_hi {
-                let (c, e) = unsure_terms(x, x.len(), thr_g, t, b, &mut ub);
-                n_exact += c;
-                exact += e;
-            }
-        }
-        // Every token at or above `thr_g` is at or above `l_hi` and was counted.
-        let sure = ge_hi.checked_sub(n_above as u64)?;
-        return Some(crude_tail(sure, n_exact, exact, e_g, b.e_star));
-    }
-    tail_count_under(row, t, thr_g, s)
-}
-
-/// [`tail_count`] for any `l_hi`: each block's tokens under `thr_g` counted.
-fn tail_count_under(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
+fn tail_count(row: Row<'_>, t: Option<f32>, thr_g: f32, s: &MiroScratch) -> Option<Tail> {
     let b = &s.bins;
     let l_hi = sure_kept_from(b, t);
     let e_g = tail_term_bound(t, thr_g, b)?;
@@ -1220,33 +1168,6 @@ fn unsure_terms(x: &[f32], done: usize, thr_g: f32, t: Option<f32>, b: &Bins, u:
         }
     }
     (cnt, sum)
-}
-
-simd_dispatch!(
-    /// How many values of `x` are `>= a`, and how many `>= b`.
-    fn count_ge2(x: &[f32], a: f32, b: f32) -> (u32, u32) = count_ge2_k
-);
-
-#[inline(always)]
-unsafe fn count_ge2_k<S: Simd>(x: &[f32], a: f32, b: f32) -> (u32, u32) {
-    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
-    // supports; every load covers `i..i + S::N` with `i + S::N <= x.len()`.
-    unsafe {
-        let (av, bv) = (S::splat(a), S::splat(b));
-        let (mut ca, mut cb) = (0u32, 0u32);
-        let mut i = 0;
-        while i + S::N <= x.len() {
-            let l = S::load(x.as_ptr().add(i));
-            ca += S::count(S::ge(l, av));
-            cb += S::count(S::ge(l, bv));
-            i += S::N;
-        }
-        for &l in &x[i..] {
-            ca += u32::from(l >= a);
-            cb += u32::from(l >= b);
-        }
-        (ca, cb)
-    }
 }
 
 simd_dispatch!(
@@ -1958,9 +1879,9 @@ unsafe fn scale_shift_k<S: Simd>(x: &[f32], t: f32, m: f32, out: &mut [f32]) {
 /// ([`grid_nonneg`], which skips the large terms in place). `None` otherwise. Uses `s.xs`.
 fn split_grid_sum(s: &mut MiroScratch) -> Option<f32> {
     s.xs.clear();
-    s.xs.resize(s.es.len(), 0.0);
-    let k = keep_ge(&s.es, SPLIT, &mut s.xs);
-    s.xs.truncate(k);
+    s.xs.extend_from_slice(&s.es);
+    let n = s.xs.len();
+    cut_prefix(&mut s.xs, n, SPLIT);
     if s.xs.len() > SPLIT_SORT_UP_TO {
         return None;
     }
@@ -2559,13 +2480,7 @@ mod tests {
                             continue;
                         }
                         let thr_g = s.top.thr_g;
-                        let c = tail_count(row, Some(0.8), thr_g, s.vals.len(), &s).expect("counted");
-                        // The count from the tokens at or above `l_hi` is the count under
-                        // `thr_g` (the brackets differ where a token is counted as sure by one
-                        // and summed exactly by the other, and overlap).
-                        let u = tail_count_under(row, Some(0.8), thr_g, &s).expect("counted");
-                        assert_eq!(c.n, u.n, "row {k}, mu {mu} at {level:?}");
-                        assert!(c.lo <= u.hi && u.lo <= c.hi, "row {k}, mu {mu} at {level:?}");
+                        let c = tail_count(row, Some(0.8), thr_g, &s).expect("counted");
                         let w = all_kept_tail(Some(0.8), thr_g, &s);
                         let lmin = row.logits.iter().fold(f32::INFINITY, |a, &l| a.min(l));
                         if lmin >= sure_kept_from(&s.bins, Some(0.8)) {
