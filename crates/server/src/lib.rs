@@ -23,12 +23,18 @@
 //!
 //! * [`routes`] (HTTP surface) → [`request`] / [`sampling_fields`] / [`constraint`] (checked
 //!   fields) → [`prepare`] (tokens, sequences) → [`engine`] + [`batching`] (the engine thread)
-//!   → [`streaming`] / [`collect`] (responses in [`openai_types`] shapes, via [`render`]).
+//!   → [`answer`] (each choice's text read into protocol-neutral pieces: text, tool calls) →
+//!   [`chunks`] (the OpenAI stream as values) → [`streaming`] (written as SSE) or [`collect`]
+//!   (folded into the whole response by [`assemble`], as the SDKs fold a stream), in
+//!   [`openai_types`] shapes, via [`render`].
 //! * [`errors`]: OpenAI-shaped errors; [`metrics`]: Prometheus counters; [`state`]: settings
 //!   and shared state; [`shutdown`]: signals.
 
+pub mod answer;
+pub mod assemble;
 pub mod batching;
 pub mod body;
+pub mod chunks;
 pub mod collect;
 pub mod constraint;
 pub mod engine;

@@ -205,8 +205,15 @@ pub struct ToolCall {
     pub function: FunctionCall,
 }
 
+impl Default for ToolCall {
+    /// A function call with nothing in it yet (a stream's first piece of it fills it in).
+    fn default() -> Self {
+        ToolCall { id: String::new(), kind: "function", function: FunctionCall::default() }
+    }
+}
+
 /// The function part of a [`ToolCall`].
-#[derive(Clone, Debug, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, JsonSchema, PartialEq, Eq)]
 pub struct FunctionCall {
     /// The function's name.
     pub name: String,

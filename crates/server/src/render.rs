@@ -1,23 +1,14 @@
-//! Engine tokens to OpenAI pieces: chat logprob entries, legacy logprob arrays, finish
-//! reasons. Shared by streamed and whole responses so both say exactly the same thing.
+//! Engine tokens to OpenAI pieces: chat logprob entries, legacy logprob arrays, and what every
+//! response of a request shares ([`ResponseMeta`]).
 
 use std::sync::Arc;
 
-use nucleus_runtime::{StopReason, Tokenizer};
+use nucleus_runtime::Tokenizer;
 use nucleus_sampler::probs::TokenProb;
 use serde_json::{Map, Value};
 
 use crate::engine::TokenOut;
 use crate::openai_types::{Completion, LegacyLogprobs, LogprobEntry, TopLogprob, UsageField};
-
-/// OpenAI's `finish_reason`: `stop` for an end-of-generation token or stop string, `length`
-/// for the token limit or a full context.
-pub fn finish_reason(r: &StopReason) -> &'static str {
-    match r {
-        StopReason::EndOfGeneration | StopReason::StopString(_) => "stop",
-        StopReason::MaxTokens | StopReason::ContextFull | StopReason::Cancelled => "length",
-    }
-}
 
 /// Turns token ids into the text and bytes clients see.
 #[derive(Clone)]

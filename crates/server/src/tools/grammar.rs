@@ -4,10 +4,14 @@
 //! the layout and the argument values it never has to validate.
 //!
 //! * Generic format: the whole answer, `{"tool_call": CALL}` (or `{"tool_calls": [CALL, ...]}`
-//!   with parallel calls), or `{"response": "..."}` under `auto`; constrained from the first
-//!   token.
-//! * Hermes format: `<tool_call>\nCALL\n</tool_call>` blocks; from the first token under
-//!   `required` or a named choice, else lazy (free text until the model writes `<tool_call>`).
+//!   when several calls are allowed: [`ToolRequest::several`]), or `{"response": "..."}` under
+//!   `auto`; constrained from the first token.
+//! * Hermes format: `<tool_call>\nCALL\n</tool_call>` blocks (one unless several are allowed);
+//!   from the first token under `required` or a named choice, else lazy (free text until the
+//!   model writes `<tool_call>`).
+//!
+//! Once the grammar is complete the generation ends, so a named choice or
+//! `parallel_tool_calls: false` gives one call and then `finish_reason: "tool_calls"`.
 //!
 //! CALL is always `{"name": "N", "arguments": ARGS}` with N one of the callable functions.
 
@@ -42,7 +46,7 @@ pub fn constraint(req: &ToolRequest, format: ToolFormat) -> Option<OutputConstra
     let free = req.choice == ToolChoice::Auto;
     match format {
         ToolFormat::Generic => {
-            let calls = if req.parallel {
+            let calls = if req.several() {
                 "\"{\\\"tool_calls\\\": [\" call (\", \" call)* \"]}\""
             } else {
                 "\"{\\\"tool_call\\\": \" call \"}\""
@@ -58,7 +62,7 @@ pub fn constraint(req: &ToolRequest, format: ToolFormat) -> Option<OutputConstra
         }
         ToolFormat::Hermes => {
             g.push_str("block ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");
-            g.push_str(if req.parallel { "root ::= block (\"\\n\" block)*\n" } else { "root ::= block\n" });
+            g.push_str(if req.several() { "root ::= block (\"\\n\" block)*\n" } else { "root ::= block\n" });
             if free {
                 Some(OutputConstraint::LazyGbnf { grammar: g, triggers: vec![HERMES_OPEN.to_string()] })
             } else {

@@ -54,7 +54,7 @@ pub struct ToolRequest {
     pub tools: Vec<ToolSpec>,
     /// What the model may do with them.
     pub choice: ToolChoice,
-    /// Several calls may come in one answer.
+    /// `parallel_tool_calls`: several calls may come in one answer (see [`Self::several`]).
     pub parallel: bool,
 }
 
@@ -62,6 +62,13 @@ impl ToolRequest {
     /// Whether the model sees the tools and its output is read for calls.
     pub fn active(&self) -> bool {
         self.choice != ToolChoice::None
+    }
+
+    /// Whether one answer may hold several calls: with `parallel_tool_calls` (the default)
+    /// under `auto` and `required`; a named choice is exactly one call to that function, as
+    /// OpenAI, vLLM and llama.cpp answer it.
+    pub fn several(&self) -> bool {
+        self.parallel && !matches!(self.choice, ToolChoice::Named(_))
     }
 
     /// The tools the model may call under the choice (one for a named choice).

@@ -1,46 +1,16 @@
 //! The generated text read back into content and tool calls, incrementally: text goes in as
-//! the engine releases it, [`ToolDelta`]s come out as soon as they are certain (content, a
-//! call's id and name, then its arguments in pieces). The grammar ([`super::grammar`]) fixes
-//! the layout, so this is a small state machine over it, not a JSON parser; the arguments
-//! value is cut out by bracket depth and passed on verbatim.
+//! the engine releases it, [`Piece`]s come out as soon as they are certain (content, a call's
+//! id and name, then its arguments in pieces). The grammar ([`super::grammar`]) fixes the
+//! layout, so this is a small state machine over it, not a JSON parser; the arguments value is
+//! cut out by bracket depth and passed on verbatim. Nothing is given out that a later piece
+//! takes back: the pieces, joined, are the whole answer (whitespace before a Hermes call is
+//! held back and dropped, whitespace before an arguments value is not part of it), however the
+//! text was split into pieces.
 
 use super::grammar::{HERMES_CLOSE, HERMES_OPEN};
 use super::ToolFormat;
+use crate::answer::Piece;
 use crate::openai_types::new_id;
-
-/// Something the client can be told.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ToolDelta {
-    /// Assistant text.
-    Content(String),
-    /// A call begins: its index, id and function name.
-    CallStart {
-        /// Index among this answer's calls.
-        index: usize,
-        /// `call_...`.
-        id: String,
-        /// The function.
-        name: String,
-    },
-    /// The next piece of a call's arguments (JSON text).
-    Args {
-        /// The call's index.
-        index: usize,
-        /// The piece.
-        text: String,
-    },
-}
-
-/// A complete call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParsedCall {
-    /// `call_...`.
-    pub id: String,
-    /// The function.
-    pub name: String,
-    /// The arguments, JSON text.
-    pub arguments: String,
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum State {
@@ -77,10 +47,10 @@ pub struct ToolParser {
     state: State,
     /// Text received and not yet consumed.
     buf: String,
-    content: String,
-    calls: Vec<ParsedCall>,
-    /// The call being read.
-    current: Option<ParsedCall>,
+    /// Calls begun.
+    calls: usize,
+    /// Arguments text of the call being read, so far.
+    args: String,
 }
 
 const NAME_KEY: &str = "{\"name\": \"";
@@ -110,26 +80,18 @@ impl ToolParser {
             ToolFormat::Hermes => State::Text,
             ToolFormat::Generic => State::Head,
         };
-        ToolParser {
-            format,
-            list: false,
-            state,
-            buf: String::new(),
-            content: String::new(),
-            calls: Vec::new(),
-            current: None,
-        }
+        ToolParser { format, list: false, state, buf: String::new(), calls: 0, args: String::new() }
     }
 
     /// Feeds released text; what became certain is appended to `out`.
-    pub fn push(&mut self, text: &str, out: &mut Vec<ToolDelta>) {
+    pub fn push(&mut self, text: &str, out: &mut Vec<Piece>) {
         self.buf.push_str(text);
         while self.step(out) {}
     }
 
     /// The generation ended: text held back is released (as content when it can no longer
-    /// be a call).
-    pub fn finish(&mut self, out: &mut Vec<ToolDelta>) {
+    /// be a call; a call cut inside its arguments keeps the pieces already given out).
+    pub fn finish(&mut self, out: &mut Vec<Piece>) {
         while self.step(out) {}
         if matches!(self.state, State::Text | State::Raw) && !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
@@ -137,25 +99,9 @@ impl ToolParser {
         }
     }
 
-    /// The assistant text (`None` when there is none and calls were made).
-    pub fn content(&self) -> Option<String> {
-        let text = if self.calls.is_empty() { self.content.clone() } else { self.content.trim().to_string() };
-        if text.is_empty() && !self.calls.is_empty() {
-            None
-        } else {
-            Some(text)
-        }
-    }
-
-    /// The complete calls.
-    pub fn calls(&self) -> &[ParsedCall] {
-        &self.calls
-    }
-
-    fn emit_content(&mut self, text: String, out: &mut Vec<ToolDelta>) {
+    fn emit_content(&mut self, text: String, out: &mut Vec<Piece>) {
         if !text.is_empty() {
-            self.content.push_str(&text);
-            out.push(ToolDelta::Content(text));
+            out.push(Piece::Text(text));
         }
     }
 
@@ -171,7 +117,7 @@ impl ToolParser {
     }
 
     /// One move of the state machine; false when it needs more text.
-    fn step(&mut self, out: &mut Vec<ToolDelta>) -> bool {
+    fn step(&mut self, out: &mut Vec<Piece>) -> bool {
         if self.buf.is_empty() {
             return false;
         }
@@ -179,12 +125,13 @@ impl ToolParser {
             State::Text => {
                 if let Some(at) = self.buf.find(HERMES_OPEN) {
                     let before = self.consume(at);
-                    self.emit_content(before, out);
+                    self.emit_content(before.trim_end().to_string(), out);
                     self.consume(HERMES_OPEN.len());
                     self.state = State::CallOpen;
                     return true;
                 }
-                // Hold back a tail that could still become `<tool_call>`.
+                // Hold back a tail that could still become `<tool_call>`, and the whitespace
+                // before it (dropped if a call follows).
                 let keep = (1..HERMES_OPEN.len().min(self.buf.len() + 1))
                     .rev()
                     .find(|&k| {
@@ -192,7 +139,8 @@ impl ToolParser {
                             && HERMES_OPEN.starts_with(&self.buf[self.buf.len() - k..])
                     })
                     .unwrap_or(0);
-                let free = self.consume(self.buf.len() - keep);
+                let head = self.buf[..self.buf.len() - keep].trim_end().len();
+                let free = self.consume(head);
                 self.emit_content(free, out);
                 false
             }
@@ -233,10 +181,9 @@ impl ToolParser {
                     Match::Yes => {
                         let name = self.consume(end);
                         self.consume(ARGS_KEY.len());
-                        let index = self.calls.len();
-                        let id = new_id("call_");
-                        out.push(ToolDelta::CallStart { index, id: id.clone(), name: name.clone() });
-                        self.current = Some(ParsedCall { id, name, arguments: String::new() });
+                        out.push(Piece::CallStart { index: self.calls, id: new_id("call_"), name });
+                        self.calls += 1;
+                        self.args.clear();
                         self.state = State::Args { depth: 0, in_str: false, esc: false, scalar: false };
                         true
                     }
@@ -248,22 +195,19 @@ impl ToolParser {
                 if self.buf.is_empty() {
                     return false;
                 }
-                if let Some(c) = self.current.take() {
-                    if self.buf.starts_with('}') {
-                        self.calls.push(c);
-                    }
-                }
                 self.literal("}", State::AfterCall)
             }
             State::AfterCall => match self.format {
-                ToolFormat::Generic if self.list => {
-                    if let Match::Yes = match_lit(&self.buf, ", ") {
+                ToolFormat::Generic if self.list => match match_lit(&self.buf, ", ") {
+                    Match::Yes => {
                         self.consume(2);
                         self.state = State::CallOpen;
-                        return true;
+                        true
                     }
-                    self.literal("]}", State::Done)
-                }
+                    // `,` alone may still be the separator: wait for the next piece.
+                    Match::Wait => false,
+                    Match::No => self.literal("]}", State::Done),
+                },
                 ToolFormat::Generic => self.literal("}", State::Done),
                 ToolFormat::Hermes => {
                     self.skip_ws();
@@ -320,7 +264,7 @@ impl ToolParser {
     }
 
     /// The response string: decoded characters out as content, up to the closing quote.
-    fn response(&mut self, out: &mut Vec<ToolDelta>) -> bool {
+    fn response(&mut self, out: &mut Vec<Piece>) -> bool {
         let mut text = String::new();
         let mut used = 0;
         let b = self.buf.as_bytes();
@@ -355,8 +299,12 @@ impl ToolParser {
     }
 
     /// The arguments value: passed on as it arrives, until its bracket depth closes.
-    fn args(&mut self, out: &mut Vec<ToolDelta>) -> bool {
+    fn args(&mut self, out: &mut Vec<Piece>) -> bool {
         let State::Args { mut depth, mut in_str, mut esc, mut scalar } = self.state else { return false };
+        if self.args.is_empty() {
+            // Whitespace before the value is not part of the arguments.
+            self.skip_ws();
+        }
         let b = self.buf.as_bytes();
         let mut used = 0;
         let mut done = false;
@@ -403,18 +351,11 @@ impl ToolParser {
             used += 1;
         }
         let piece = self.consume(used);
-        let index = self.calls.len();
         if !piece.is_empty() {
-            if let Some(c) = self.current.as_mut() {
-                c.arguments.push_str(&piece);
-            }
-            out.push(ToolDelta::Args { index, text: piece });
+            self.args.push_str(&piece);
+            out.push(Piece::CallArgs { index: self.calls.saturating_sub(1), text: piece });
         }
         if done {
-            if let Some(c) = self.current.as_mut() {
-                let trimmed = c.arguments.trim().to_string();
-                c.arguments = trimmed;
-            }
             self.state = State::CallClose;
         } else {
             self.state = State::Args { depth, in_str, esc, scalar };
@@ -452,7 +393,7 @@ mod tests {
     use super::*;
 
     /// Feeds `text` in pieces of `step` bytes (on character boundaries) and finishes.
-    fn run(format: ToolFormat, text: &str, step: usize) -> (ToolParser, Vec<ToolDelta>) {
+    fn run(format: ToolFormat, text: &str, step: usize) -> Vec<Piece> {
         let mut p = ToolParser::new(format);
         let mut out = Vec::new();
         let mut i = 0;
@@ -465,16 +406,28 @@ mod tests {
             i = j;
         }
         p.finish(&mut out);
-        (p, out)
+        out
     }
 
-    fn args_of(out: &[ToolDelta], index: usize) -> String {
-        out.iter()
-            .filter_map(|d| match d {
-                ToolDelta::Args { index: i, text } if *i == index => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
+    /// The pieces joined: the content and each call's (name, arguments).
+    fn joined(out: &[Piece]) -> (String, Vec<(String, String)>) {
+        let mut content = String::new();
+        let mut calls: Vec<(String, String)> = Vec::new();
+        for p in out {
+            match p {
+                Piece::Text(t) => content.push_str(t),
+                Piece::CallStart { index, name, .. } => {
+                    assert_eq!(*index, calls.len());
+                    calls.push((name.clone(), String::new()));
+                }
+                Piece::CallArgs { index, text } => calls[*index].1.push_str(text),
+            }
+        }
+        (content, calls)
+    }
+
+    fn call(name: &str, args: &str) -> (String, String) {
+        (name.to_string(), args.to_string())
     }
 
     #[test]
@@ -482,52 +435,58 @@ mod tests {
         let text =
             r#"{"tool_call": {"name": "get_weather", "arguments": {"city": "Pa}ris \"x\"", "n": [1, {"a": 2}]} }}"#;
         for step in [1, 2, 3, 7, 100] {
-            let (p, out) = run(ToolFormat::Generic, text, step);
-            assert_eq!(p.calls().len(), 1, "{step}");
-            assert_eq!(p.calls()[0].name, "get_weather");
-            assert_eq!(p.calls()[0].arguments, r#"{"city": "Pa}ris \"x\"", "n": [1, {"a": 2}]}"#);
-            assert_eq!(args_of(&out, 0).trim(), p.calls()[0].arguments);
-            assert!(matches!(&out[0], ToolDelta::CallStart { index: 0, name, .. } if name == "get_weather"));
-            assert_eq!(p.content(), None);
+            let out = run(ToolFormat::Generic, text, step);
+            let (content, calls) = joined(&out);
+            assert_eq!(calls, [call("get_weather", r#"{"city": "Pa}ris \"x\"", "n": [1, {"a": 2}]}"#)], "{step}");
+            assert_eq!(content, "");
+            assert!(matches!(&out[0], Piece::CallStart { index: 0, name, .. } if name == "get_weather"));
         }
     }
 
+    /// Several calls in a list, however the text is split: every call is a call (a `,` alone
+    /// at the end of a piece once ended the list and sent the rest as content).
     #[test]
-    fn generic_parallel_calls_and_response() {
-        let text = r#"{"tool_calls": [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": 1}}]}"#;
-        let (p, _) = run(ToolFormat::Generic, text, 3);
-        let names: Vec<_> = p.calls().iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
-        assert_eq!(p.calls()[1].arguments, r#"{"x": 1}"#);
-
-        let (p, out) = run(ToolFormat::Generic, r#"{"response": "Hi \"you\" \u00e9\ud83d\ude00!"}"#, 1);
-        assert!(p.calls().is_empty());
-        assert_eq!(p.content().as_deref(), Some("Hi \"you\" é😀!"));
-        assert!(out.iter().all(|d| matches!(d, ToolDelta::Content(_))));
+    fn generic_parallel_calls_any_piece_size() {
+        let text = r#"{"tool_calls": [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": 1}}, {"name": "a", "arguments": { "y": "," }}]}"#;
+        for step in 1..12 {
+            let (content, calls) = joined(&run(ToolFormat::Generic, text, step));
+            assert_eq!(calls, [call("a", "{}"), call("b", r#"{"x": 1}"#), call("a", r#"{ "y": "," }"#)], "{step}");
+            assert_eq!(content, "", "{step}");
+        }
+        let (content, calls) =
+            joined(&run(ToolFormat::Generic, r#"{"response": "Hi \"you\" \u00e9\ud83d\ude00!"}"#, 1));
+        assert!(calls.is_empty());
+        assert_eq!(content, "Hi \"you\" é😀!");
     }
 
     #[test]
     fn hermes_text_then_calls() {
         let text = "Let me check. <tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"<tool_call>\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": {}}\n</tool_call>";
-        for step in [1, 4, 1000] {
-            let (p, out) = run(ToolFormat::Hermes, text, step);
-            assert_eq!(p.calls().len(), 2, "{step}");
-            assert_eq!(p.calls()[0].arguments, r#"{"q": "<tool_call>"}"#);
-            assert_eq!(p.content().as_deref(), Some("Let me check."));
-            let content: String = out
-                .iter()
-                .filter_map(|d| if let ToolDelta::Content(t) = d { Some(t.as_str()) } else { None })
-                .collect();
-            assert_eq!(content, "Let me check. ");
+        for step in [1, 2, 4, 5, 1000] {
+            let (content, calls) = joined(&run(ToolFormat::Hermes, text, step));
+            assert_eq!(calls, [call("f", r#"{"q": "<tool_call>"}"#), call("g", "{}")], "{step}");
+            assert_eq!(content, "Let me check.", "{step}");
         }
-        let (p, _) = run(ToolFormat::Hermes, "Just text <tool", 2);
-        assert_eq!(p.content().as_deref(), Some("Just text <tool"));
-        assert!(p.calls().is_empty());
+        for step in [1, 3, 100] {
+            let (content, calls) = joined(&run(ToolFormat::Hermes, "Just text <tool", step));
+            assert_eq!(content, "Just text <tool");
+            assert!(calls.is_empty());
+            let (content, _) = joined(&run(ToolFormat::Hermes, "Spaced  out \n", step));
+            assert_eq!(content, "Spaced  out \n");
+        }
     }
 
+    /// A call cut inside its arguments is still a call, with the arguments given so far; a cut
+    /// before its name is complete says nothing.
     #[test]
-    fn unfinished_call_is_not_a_call() {
-        let (p, _) = run(ToolFormat::Generic, r#"{"tool_call": {"name": "f", "arguments": {"a": "#, 5);
-        assert!(p.calls().is_empty());
+    fn a_cut_call_keeps_its_partial_arguments() {
+        for step in [1, 5, 100] {
+            let (content, calls) =
+                joined(&run(ToolFormat::Generic, r#"{"tool_call": {"name": "f", "arguments": {"a": "#, step));
+            assert_eq!(calls, [call("f", r#"{"a": "#)]);
+            assert_eq!(content, "");
+            let (content, calls) = joined(&run(ToolFormat::Generic, r#"{"tool_call": {"name": "f"#, step));
+            assert!(calls.is_empty() && content.is_empty());
+        }
     }
 }

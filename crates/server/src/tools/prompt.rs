@@ -45,7 +45,7 @@ fn generic_instructions(t: &ToolRequest) -> String {
     let functions: Vec<Value> = t.callable().iter().map(|s| s.function.clone()).collect();
     let list: Vec<String> = functions.iter().map(Value::to_string).collect();
     let list = list.join("\n");
-    let call = if t.parallel {
+    let call = if t.several() {
         "{\"tool_calls\": [{\"name\": <function name>, \"arguments\": <arguments object>}, ...]}"
     } else {
         "{\"tool_call\": {\"name\": <function name>, \"arguments\": <arguments object>}}"

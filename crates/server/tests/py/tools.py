@@ -9,6 +9,7 @@ import os
 
 import openai
 import pydantic
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from common import MODEL, client, done, expect_api_error
 
@@ -47,6 +48,7 @@ TIME = {
 }
 TOOLS = [WEATHER, TIME]
 ASK = [{"role": "user", "content": "What is the weather in Paris right now?"}]
+TWO_ASK = [{"role": "user", "content": "What's the weather in Paris and the time in Tokyo?"}]
 
 
 def check_call(call):
@@ -64,6 +66,12 @@ def check_call(call):
     return args
 
 
+def complete_calls(ch):
+    """A choice's calls less the last when the token limit cut it."""
+    calls = ch.message.tool_calls or []
+    return calls[:-1] if ch.finish_reason == "length" else calls
+
+
 def ask(**kw):
     kw.setdefault("model", MODEL)
     kw.setdefault("messages", ASK)
@@ -75,25 +83,26 @@ def ask(**kw):
 
 # required: at least one call, constrained from the first token; seeded hot sampling too.
 # With parallel calls allowed a small model may go on listing calls until max_tokens ("length";
-# the complete calls are still reported); with one call allowed it always ends.
+# the last call is then cut, with its partial arguments); with one call allowed it always ends.
 for seed, temp, parallel in [(7, 1.2, True), (1, 0.0, False), (8, 1.2, False)]:
     r = ask(tool_choice="required", seed=seed, temperature=temp, parallel_tool_calls=parallel)
     ch = r.choices[0]
     assert ch.finish_reason == "tool_calls" or (parallel and ch.finish_reason == "length"), r
     assert ch.message.tool_calls, r
-    for call in ch.message.tool_calls:
+    for call in complete_calls(ch):
         check_call(call)
 done(f"{FORMAT}: required")
 
-# a named function: exactly that one.
-for seed in (3, 4):
-    r = ask(tool_choice={"type": "function", "function": {"name": "get_time"}}, seed=seed, temperature=1.0,
-            parallel_tool_calls=False)
+# a named function: exactly one call to it, then the answer ends (parallel_tool_calls, true by
+# default, allows several calls only under auto and required).
+for seed, parallel in [(3, None), (4, None), (1, True), (2, False)]:
+    extra = {} if parallel is None else {"parallel_tool_calls": parallel}
+    r = ask(tool_choice={"type": "function", "function": {"name": "get_weather"}}, seed=seed, temperature=1.0,
+            messages=TWO_ASK, max_tokens=120, **extra)
     ch = r.choices[0]
     assert ch.finish_reason == "tool_calls", r
-    assert [t.function.name for t in ch.message.tool_calls] == ["get_time"] * len(ch.message.tool_calls), r
-    for call in ch.message.tool_calls:
-        check_call(call)
+    assert [t.function.name for t in ch.message.tool_calls] == ["get_weather"], r
+    check_call(ch.message.tool_calls[0])
 done(f"{FORMAT}: named")
 
 # parallel_tool_calls false: one call only; ids are unique when there are several.
@@ -114,7 +123,7 @@ for seed in range(1, 4):
     ch = r.choices[0]
     if ch.message.tool_calls:
         assert ch.finish_reason in ("tool_calls", "length"), r
-        for call in ch.message.tool_calls:
+        for call in complete_calls(ch):
             check_call(call)
         kinds.add("call")
     else:
@@ -162,6 +171,55 @@ assert got == want, (got, want)
 assert final.choices[0].finish_reason == "tool_calls", final
 done(f"{FORMAT}: streamed tool calls")
 
+
+
+def streamed(**kw):
+    """The streamed answer as the SDK assembles it (the state behind its stream helper, which
+    itself refuses to parse strict tools' arguments of an answer cut by max_tokens)."""
+    state = ChatCompletionStreamState()
+    for chunk in ask(**kw, stream=True):
+        state.handle_chunk(chunk)
+    return state.current_completion_snapshot
+
+
+def calls_of(message):
+    return [(t.function.name, t.function.arguments) for t in message.tool_calls or []]
+
+
+# Several calls, streamed: every call arrives as delta.tool_calls (none as content), as in the
+# unstreamed answer.
+for seed in (1, 2, 3):
+    kw = dict(tool_choice="required", seed=seed, temperature=1.0, messages=TWO_ASK, max_tokens=120)
+    w = ask(**kw).choices[0]
+    chunks = list(ask(**kw, stream=True))
+    content = "".join(ch.delta.content or "" for chunk in chunks for ch in chunk.choices)
+    assert w.message.content is None and content == "", (w, content)
+    snap = streamed(**kw).choices[0]
+    assert calls_of(snap.message) == calls_of(w.message) and calls_of(w.message), (snap, w)
+    assert snap.finish_reason == w.finish_reason, (snap, w)
+    for call in complete_calls(w):
+        check_call(call)
+done(f"{FORMAT}: several calls streamed = unstreamed")
+
+# A call cut by max_tokens: a tool call with its partial arguments and finish_reason "length",
+# streamed and not. The cut falls a few tokens before the end of the whole call (and, in the
+# generic format, at the 20 tokens of the report).
+for seed in (1, 2):
+    kw = dict(tool_choice="required", seed=seed, temperature=1.0, messages=TWO_ASK, parallel_tool_calls=False)
+    full = ask(**kw, max_tokens=120)
+    assert full.choices[0].finish_reason == "tool_calls", full
+    cuts = [full.usage.completion_tokens - 4] + ([20] if FORMAT == "generic" else [])
+    for cut in cuts:
+        w = ask(**kw, max_tokens=cut).choices[0]
+        snap = streamed(**kw, max_tokens=cut).choices[0]
+        assert w.finish_reason == "length" and w.message.tool_calls, (cut, w)
+        assert w.message.content is None, w
+        args = w.message.tool_calls[0].function.arguments
+        assert full.choices[0].message.tool_calls[0].function.arguments.startswith(args), (args, full)
+        assert calls_of(snap.message) == calls_of(w.message), (snap, w)
+        assert snap.finish_reason == "length" and snap.message.content is None, snap
+done(f"{FORMAT}: a call cut by max_tokens")
+
 # A tool result round trip: the assistant's call and the tool's answer go back into the
 # prompt (rendered through the template) and the model answers.
 call = whole.choices[0].message.tool_calls[0]
@@ -176,7 +234,7 @@ assert isinstance(r.choices[0].message.content, str) and r.choices[0].message.co
 assert r.usage.prompt_tokens > 40, r.usage
 r2 = ask(messages=history, tool_choice="auto", max_tokens=40, seed=2, temperature=0.8)
 assert r2.choices[0].finish_reason in ("stop", "length", "tool_calls"), r2
-for tc in r2.choices[0].message.tool_calls or []:
+for tc in complete_calls(r2.choices[0]):
     check_call(tc)
 done(f"{FORMAT}: tool result round trip")
 

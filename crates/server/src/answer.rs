@@ -1,0 +1,154 @@
+//! One choice's answer as the protocol-neutral pieces every API renders: text, and (with tools)
+//! the start of each call and its argument text. [`AnswerReader`] turns the text the engine
+//! releases into [`Piece`]s as soon as they are certain; every response — streamed or whole, in
+//! any API's shape — is built from that one sequence, so a streamed answer and the unstreamed
+//! one say the same thing.
+
+use nucleus_runtime::StopReason;
+
+use crate::tools::output::ToolParser;
+use crate::tools::ToolFormat;
+
+/// Something an answer says, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece {
+    /// Assistant text.
+    Text(String),
+    /// A call begins: its index among the answer's calls, its id and the function's name.
+    CallStart {
+        /// Index among this answer's calls.
+        index: usize,
+        /// `call_...`.
+        id: String,
+        /// The function.
+        name: String,
+    },
+    /// The next piece of a call's arguments (JSON text; the pieces of one call, joined, are its
+    /// arguments, complete unless the answer was cut).
+    CallArgs {
+        /// The call's index.
+        index: usize,
+        /// The piece.
+        text: String,
+    },
+}
+
+/// Reads one choice's generated text into [`Piece`]s.
+#[derive(Clone, Debug)]
+pub struct AnswerReader {
+    /// With tools in use: the call reader.
+    tools: Option<ToolParser>,
+    /// Calls begun so far (a call cut by the token limit counts).
+    calls: usize,
+    /// Some text piece was given out.
+    said_text: bool,
+}
+
+impl AnswerReader {
+    /// A reader for answers read for calls in `tool_format`, or plain text.
+    pub fn new(tool_format: Option<ToolFormat>) -> Self {
+        AnswerReader { tools: tool_format.map(ToolParser::new), calls: 0, said_text: false }
+    }
+
+    /// Whether the answer is read for tool calls.
+    pub fn reads_tools(&self) -> bool {
+        self.tools.is_some()
+    }
+
+    /// Feeds text the engine released; what became certain is appended to `out`.
+    pub fn push(&mut self, text: &str, out: &mut Vec<Piece>) {
+        let from = out.len();
+        match self.tools.as_mut() {
+            Some(p) => p.push(text, out),
+            None if !text.is_empty() => out.push(Piece::Text(text.to_string())),
+            None => {}
+        }
+        self.count(&out[from..]);
+    }
+
+    /// The generation ended: text held back is given out. An answer read for tools that made
+    /// no call and said nothing says the empty text, so its message always has a content string.
+    pub fn finish(&mut self, out: &mut Vec<Piece>) {
+        let from = out.len();
+        if let Some(p) = self.tools.as_mut() {
+            p.finish(out);
+        }
+        self.count(&out[from..]);
+        if self.tools.is_some() && self.calls == 0 && !self.said_text {
+            self.said_text = true;
+            out.push(Piece::Text(String::new()));
+        }
+    }
+
+    /// Calls begun so far.
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+
+    fn count(&mut self, pieces: &[Piece]) {
+        for p in pieces {
+            match p {
+                Piece::CallStart { .. } => self.calls += 1,
+                Piece::Text(_) => self.said_text = true,
+                Piece::CallArgs { .. } => {}
+            }
+        }
+    }
+}
+
+/// Why an answer ended, as every API needs it: the engine's reason and whether it called tools.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ending {
+    /// The engine's reason.
+    pub reason: StopReason,
+    /// Calls the answer began.
+    pub calls: usize,
+}
+
+impl Ending {
+    /// OpenAI's `finish_reason`: `tool_calls` for an answer that ended by itself after calling
+    /// tools, `stop` for an end-of-generation token or stop string, `length` for the token limit
+    /// or a full context (a call cut there is still reported, with its partial arguments).
+    pub fn openai(&self) -> &'static str {
+        match self.reason {
+            StopReason::EndOfGeneration | StopReason::StopString(_) if self.calls > 0 => "tool_calls",
+            StopReason::EndOfGeneration | StopReason::StopString(_) => "stop",
+            StopReason::MaxTokens | StopReason::ContextFull | StopReason::Cancelled => "length",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_passes_through() {
+        let mut r = AnswerReader::new(None);
+        let mut out = Vec::new();
+        r.push("Hi", &mut out);
+        r.push("", &mut out);
+        r.push(" there", &mut out);
+        r.finish(&mut out);
+        assert_eq!(out, [Piece::Text("Hi".into()), Piece::Text(" there".into())]);
+        assert_eq!(r.calls(), 0);
+    }
+
+    #[test]
+    fn a_tool_answer_without_calls_or_text_says_the_empty_text() {
+        let mut r = AnswerReader::new(Some(ToolFormat::Generic));
+        let mut out = Vec::new();
+        r.push("{\"response\": \"\"}", &mut out);
+        r.finish(&mut out);
+        assert_eq!(out, [Piece::Text(String::new())]);
+    }
+
+    #[test]
+    fn finish_reasons() {
+        let e = |reason, calls| Ending { reason, calls }.openai();
+        assert_eq!(e(StopReason::EndOfGeneration, 0), "stop");
+        assert_eq!(e(StopReason::EndOfGeneration, 2), "tool_calls");
+        assert_eq!(e(StopReason::MaxTokens, 1), "length");
+        assert_eq!(e(StopReason::ContextFull, 0), "length");
+    }
+}
