@@ -9,8 +9,10 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
-use tokio::sync::mpsc::unbounded_channel;
+use nucleus_runtime::Model;
+use nucleus_sampler::SamplingParams;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use tokio_stream::StreamExt;
 
 use crate::collect::{collect, failure};
@@ -65,26 +67,60 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
     Ok(Bytes::from(buf))
 }
 
-async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let received = Instant::now();
-    let bytes = read_body(&headers, body, state.config.max_body).await?;
-    let ready = state.ready()?;
+/// A request body read as a JSON object (413 over `--max-body`, 400 for anything else), once
+/// the model is loaded (503 before).
+pub(crate) async fn read_object(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Map<String, Value>, ApiError> {
+    let bytes = read_body(headers, body, state.config.max_body).await?;
+    state.ready()?;
     let value: Value = serde_json::from_slice(&bytes).map_err(ApiError::bad_json)?;
     let Value::Object(map) = value else { return Err(ApiError::bad_json("the body is not a JSON object")) };
-    match map.get("model") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(m)) if state.serves(m) => {}
-        Some(Value::String(m)) => return Err(ApiError::model_not_found(m, &state.config.model_id)),
-        Some(_) => return Err(ApiError::wrong_type("model", "a string")),
-    }
+    Ok(map)
+}
 
+/// Checks `model` (absent or null: the served one; another name: 404).
+pub(crate) fn check_model(state: &AppState, map: &Map<String, Value>) -> Result<(), ApiError> {
+    match map.get("model") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(m)) if state.serves(m) => Ok(()),
+        Some(Value::String(m)) => Err(ApiError::model_not_found(m, &state.config.model_id)),
+        Some(_) => Err(ApiError::wrong_type("model", "a string")),
+    }
+}
+
+/// Reads a body into a [`GenerationRequest`] (off the async threads): the raw body, the server's
+/// sampling defaults and the model.
+pub(crate) type Parse =
+    fn(&Map<String, Value>, &SamplingParams, &dyn Model) -> Result<request::GenerationRequest, ApiError>;
+
+/// A request running on the engine: its checked form, what its responses share, and its events
+/// (slots are held: `Event::Started` has been received).
+pub(crate) struct Running {
+    pub req: request::GenerationRequest,
+    pub meta: ResponseMeta,
+    pub rx: UnboundedReceiver<Event>,
+}
+
+/// Checks and prepares `map` (with `parse`), submits it (429 when the queue is full) and waits
+/// for its slots, so that anything going wrong before generation is a plain error.
+pub(crate) async fn start(
+    state: &AppState,
+    map: Map<String, Value>,
+    parse: Parse,
+    id_prefix: &str,
+    received: Instant,
+) -> Result<Running, ApiError> {
+    let ready = state.ready()?;
     let model = ready.model.clone();
     let template = ready.template.clone();
     let model_id = state.config.model_id.clone();
     let defaults = state.config.defaults.clone();
     let (slot_ctx, parallel) = (ready.engine.slot_ctx(), ready.engine.parallel());
     let (req, prepared, steps) = tokio::task::spawn_blocking(move || {
-        let req = request::parse(endpoint, &map, &defaults, model.as_ref())?;
+        let req = parse(&map, &defaults, model.as_ref())?;
         let trace = step_trace::parse(&map)?;
         let mut prepared = prepare(&req, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
         let steps = trace.map(|n| StepQueues::attach(n, &mut prepared.seqs));
@@ -94,8 +130,8 @@ async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body:
     .map_err(|e| ApiError::internal(format!("request preparation failed: {e}")))??;
 
     let meta = ResponseMeta {
-        endpoint,
-        id: new_id(if endpoint == Endpoint::Chat { "chatcmpl-" } else { "cmpl-" }),
+        endpoint: req.endpoint,
+        id: new_id(id_prefix),
         created: unix_now(),
         model: state.config.model_id.clone(),
         system_fingerprint: ready.fingerprint.clone(),
@@ -113,14 +149,38 @@ async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body:
         SubmitError::QueueFull => ApiError::queue_full(state.config.queue),
         SubmitError::Closed => ApiError::unavailable("The server is shutting down."),
     })?;
-    // Wait for slots, so that anything going wrong before generation is a plain error response.
     match rx.recv().await {
-        Some(Event::Started) => {}
-        Some(Event::Failed { message, bad_input, shutting_down }) => {
-            return Err(failure(message, bad_input, shutting_down))
-        }
-        _ => return Err(ApiError::unavailable("The server is shutting down.")),
+        Some(Event::Started) => Ok(Running { req, meta, rx }),
+        Some(Event::Failed { message, bad_input, shutting_down }) => Err(failure(message, bad_input, shutting_down)),
+        _ => Err(ApiError::unavailable("The server is shutting down.")),
     }
+}
+
+fn parse_chat(
+    map: &Map<String, Value>,
+    d: &SamplingParams,
+    m: &dyn Model,
+) -> Result<request::GenerationRequest, ApiError> {
+    request::parse(Endpoint::Chat, map, d, m)
+}
+
+fn parse_completions(
+    map: &Map<String, Value>,
+    d: &SamplingParams,
+    m: &dyn Model,
+) -> Result<request::GenerationRequest, ApiError> {
+    request::parse(Endpoint::Completions, map, d, m)
+}
+
+async fn run(state: Arc<AppState>, endpoint: Endpoint, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let received = Instant::now();
+    let map = read_object(&state, &headers, body).await?;
+    check_model(&state, &map)?;
+    let (parse, prefix): (Parse, _) = match endpoint {
+        Endpoint::Chat => (parse_chat, "chatcmpl-"),
+        Endpoint::Completions => (parse_completions, "cmpl-"),
+    };
+    let Running { req, meta, rx } = start(&state, map, parse, prefix, received).await?;
     if req.stream {
         Ok(streaming::response(meta, rx))
     } else {
