@@ -31,6 +31,7 @@
 //!   and shared state; [`shutdown`]: signals.
 
 pub mod answer;
+pub mod anthropic;
 pub mod assemble;
 pub mod batching;
 pub mod body;

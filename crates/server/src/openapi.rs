@@ -12,6 +12,10 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
+use crate::anthropic::body::{CountBody, MessagesBody};
+use crate::anthropic::errors::AnthropicErrorResponse;
+use crate::anthropic::events::{Message, StreamEvent};
+use crate::anthropic::TokenCount;
 use crate::body::{ChatBody, CompletionBody};
 use crate::errors::ErrorResponse;
 use crate::openai_types::{ChatChunk, ChatCompletion, ModelList, TextCompletion};
@@ -43,6 +47,12 @@ struct Schemas {
     models: Value,
     health: Value,
     error: Value,
+    messages_request: Value,
+    count_request: Value,
+    message: Value,
+    message_event: Value,
+    token_count: Value,
+    anthropic_error: Value,
     components: Map<String, Value>,
 }
 
@@ -61,6 +71,12 @@ fn schemas() -> Schemas {
         models: sub::<ModelList>(&mut ser),
         health: sub::<HealthStatus>(&mut ser),
         error: sub::<ErrorResponse>(&mut ser),
+        messages_request: sub::<MessagesBody>(&mut de),
+        count_request: sub::<CountBody>(&mut de),
+        message: sub::<Message>(&mut ser),
+        message_event: sub::<StreamEvent>(&mut ser),
+        token_count: sub::<TokenCount>(&mut ser),
+        anthropic_error: sub::<AnthropicErrorResponse>(&mut ser),
         components: Map::new(),
     };
     s.components = de.take_definitions(true);
@@ -155,6 +171,8 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
             "/v1/completions",
             "Text completion",
         ),
+        ("POST", "/v1/messages") => messages_operation(s),
+        ("POST", "/v1/messages/count_tokens") => count_operation(s),
         ("GET", "/v1/models" | "/models") => json!({
             "summary": format!("The model served{}", alias("/v1/models")),
             "operationId": format!("listModels{}", op_suffix(path, "/v1/models")),
@@ -215,6 +233,60 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
     Some(op)
 }
 
+/// The errors of the Messages routes (Anthropic's shape), by status.
+fn anthropic_errors(s: &Schemas) -> Value {
+    let e = |why: &str| json!({ "description": why, "content": json_content(&s.anthropic_error) });
+    json!({
+        "400": e("A field is missing, of the wrong type or out of range (the message names it), a block type is not supported (`image`, `document`), or the prompt does not fit the context (`invalid_request_error`)."),
+        "401": e("The server has an API key and the request sent neither `x-api-key` nor `Authorization: Bearer` with it (`authentication_error`)."),
+        "404": e("The model asked for is not the one served (`not_found_error`)."),
+        "413": e("The body is larger than `--max-body` (`request_too_large`)."),
+        "429": e("Every slot is busy and the queue is full, with `Retry-After` (`rate_limit_error`)."),
+        "500": e("A fault of the server itself, never bad input (`api_error`)."),
+        "503": e("The model is still loading, or the server is shutting down, with `Retry-After` (`overloaded_error`).")
+    })
+}
+
+/// `POST /v1/messages`.
+fn messages_operation(s: &Schemas) -> Value {
+    let mut responses = anthropic_errors(s);
+    responses["200"] = json!({
+        "description": "The message; with `stream: true`, server-sent events: `event: <type>` and `data: {json}` lines per event (schema `AnthropicStreamEvent`: `message_start`, `ping`, `content_block_start`, `content_block_delta`, `content_block_stop`, `message_delta`, `message_stop`), or `event: error` with the error body.",
+        "content": {
+            "application/json": { "schema": s.message },
+            "text/event-stream": { "schema": {
+                "type": "object",
+                "properties": {
+                    "event": { "type": "string" },
+                    "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": s.message_event }
+                },
+                "required": ["event", "data"]
+            } }
+        }
+    });
+    json!({
+        "summary": "Anthropic Messages (also sent as `/v1/messages?beta=true`)",
+        "operationId": "createMessage",
+        "security": [ {}, { "bearerAuth": [] }, { "apiKeyHeader": [] } ],
+        "requestBody": { "required": true, "content": json_content(&s.messages_request) },
+        "responses": responses
+    })
+}
+
+/// `POST /v1/messages/count_tokens`.
+fn count_operation(s: &Schemas) -> Value {
+    let mut responses = anthropic_errors(s);
+    responses["200"] =
+        json!({ "description": "The rendered prompt's tokens.", "content": json_content(&s.token_count) });
+    json!({
+        "summary": "Count the tokens of a Messages prompt",
+        "operationId": "countMessageTokens",
+        "security": [ {}, { "bearerAuth": [] }, { "apiKeyHeader": [] } ],
+        "requestBody": { "required": true, "content": json_content(&s.count_request) },
+        "responses": responses
+    })
+}
+
 /// Distinguishes an alias's operation id from the canonical route's.
 fn op_suffix(path: &str, canonical: &str) -> &'static str {
     if path == canonical {
@@ -247,7 +319,8 @@ pub fn build() -> Value {
         "components": {
             "schemas": s.components,
             "securitySchemes": {
-                "bearerAuth": { "type": "http", "scheme": "bearer", "description": "The key given to --api-key / NUCLEUS_API_KEY." }
+                "bearerAuth": { "type": "http", "scheme": "bearer", "description": "The key given to --api-key / NUCLEUS_API_KEY." },
+                "apiKeyHeader": { "type": "apiKey", "in": "header", "name": "x-api-key", "description": "The key given to --api-key / NUCLEUS_API_KEY (the Messages routes)." }
             }
         }
     })
@@ -265,6 +338,8 @@ mod tests {
         let mut ser = generator(true);
         de.subschema_for::<ChatBody>();
         de.subschema_for::<CompletionBody>();
+        de.subschema_for::<MessagesBody>();
+        de.subschema_for::<CountBody>();
         for f in [
             SchemaGenerator::subschema_for::<ChatCompletion>,
             SchemaGenerator::subschema_for::<ChatChunk>,
@@ -272,6 +347,10 @@ mod tests {
             SchemaGenerator::subschema_for::<ModelList>,
             SchemaGenerator::subschema_for::<HealthStatus>,
             SchemaGenerator::subschema_for::<ErrorResponse>,
+            SchemaGenerator::subschema_for::<Message>,
+            SchemaGenerator::subschema_for::<StreamEvent>,
+            SchemaGenerator::subschema_for::<TokenCount>,
+            SchemaGenerator::subschema_for::<AnthropicErrorResponse>,
         ] {
             f(&mut ser);
         }

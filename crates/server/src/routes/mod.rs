@@ -1,7 +1,7 @@
 //! The HTTP surface: routes, the API-key check, per-route request counting, and OpenAI-shaped
 //! answers for unknown routes and methods.
 
-mod generate;
+pub(crate) mod generate;
 pub(crate) mod health;
 mod models;
 
@@ -25,6 +25,8 @@ fn table() -> Vec<(&'static str, Method, MethodRouter<Arc<AppState>>)> {
         ("/chat/completions", Method::POST, post(generate::chat)),
         ("/v1/completions", Method::POST, post(generate::completions)),
         ("/completions", Method::POST, post(generate::completions)),
+        ("/v1/messages", Method::POST, post(crate::anthropic::messages)),
+        ("/v1/messages/count_tokens", Method::POST, post(crate::anthropic::count_tokens)),
         ("/v1/models", Method::GET, get(models::list)),
         ("/models", Method::GET, get(models::list)),
         ("/health", Method::GET, get(health::health)),
@@ -68,19 +70,21 @@ async fn wrong_method(method: Method, uri: Uri) -> ApiError {
     ApiError::method_not_allowed(method.as_str(), uri.path())
 }
 
-/// With an API key configured, everything but `/health` needs `Authorization: Bearer <key>`.
+/// With an API key configured, everything but `/health` needs `Authorization: Bearer <key>`
+/// or (as Anthropic's clients send it) `x-api-key: <key>`.
 async fn auth(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     if let Some(key) = &state.config.api_key {
         let path = req.uri().path();
         let open = path == "/health" || path == "/v1/health" || crate::playground::PATHS.contains(&path);
         if !open {
-            let given = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
-            if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), key.as_bytes())) {
+            let header_text = |name| req.headers().get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+            let bearer = header_text(header::AUTHORIZATION).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+            let x_api_key = header_text(header::HeaderName::from_static("x-api-key")).map(str::trim);
+            let matches = |g: Option<&str>| g.is_some_and(|g| constant_time_eq(g.as_bytes(), key.as_bytes()));
+            if !matches(bearer) && !matches(x_api_key) {
+                if path.starts_with("/v1/messages") {
+                    return crate::anthropic::errors::unauthorized();
+                }
                 return ApiError::unauthorized().into_response();
             }
         }
@@ -100,6 +104,8 @@ async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
     let route = match req.uri().path() {
         "/v1/chat/completions" | "/chat/completions" => "/v1/chat/completions",
         "/v1/completions" | "/completions" => "/v1/completions",
+        "/v1/messages" => "/v1/messages",
+        "/v1/messages/count_tokens" => "/v1/messages/count_tokens",
         "/v1/models" | "/models" => "/v1/models",
         "/health" | "/v1/health" => "/health",
         "/metrics" => "/metrics",

@@ -1,0 +1,273 @@
+//! The bodies of `POST /v1/messages` and `POST /v1/messages/count_tokens` as typed values
+//! (serde for the parser, schemars for `/openapi.json`: one definition for both). Shapes only:
+//! a field of the wrong JSON type is a 400 naming its path (`messages[0].content[1]`); values
+//! (roles, names, ranges, which block goes where) are checked by [`super::convert`]. Nucleus's
+//! sampling extensions (`min_p`, `samplers`, ...) are not declared here: they are read by the
+//! chat endpoint's parser, under the same names ([`super::convert`]).
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use schemars::JsonSchema;
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::body::scalars::{Integer, JsonObject, Number};
+
+/// `POST /v1/messages`: Anthropic's Messages fields; any sampling field of
+/// `CreateChatCompletionRequest` (`min_p`, `samplers`, `repeat_penalty`, ...) is taken too.
+#[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(expecting = "a JSON object")]
+#[schemars(rename = "CreateMessageRequest")]
+pub struct MessagesBody {
+    /// The model id (see `GET /v1/models`). Default: the one served.
+    pub model: Option<String>,
+    /// Most tokens to generate (required).
+    #[schemars(range(min = 1, max = 2147483647))]
+    pub max_tokens: Option<Integer>,
+    /// Instructions: a string or text blocks (joined with blank lines).
+    pub system: Option<TextOr<TextBlock>>,
+    /// The conversation, oldest first, alternating `user` and `assistant` (at least one).
+    #[schemars(with = "Vec<MessageIn>", length(min = 1))]
+    pub messages: Option<Vec<MessageIn>>,
+    /// Strings that end the generation (not included; the one met is `stop_sequence`).
+    pub stop_sequences: Option<Vec<String>>,
+    /// Sampling temperature (0: greedy).
+    #[schemars(range(min = 0, max = 2))]
+    pub temperature: Option<Number>,
+    /// Nucleus sampling.
+    #[schemars(range(min = 0, max = 1))]
+    pub top_p: Option<Number>,
+    /// Keep the k most likely tokens (0: all).
+    #[schemars(range(min = -1, max = 2147483647))]
+    pub top_k: Option<Integer>,
+    /// Seed of the sampler's random numbers (an extension, as llama-server takes it).
+    #[schemars(range(min = -1, max = 4294967295u32))]
+    pub seed: Option<Integer>,
+    /// Request metadata (`user_id`): accepted and ignored.
+    pub metadata: Option<JsonObject>,
+    /// Tools the model may call.
+    pub tools: Option<Vec<ToolIn>>,
+    /// Whether and which tool the model calls.
+    pub tool_choice: Option<ToolChoiceIn>,
+    /// Extended thinking: accepted; answers have no thinking blocks yet.
+    pub thinking: Option<ThinkingIn>,
+    /// Stream the answer as Anthropic's server-sent events.
+    pub stream: Option<bool>,
+}
+
+/// `POST /v1/messages/count_tokens`: the prompt-making fields of [`MessagesBody`].
+#[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(expecting = "a JSON object")]
+#[schemars(rename = "CountMessageTokensRequest")]
+pub struct CountBody {
+    /// The model id.
+    pub model: Option<String>,
+    /// Instructions.
+    pub system: Option<TextOr<TextBlock>>,
+    /// The conversation.
+    #[schemars(with = "Vec<MessageIn>", length(min = 1))]
+    pub messages: Option<Vec<MessageIn>>,
+    /// Tools (their descriptions are part of the prompt).
+    pub tools: Option<Vec<ToolIn>>,
+    /// Whether and which tool the model calls (`none` leaves the tools out of the prompt).
+    pub tool_choice: Option<ToolChoiceIn>,
+    /// Accepted and ignored.
+    pub thinking: Option<ThinkingIn>,
+}
+
+/// A string, or an array of blocks.
+#[derive(Clone, Debug, JsonSchema)]
+#[schemars(untagged)]
+#[schemars(rename = "AnthropicTextOr_{T}")]
+pub enum TextOr<T> {
+    /// Plain text.
+    Text(String),
+    /// Blocks, in order.
+    Blocks(Vec<T>),
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for TextOr<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = TextOr<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TextOr::Text(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Self::Value, A::Error> {
+                Vec::<T>::deserialize(SeqAccessDeserializer::new(s)).map(TextOr::Blocks)
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A `system` block: only `text`.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", expecting = "a text block object")]
+#[schemars(rename = "AnthropicTextBlock")]
+pub enum TextBlock {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// Prompt-caching hint: accepted and ignored (the prompt cache is automatic).
+        cache_control: Option<Value>,
+    },
+}
+
+impl TextBlock {
+    /// The block's text.
+    pub fn text(&self) -> &str {
+        match self {
+            TextBlock::Text { text, .. } => text,
+        }
+    }
+}
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(rename = "AnthropicRole")]
+pub enum Role {
+    /// The user (and tool results).
+    User,
+    /// The model (text and tool calls).
+    Assistant,
+}
+
+/// One message of `messages`.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(expecting = "a message object")]
+#[schemars(rename = "AnthropicMessageIn")]
+pub struct MessageIn {
+    /// `user` or `assistant`.
+    pub role: Role,
+    /// A string, or content blocks.
+    pub content: TextOr<Block>,
+}
+
+/// A content block of a message.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", expecting = "a content block object")]
+#[schemars(rename = "AnthropicBlockIn")]
+pub enum Block {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// Accepted and ignored.
+        cache_control: Option<Value>,
+    },
+    /// An assistant's tool call.
+    ToolUse {
+        /// `toolu_...`: the `tool_result` answering it names it.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its input.
+        input: JsonObject,
+        /// Accepted and ignored.
+        cache_control: Option<Value>,
+    },
+    /// A user's answer to a tool call.
+    ToolResult {
+        /// The `tool_use` block's id.
+        tool_use_id: String,
+        /// The result: a string or text blocks.
+        content: Option<TextOr<Block>>,
+        /// The tool failed.
+        is_error: Option<bool>,
+        /// Accepted and ignored.
+        cache_control: Option<Value>,
+    },
+    /// An assistant's earlier reasoning: accepted and left out of the prompt.
+    Thinking {
+        /// The reasoning.
+        thinking: Option<String>,
+        /// Its signature.
+        signature: Option<String>,
+    },
+    /// Reasoning redacted: accepted and left out of the prompt.
+    RedactedThinking {
+        /// Opaque.
+        data: Option<String>,
+    },
+    /// Refused: the models read text only.
+    Image {
+        /// The image.
+        source: Option<Value>,
+    },
+    /// Refused: the models read text only.
+    Document {
+        /// The document.
+        source: Option<Value>,
+    },
+}
+
+/// One tool of `tools`: a custom tool (`type` absent or `custom`).
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(expecting = "a tool object")]
+#[schemars(rename = "AnthropicToolIn")]
+pub struct ToolIn {
+    /// `custom` or absent (server tools such as `web_search_20250305` are refused).
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The tool's name (`^[a-zA-Z0-9_-]{1,64}$`).
+    #[schemars(with = "String")]
+    pub name: Option<String>,
+    /// What it does (shown to the model).
+    pub description: Option<String>,
+    /// JSON Schema of its input (an object schema); calls are generated under it, strictly.
+    #[schemars(with = "JsonObject")]
+    pub input_schema: Option<JsonObject>,
+    /// Accepted and ignored.
+    pub cache_control: Option<Value>,
+}
+
+/// `tool_choice`.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", expecting = "a tool_choice object")]
+#[schemars(rename = "AnthropicToolChoice")]
+pub enum ToolChoiceIn {
+    /// The model decides.
+    Auto {
+        /// At most one call.
+        disable_parallel_tool_use: Option<bool>,
+    },
+    /// The model calls at least one tool.
+    Any {
+        /// Exactly one call.
+        disable_parallel_tool_use: Option<bool>,
+    },
+    /// The model calls this tool (once).
+    Tool {
+        /// The tool.
+        name: String,
+        /// Accepted (a named choice is one call).
+        disable_parallel_tool_use: Option<bool>,
+    },
+    /// The model calls no tool.
+    None,
+}
+
+/// `thinking`: `{"type": "enabled", "budget_tokens": N}`, `disabled` or `adaptive`.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", expecting = "a thinking object")]
+#[schemars(rename = "AnthropicThinking")]
+pub enum ThinkingIn {
+    /// Thinking on, with a budget.
+    Enabled {
+        /// Tokens the reasoning may take.
+        budget_tokens: Option<Integer>,
+    },
+    /// Thinking off.
+    Disabled,
+    /// The model decides.
+    Adaptive,
+}
