@@ -1,6 +1,7 @@
 //! Shared set-up for the server tests: the model (pulled with the runtime's own `pull` if
 //! missing), servers started in-process on free loopback ports (one thread each for llama.cpp),
-//! and the official `openai` Python package (installed with pip, pinned, if not importable).
+//! and the official `openai` and `anthropic` Python packages (installed with pip, pinned, if not
+//! importable).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -100,23 +101,34 @@ pub fn python() -> String {
 /// Installs the pinned `openai` package with pip when no 3.x release is importable.
 pub fn ensure_openai() {
     static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let ok = Command::new(python())
-            .args(["-c", "import openai, sys; sys.exit(0 if openai.__version__.startswith('3.') else 1)"])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let spec = format!("openai=={OPENAI_VERSION}");
-            // A distribution's own Python may refuse plain installs (PEP 668): then say so.
-            let installed = [&[][..], &["--break-system-packages"][..]].iter().any(|extra| {
-                Command::new(python())
-                    .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-                    .args(*extra)
-                    .arg(&spec)
-                    .status()
-                    .is_ok_and(|s| s.success())
-            });
-            assert!(installed, "`{} -m pip install {spec}` failed", python());
-        }
-    });
+    DONE.get_or_init(|| ensure_package("openai", "3.", OPENAI_VERSION));
+}
+
+/// The `anthropic` release the Messages tests are written against.
+pub const ANTHROPIC_VERSION: &str = "2.16.0";
+
+/// Installs the pinned `anthropic` package with pip when that release is not importable.
+pub fn ensure_anthropic() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| ensure_package("anthropic", ANTHROPIC_VERSION, ANTHROPIC_VERSION));
+}
+
+/// Installs `module==version` with pip unless a release whose version starts with `accept` is
+/// importable.
+fn ensure_package(module: &str, accept: &str, version: &str) {
+    let check = format!("import {module}, sys; sys.exit(0 if {module}.__version__.startswith('{accept}') else 1)");
+    let ok = Command::new(python()).args(["-c", &check]).status().is_ok_and(|s| s.success());
+    if !ok {
+        let spec = format!("{module}=={version}");
+        // A distribution's own Python may refuse plain installs (PEP 668): then say so.
+        let installed = [&[][..], &["--break-system-packages"][..]].iter().any(|extra| {
+            Command::new(python())
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(*extra)
+                .arg(&spec)
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        assert!(installed, "`{} -m pip install {spec}` failed", python());
+    }
 }
