@@ -264,6 +264,7 @@ pub enum ThinkingIn {
     /// Thinking on, with a budget.
     Enabled {
         /// Tokens the reasoning may take.
+        #[schemars(range(min = 1, max = 2147483647))]
         budget_tokens: Option<Integer>,
     },
     /// Thinking off.

@@ -15,9 +15,12 @@ use nucleus_runtime::Model;
 use nucleus_sampler::SamplingParams;
 use serde_json::{json, Map, Value};
 
-use super::body::{Block, CountBody, MessageIn, MessagesBody, Role, TextBlock, TextOr, ToolChoiceIn, ToolIn};
+use super::body::{
+    Block, CountBody, MessageIn, MessagesBody, Role, TextBlock, TextOr, ThinkingIn, ToolChoiceIn, ToolIn,
+};
 use crate::body;
 use crate::errors::ApiError;
+use crate::fields::int_in;
 use crate::request::{self, Endpoint, GenerationRequest, MAX_STOP};
 
 /// The Anthropic fields: replaced by their chat equivalents before the chat parser reads the
@@ -118,8 +121,11 @@ pub fn chat_request(map: &Map<String, Value>, b: &MessagesBody) -> Result<Map<St
     Ok(chat)
 }
 
-/// `system`, `messages`, `tools` and `tool_choice` into `chat`.
+/// `system`, `messages`, `tools` and `tool_choice` into `chat` (and `thinking` checked).
 fn conversation(b: &MessagesBody, chat: &mut Map<String, Value>) -> Result<(), ApiError> {
+    if let Some(ThinkingIn::Enabled { budget_tokens }) = &b.thinking {
+        int_in("thinking.budget_tokens", budget_tokens.as_ref(), 1, i32::MAX as i64)?;
+    }
     let mut messages = Vec::new();
     match &b.system {
         None => {}

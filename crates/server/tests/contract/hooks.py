@@ -61,7 +61,9 @@ _VALIDATORS = {}
 @schemathesis.check
 def stream_chunks_conform(ctx, response, case):
     """Each `data:` event of a streamed answer is `[DONE]` or JSON matching the chunk schema the
-    document gives (`contentSchema` of the event's data, which JSON Schema itself only annotates)."""
+    document gives (`contentSchema` of the event's data, which JSON Schema itself only annotates).
+    Anthropic's streams (`/v1/messages`) have no `[DONE]`: each event's `data` is the event
+    schema's, and the last is `message_stop` (or an `error` event)."""
     import json
 
     import jsonschema_rs
@@ -75,20 +77,28 @@ def stream_chunks_conform(ctx, response, case):
     doc = case.operation.schema.raw_schema
     op = doc["paths"][case.path][case.method.lower()]
     event = op["responses"]["200"]["content"]["text/event-stream"]["schema"]
-    ref = next(s["contentSchema"]["$ref"] for s in event["properties"]["data"]["anyOf"] if "contentSchema" in s)
+    data_schema = event["properties"]["data"]
+    anthropic = "anyOf" not in data_schema
+    if anthropic:
+        ref = data_schema["contentSchema"]["$ref"]
+    else:
+        ref = next(s["contentSchema"]["$ref"] for s in data_schema["anyOf"] if "contentSchema" in s)
     validator = _VALIDATORS.get(ref)
     if validator is None:
         validator = jsonschema_rs.validator_for({"$ref": ref, "components": doc["components"]})
         _VALIDATORS[ref] = validator
     lines = [l[len("data: "):] for l in response.text.splitlines() if l.startswith("data: ")]
-    if not cut_short:
+    if not cut_short and anthropic:
+        last = json.loads(lines[-1]) if lines else {}
+        assert last.get("type") in ("message_stop", "error"), f"the stream does not end with message_stop: {lines[-1:]}"
+    elif not cut_short:
         assert lines and lines[-1] == "[DONE]", f"the stream does not end with data: [DONE]: {lines[-1:]}"
     for i, data in enumerate(lines):
         if data == "[DONE]":
             continue
         chunk = json.loads(data)
         if "error" in chunk:
-            continue  # an error event (e.g. shutdown mid-stream) is OpenAI's error object
+            continue  # an error event (e.g. shutdown mid-stream) is the API's error object
         errors = [e.message for e in validator.iter_errors(chunk)]
         assert not errors, f"stream chunk #{i} does not match {ref}: {errors[:3]}\n{data[:500]}"
     return True
