@@ -46,6 +46,7 @@ pub mod openapi;
 pub mod playground;
 pub mod prepare;
 pub(crate) mod prompt_cache;
+pub mod reasoning;
 pub mod render;
 pub mod request;
 pub mod routes;

@@ -57,6 +57,10 @@ pub struct ServerConfig {
     /// Bytes the prompt cache may keep in memory for prompts whose slot went to another
     /// (`--cache-ram`, 0: none).
     pub cache_ram: usize,
+    /// How answers are read for reasoning and how long models may think
+    /// (`--reasoning-format`, `--reasoning-budget`, `--reasoning-budget-message`,
+    /// `--chat-template-kwargs`).
+    pub reasoning: crate::reasoning::ReasoningDefaults,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +82,7 @@ impl Default for ServerConfig {
             chat_template: None,
             prefill_chunk: DEFAULT_PREFILL_CHUNK,
             cache_ram: DEFAULT_CACHE_RAM_MIB << 20,
+            reasoning: Default::default(),
         }
     }
 }
