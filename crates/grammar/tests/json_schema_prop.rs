@@ -4,7 +4,7 @@
 //! the converter refuses is skipped (refusals are allowed; wrong answers are not). Instances
 //! are fed as nucleus lays JSON out (compact, keys in an order the grammar accepts).
 
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::Matcher;
 use proptest::prelude::*;
@@ -281,7 +281,7 @@ fn check_case(schema: &Value, instances: &[Value], seed: u64, tally: &mut Tally)
     for v in instances {
         let text = serde_json::to_string(v).unwrap();
         let valid = validator.is_valid(v);
-        let verdict = feed_json(&m, &parse_json(&text).unwrap());
+        let verdict = feed_json_in(&m, &parse_json(&text).unwrap(), &g.member_orders);
         prop_assert_eq!(verdict.accepted, valid, "{} on {} (gave up: {})\n{}", schema, text, verdict.gave_up, g.gbnf);
         tally.instances += 1;
         tally.valid += usize::from(valid);

@@ -17,6 +17,7 @@ use super::one_of::make_exclusive;
 use super::pattern_llama::{pattern_to_rule, RuleSink};
 use super::pattern_strict::pattern_to_gbnf;
 use super::primitives::{is_reserved, primitive, SPACE_RULE};
+use super::relayout::MemberOrders;
 use super::shape::{is_annotation_only, json_type_matches};
 use super::strings::needs_automaton;
 use super::{repetition, SchemaOptions};
@@ -42,6 +43,8 @@ pub struct Converter<'a> {
     /// Nesting of `visit` calls (merges inline `$ref` targets, so recursion through them is
     /// not caught by `resolving`).
     depth: usize,
+    /// The member order of every object rule written (see [`MemberOrders`]).
+    pub(super) member_orders: MemberOrders,
 }
 
 /// Longest path-derived rule name kept as it is in strict mode.
@@ -163,6 +166,7 @@ impl<'a> Converter<'a> {
             draft7_or_older,
             numeric_rules: HashMap::new(),
             depth: 0,
+            member_orders: MemberOrders::complete(),
         }
     }
 
@@ -577,6 +581,7 @@ impl<'a> Converter<'a> {
                 self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
             }
             let lit = if strict { canonical_constant(c) } else { constant(c) };
+            self.member_orders.record_constant(c);
             return Ok(self.add_rule(&rule_name, &format!("{lit} space")));
         }
         if let Some(e) = obj.get("enum") {
@@ -584,6 +589,7 @@ impl<'a> Converter<'a> {
             let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
             let lit = if strict { canonical_constant } else { constant };
             let body = format!("({}) space", vals.iter().map(lit).collect::<Vec<_>>().join(" | "));
+            vals.iter().for_each(|v| self.member_orders.record_constant(v));
             return Ok(self.add_rule(&rule_name, &body));
         }
         let addl = obj.get("additionalProperties");

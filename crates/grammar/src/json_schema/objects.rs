@@ -162,6 +162,7 @@ impl Converter<'_> {
             }
             if !inter.is_empty() {
                 let lit = if strict { canonical_constant } else { constant };
+                inter.iter().for_each(|v| self.member_orders.record_constant(v));
                 let mut lits: Vec<String> = inter.iter().map(lit).collect();
                 lits.sort();
                 lits.dedup();
@@ -251,6 +252,9 @@ impl Converter<'_> {
             kv.insert("*".into(), k);
             opt.push("*".into());
         }
+        // The order this rule writes its named members in, for laying documents out.
+        let named = req.iter().chain(opt.iter().filter(|k| *k != "*")).cloned().collect();
+        self.member_orders.record(named, req.len(), !kv.contains_key("*"));
         if let Some((min, max)) = extras.count {
             return self.counted_members(&req, &opt, &kv, min, max, name, ptr);
         }
