@@ -244,3 +244,27 @@ fn object_keys_with_escapes() {
     check(json!({"enum": ["x\u{7f}", "q\"\u{1}"]}), &[r#""x\u007f""#, r#""q\"\u0001""#], &[r#""x""#]);
     check(json!({"const": {"k\u{7f}": ["\u{7f}"]}}), &[r#"{"k\u007f":["\u007f"]}"#], &[r#"{"k":["\u007f"]}"#]);
 }
+
+/// Issue 31: `required` naming a key that `properties` does not list, next to
+/// `patternProperties`: the key's value takes the schemas of the patterns it matches, or
+/// `additionalProperties` when it matches none.
+#[test]
+fn required_names_outside_properties_with_pattern_properties() {
+    let s = json!({
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "patternProperties": {"^x": {"type": "string"}},
+        "additionalProperties": {"type": "boolean"},
+        "required": ["x1", "y"]
+    });
+    check(
+        s,
+        &[r#"{"x1":"s","y":true}"#, r#"{"a":1,"x1":"","y":false,"x2":"t","z":true}"#],
+        &[r#"{"x1":1,"y":true}"#, r#"{"x1":"s","y":"s"}"#, r#"{"y":true}"#, r#"{"x1":"s"}"#, r#"{"x1":"s","y":true,"z":1}"#],
+    );
+    // Closed to the patterns: a required name matching none can never appear.
+    let closed = json!({"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": false, "required": ["y"]});
+    assert!(schema_to_gbnf(&closed, &SchemaOptions::default()).is_err());
+    let closed = json!({"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": false, "required": ["x"]});
+    check(closed, &[r#"{"x":null}"#, r#"{"x":1,"xy":2}"#], &["{}", r#"{"x":1,"y":2}"#]);
+}

@@ -146,8 +146,16 @@ fn schema() -> impl Strategy<Value = Value> {
                     }
                     m
                 }),
-            (props, 0usize..8, 0u8..3, inner.clone(), any::<bool>(), prop::option::of(0u64..3)).prop_map(
-                |(ps, req, addl, addl_schema, dep, min_props)| {
+            (
+                props,
+                0usize..8,
+                0u8..3,
+                inner.clone(),
+                any::<bool>(),
+                prop::option::of(0u64..3),
+                prop::option::of(inner.clone())
+            )
+                .prop_map(|(ps, req, addl, addl_schema, dep, min_props, pattern)| {
                     let mut properties = Map::new();
                     for (k, p) in ["a", "b", "c"].iter().zip(ps) {
                         if let Some(p) = p {
@@ -168,9 +176,13 @@ fn schema() -> impl Strategy<Value = Value> {
                     if let Some(n) = min_props {
                         m["minProperties"] = n.into();
                     }
+                    // Names "b" and "d" (required or not, listed in properties or not) also
+                    // take a pattern's schema.
+                    if let Some(p) = pattern {
+                        m["patternProperties"] = json!({ "^[bd]": p });
+                    }
                     m
-                }
-            ),
+                }),
             prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "anyOf": v })),
             prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "oneOf": v })),
             prop::collection::vec(inner.clone(), 2..3).prop_map(|v| json!({ "allOf": v })),

@@ -648,12 +648,14 @@ impl<'a> Converter<'a> {
                     if props.iter().any(|(k, _)| k == r) {
                         continue;
                     }
-                    if obj.contains_key("patternProperties") {
-                        self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
-                        continue;
-                    }
-                    // Its value takes `additionalProperties`, as any unlisted name's does.
-                    props.push((r.clone(), addl.clone().unwrap_or(Cow::Owned(Value::Bool(true)))));
+                    // Its value takes the schemas of the patterns its name matches (`key_space`
+                    // conjoins them with the value schema named here), or `additionalProperties`
+                    // when it matches none, as any unlisted name's does.
+                    let value = match self.matches_pattern_property(obj, r, ptr)? {
+                        true => Cow::Owned(Value::Bool(true)),
+                        false => addl.clone().unwrap_or(Cow::Owned(Value::Bool(true))),
+                    };
+                    props.push((r.clone(), value));
                 }
                 if let Some(space) = self.key_space(obj, &props, addl.as_deref(), ptr)? {
                     props = space.props.into_iter().map(|(k, v)| (k, Cow::Owned(v))).collect();
