@@ -260,11 +260,36 @@ fn required_names_outside_properties_with_pattern_properties() {
     check(
         s,
         &[r#"{"x1":"s","y":true}"#, r#"{"a":1,"x1":"","y":false,"x2":"t","z":true}"#],
-        &[r#"{"x1":1,"y":true}"#, r#"{"x1":"s","y":"s"}"#, r#"{"y":true}"#, r#"{"x1":"s"}"#, r#"{"x1":"s","y":true,"z":1}"#],
+        &[
+            r#"{"x1":1,"y":true}"#,
+            r#"{"x1":"s","y":"s"}"#,
+            r#"{"y":true}"#,
+            r#"{"x1":"s"}"#,
+            r#"{"x1":"s","y":true,"z":1}"#,
+        ],
     );
     // Closed to the patterns: a required name matching none can never appear.
-    let closed = json!({"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": false, "required": ["y"]});
+    let closed =
+        json!({"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": false, "required": ["y"]});
     assert!(schema_to_gbnf(&closed, &SchemaOptions::default()).is_err());
-    let closed = json!({"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": false, "required": ["x"]});
+    let closed =
+        json!({"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": false, "required": ["x"]});
     check(closed, &[r#"{"x":null}"#, r#"{"x":1,"xy":2}"#], &["{}", r#"{"x":1,"y":2}"#]);
+}
+
+/// Issue 31: `format` beside `const`/`enum`: the constants are checked against the format
+/// (by the format's own grammar); only those that pass are emitted.
+#[test]
+fn format_beside_const_and_enum() {
+    let s = json!({"type": "string", "format": "date", "enum": ["2020-01-31", "2020-02-30", "x", 3]});
+    check(s, &[r#""2020-01-31""#], &[r#""2020-02-30""#, r#""x""#, "3"]);
+    // Without `type`, non-strings are untouched by the format.
+    check(
+        json!({"format": "ipv4", "enum": ["1.2.3.4", "1.2.3", 7, null]}),
+        &[r#""1.2.3.4""#, "7", "null"],
+        &[r#""1.2.3""#],
+    );
+    check(json!({"format": "email", "const": "a@b.c"}), &[r#""a@b.c""#], &[r#""a@b""#]);
+    // No constant passes: no value satisfies the schema.
+    assert!(schema_to_gbnf(&json!({"format": "uuid", "const": "x"}), &SchemaOptions::default()).is_err());
 }

@@ -20,7 +20,8 @@ fn scalar() -> impl Strategy<Value = Value> {
         (-12i64..12).prop_map(Value::from),
         (-1200i64..1200).prop_filter("a fraction", |n| n % 100 != 0).prop_map(|n| json!(n as f64 / 100.0)),
         "[ab]{0,4}".prop_map(Value::from),
-        prop::sample::select(vec!["2020-02-29", "2021-02-29", "1999-12-31"]).prop_map(Value::from),
+        prop::sample::select(vec!["2020-02-29", "2021-02-29", "1999-12-31", "2020-01-31", "1.2.3.4", "256.1.1.1"])
+            .prop_map(Value::from),
     ]
 }
 
@@ -108,6 +109,24 @@ fn leaf() -> impl Strategy<Value = Value> {
             s
         }),
         Just(json!({"type": "string", "format": "date"})),
+        // `format` beside `enum`: the constants are checked against the format.
+        (
+            prop::sample::select(vec!["date", "ipv4"]),
+            prop::sample::subsequence(
+                vec![
+                    json!("2020-01-31"),
+                    json!("2020-02-30"),
+                    json!("2024-02-29"),
+                    json!("2023-02-29"),
+                    json!("1.2.3.4"),
+                    json!("256.1.1.1"),
+                    json!("a"),
+                    json!(1),
+                ],
+                1..5
+            )
+        )
+            .prop_map(|(f, v)| json!({ "format": f, "enum": v })),
         prop::collection::vec("[ab]{0,2}", 1..3).prop_map(|v| json!({"type": "string", "not": {"enum": v}})),
         string_schema(),
         prop::collection::vec(scalar(), 1..4).prop_map(|v| json!({ "enum": v })),

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::any_of::absorbing;
 use super::dependencies::has_dependencies;
-use super::enum_filter::satisfies;
+use super::enum_filter::{format_accepts, satisfies};
 use super::int_range::min_max_int;
 use super::keywords::{applies_to, ENFORCED_FORMATS, STANDARD_FORMATS, SUPPORTED, UNSUPPORTED};
 use super::objects::ObjectExtras;
@@ -874,7 +874,11 @@ impl<'a> Converter<'a> {
             {
                 continue;
             }
-            let verdicts: Option<Vec<bool>> = kept.iter().map(|v| satisfies(obj, k, v)).collect();
+            let enforced_format = obj[k].as_str().filter(|f| k == "format" && ENFORCED_FORMATS.contains(f));
+            let verdicts: Option<Vec<bool>> = match enforced_format {
+                Some(f) => Some(format_accepts(f, &kept).map_err(|e| err("format", ptr, e))?),
+                None => kept.iter().map(|v| satisfies(obj, k, v)).collect(),
+            };
             match verdicts {
                 Some(ok) => {
                     let mut it = ok.into_iter();
