@@ -293,3 +293,27 @@ fn format_beside_const_and_enum() {
     // No constant passes: no value satisfies the schema.
     assert!(schema_to_gbnf(&json!({"format": "uuid", "const": "x"}), &SchemaOptions::default()).is_err());
 }
+
+/// Issue 31: `oneOf` alternatives proved disjoint by their numeric ranges or by their string
+/// languages (patterns, lengths, constants intersected as automata).
+#[test]
+fn one_of_disjoint_by_ranges_and_string_languages() {
+    let s = json!({"oneOf": [
+        {"type": "integer", "maximum": 0},
+        {"type": "number", "exclusiveMinimum": 0, "maximum": 10},
+        {"type": "number", "exclusiveMinimum": 10}
+    ]});
+    check(s, &["-3", "0", "0.5", "10", "10.5", "1000"], &[r#""1""#, "null"]);
+    // Touching inclusive bounds overlap (10 matches both): not provable, refused.
+    let overlap = json!({"oneOf": [{"type": "number", "maximum": 10}, {"type": "number", "minimum": 10}]});
+    assert!(schema_to_gbnf(&overlap, &SchemaOptions::default()).is_err());
+    let s = json!({"oneOf": [
+        {"type": "string", "pattern": "^[a-z]+$"},
+        {"type": "string", "pattern": "^[0-9]+$", "maxLength": 3},
+        {"type": "string", "minLength": 5, "pattern": "^[0-9]"}
+    ]});
+    check(s, &[r#""abc""#, r#""123""#, r#""12345""#], &[r#""1234""#, r#""""#, r#""a1""#]);
+    // Patterns that share strings: refused.
+    let shared = json!({"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]});
+    assert!(schema_to_gbnf(&shared, &SchemaOptions::default()).is_err());
+}
