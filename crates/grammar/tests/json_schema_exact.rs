@@ -317,3 +317,15 @@ fn one_of_disjoint_by_ranges_and_string_languages() {
     let shared = json!({"oneOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]});
     assert!(schema_to_gbnf(&shared, &SchemaOptions::default()).is_err());
 }
+
+/// A property named `*` is a property like any other (it used to share its slot with the extra
+/// keys, and valid instances carrying it were refused).
+#[test]
+fn property_named_star() {
+    let s = json!({"type": "object", "properties": {"*": {"type": "integer"}}});
+    check(s.clone(), &[r#"{"*":1}"#, r#"{"*":1,"b":"x"}"#, r#"{"b":2}"#, "{}"], &[r#"{"*":"x"}"#, r#"{"b":2,"*":"x"}"#]);
+    let mut counted = s;
+    counted["minProperties"] = json!(1);
+    counted["required"] = json!(["*"]);
+    check(counted, &[r#"{"*":1}"#, r#"{"*":1,"b":null}"#], &["{}", r#"{"b":null}"#]);
+}
