@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// prompt (put back bit for bit when the conversation continues); 0 turns it off
     #[arg(long = "cache-ram", value_name = "MiB", default_value_t = nucleus_server::state::DEFAULT_CACHE_RAM_MIB)]
     pub cache_ram: usize,
+    /// Responses kept in memory for `GET /v1/responses/{id}` and `previous_response_id`
+    /// (least recently used dropped first); 0 keeps none
+    #[arg(long = "responses-store", value_name = "N", default_value_t = nucleus_server::state::DEFAULT_RESPONSES_STORE)]
+    pub responses_store: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -125,6 +129,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         cache_ram: args.cache_ram.saturating_mul(1 << 20),
         chat_template,
         prefill_chunk: args.prefill_chunk,
+        responses_store: args.responses_store,
     };
     eprintln!("nucleus serve: loading {}", path.display());
     let load_path = path.clone();
