@@ -46,3 +46,8 @@ fn an_agents_sdk_agent_runs_a_tool_to_completion() {
     ensure_agents();
     TestServer::start(config(1, 8)).python("agents_sdk.py", &[]);
 }
+
+#[test]
+fn streamed_responses_assemble_to_the_whole_ones() {
+    TestServer::start(config(2, 8)).python("responses_equivalence.py", &[]);
+}
