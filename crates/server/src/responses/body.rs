@@ -56,7 +56,7 @@ pub struct ResponsesBody {
     /// Extra output to include: only `reasoning.encrypted_content` (there is none to include).
     pub include: Option<Vec<String>>,
     /// Accepted; no reasoning output is produced yet (see the reasoning issue).
-    pub reasoning: Option<Value>,
+    pub reasoning: Option<Map<String, Value>>,
     /// `disabled` or `auto` (a prompt longer than the context is a 400 either way).
     #[schemars(extend("enum" = ["disabled", "auto", null]))]
     pub truncation: Option<String>,
@@ -74,7 +74,7 @@ pub struct ResponsesBody {
     #[schemars(range(min = 0, max = 0))]
     pub top_logprobs: Option<Integer>,
     /// Stream options (accepted with `stream: true`).
-    pub stream_options: Option<Value>,
+    pub stream_options: Option<Map<String, Value>>,
 }
 
 /// `input`: a string, or a list of items.

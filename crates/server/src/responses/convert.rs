@@ -165,7 +165,7 @@ pub fn convert(map: &Map<String, Value>, b: ResponsesBody, history: Vec<Item>) -
         truncation: b.truncation.clone().unwrap_or_else(|| "disabled".into()),
         store: b.store.unwrap_or(true),
         user: b.user.clone(),
-        reasoning: b.reasoning.clone().filter(|r| !r.is_null()),
+        reasoning: b.reasoning.clone().map(Value::Object),
     };
     let mut items = history;
     items.extend(new_items);
@@ -195,7 +195,7 @@ fn refuse_unsupported(b: &ResponsesBody) -> Result<(), ApiError> {
             return Err(ApiError::invalid_value("truncation", format!("'{t}' is not one of 'disabled', 'auto'")));
         }
     }
-    if b.stream_options.as_ref().is_some_and(|v| !v.is_null()) && b.stream != Some(true) {
+    if b.stream_options.is_some() && b.stream != Some(true) {
         return Err(ApiError::invalid_value("stream_options", "stream_options is only allowed when stream is true"));
     }
     Ok(())
