@@ -316,7 +316,7 @@ fn schemathesis_finds_no_server_error_and_every_answer_conforms() {
     let _ = std::fs::remove_dir_all(&report);
     eprintln!("schemathesis: {:.1} s\n{stdout}", t0.elapsed().as_secs_f64());
     assert!(out.status.success(), "schemathesis failed ({}):\n{stdout}\n{stderr}", out.status);
-    let summary = stdout.lines().find(|l| l.contains("generated")).unwrap_or_default().to_string();
+    let summary = stdout.lines().find(|l| l.contains(" generated, ")).unwrap_or_default().to_string();
     assert!(summary.contains("passed") && !summary.contains("failed"), "{summary}");
 
     let (status, _, body) = http(addr, "GET", "/health", None);

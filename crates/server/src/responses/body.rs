@@ -54,6 +54,7 @@ pub struct ResponsesBody {
     #[schemars(with = "Option<std::collections::BTreeMap<String, String>>", extend("maxProperties" = 16))]
     pub metadata: Option<Map<String, Value>>,
     /// Extra output to include: only `reasoning.encrypted_content` (there is none to include).
+    #[schemars(with = "Option<Vec<Includable>>")]
     pub include: Option<Vec<String>>,
     /// Accepted; no reasoning output is produced yet (see the reasoning issue).
     pub reasoning: Option<Map<String, Value>>,
@@ -69,6 +70,7 @@ pub struct ResponsesBody {
     /// Accepted and ignored.
     pub safety_identifier: Option<String>,
     /// Only false (no background mode).
+    #[schemars(extend("enum" = [false, null]))]
     pub background: Option<bool>,
     /// Only 0 (no logprobs in the Responses API here).
     #[schemars(range(min = 0, max = 0))]
@@ -96,12 +98,14 @@ pub enum Input {
 #[serde(expecting = "an input item object")]
 pub struct Item {
     /// `message` (default), `function_call`, `function_call_output` or `reasoning`.
+    #[schemars(extend("enum" = ["message", "function_call", "function_call_output", "reasoning", null]))]
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// An id (ignored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// message: `user`, `system`, `developer` or `assistant`.
+    #[schemars(extend("enum" = ["user", "system", "developer", "assistant", null]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
     /// message: a string or a list of `input_text` / `output_text` parts.
@@ -141,6 +145,7 @@ pub enum Content {
 #[serde(expecting = "a content part object")]
 pub struct Part {
     /// `input_text`, `output_text`, `refusal`.
+    #[schemars(extend("enum" = ["input_text", "output_text", "text", "refusal", null]))]
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The text.
@@ -157,9 +162,11 @@ pub struct Part {
 #[serde(expecting = "a tool object")]
 pub struct ToolIn {
     /// Only `function`.
+    #[schemars(extend("enum" = ["function", null]))]
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// The function's name.
+    #[schemars(regex(pattern = r"^[a-zA-Z0-9_-]{1,64}$"))]
     pub name: Option<String>,
     /// What it does.
     pub description: Option<String>,
@@ -175,7 +182,7 @@ pub struct ToolIn {
 #[serde(untagged, expecting = "a string or an object")]
 pub enum ToolChoiceIn {
     /// `none`, `auto`, `required`.
-    Mode(String),
+    Mode(#[schemars(extend("enum" = ["none", "auto", "required"]))] String),
     /// `{"type": "function", "name"}`.
     Named(NamedTool),
 }
@@ -186,6 +193,7 @@ pub enum ToolChoiceIn {
 #[serde(expecting = "an object")]
 pub struct NamedTool {
     /// Only `function`.
+    #[schemars(extend("enum" = ["function", null]))]
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// The function.
@@ -210,6 +218,7 @@ pub struct TextConfig {
 #[serde(expecting = "an object")]
 pub struct Format {
     /// `text`, `json_object`, `json_schema`.
+    #[schemars(extend("enum" = ["text", "json_object", "json_schema", null]))]
     #[serde(rename = "type")]
     pub kind: Option<String>,
     /// json_schema: its name.
@@ -220,4 +229,14 @@ pub struct Format {
     pub strict: Option<bool>,
     /// json_schema: what it is.
     pub description: Option<String>,
+}
+
+/// What `include` may name.
+#[derive(JsonSchema)]
+#[schemars(rename = "ResponseIncludable")]
+#[allow(dead_code)]
+enum Includable {
+    /// Encrypted reasoning (none is produced).
+    #[serde(rename = "reasoning.encrypted_content")]
+    ReasoningEncryptedContent,
 }
