@@ -323,7 +323,11 @@ fn one_of_disjoint_by_ranges_and_string_languages() {
 #[test]
 fn property_named_star() {
     let s = json!({"type": "object", "properties": {"*": {"type": "integer"}}});
-    check(s.clone(), &[r#"{"*":1}"#, r#"{"*":1,"b":"x"}"#, r#"{"b":2}"#, "{}"], &[r#"{"*":"x"}"#, r#"{"b":2,"*":"x"}"#]);
+    check(
+        s.clone(),
+        &[r#"{"*":1}"#, r#"{"*":1,"b":"x"}"#, r#"{"b":2}"#, "{}"],
+        &[r#"{"*":"x"}"#, r#"{"b":2,"*":"x"}"#],
+    );
     let mut counted = s;
     counted["minProperties"] = json!(1);
     counted["required"] = json!(["*"]);

@@ -15,6 +15,8 @@ use serde_json::{json, Map, Value};
 use crate::body::{ChatBody, CompletionBody};
 use crate::errors::ErrorResponse;
 use crate::openai_types::{ChatChunk, ChatCompletion, ModelList, TextCompletion};
+use crate::responses::body::ResponsesBody;
+use crate::responses::types::{ResponseObject, Sequenced};
 use crate::routes::health::HealthStatus;
 
 /// The document, built once.
@@ -43,6 +45,9 @@ struct Schemas {
     models: Value,
     health: Value,
     error: Value,
+    responses_request: Value,
+    response: Value,
+    response_event: Value,
     components: Map<String, Value>,
 }
 
@@ -61,6 +66,9 @@ fn schemas() -> Schemas {
         models: sub::<ModelList>(&mut ser),
         health: sub::<HealthStatus>(&mut ser),
         error: sub::<ErrorResponse>(&mut ser),
+        responses_request: sub::<ResponsesBody>(&mut de),
+        response: sub::<ResponseObject>(&mut ser),
+        response_event: sub::<Sequenced<'static>>(&mut ser),
         components: Map::new(),
     };
     s.components = de.take_definitions(true);
@@ -90,6 +98,23 @@ fn event(chunk: &Value) -> Value {
             }
         },
         "required": ["data"]
+    })
+}
+
+/// One server-sent event of a Responses stream: `event: <type>` and `data: <event>` (no
+/// `[DONE]`: `response.completed`, `.incomplete` or `.failed` ends it).
+fn typed_event(schema: &Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "event": { "type": "string" },
+            "data": {
+                "anyOf": [
+                    { "type": "string", "contentMediaType": "application/json", "contentSchema": schema }
+                ]
+            }
+        },
+        "required": ["event", "data"]
     })
 }
 
@@ -155,6 +180,58 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
             "/v1/completions",
             "Text completion",
         ),
+        ("POST", "/v1/responses" | "/responses") => json!({
+            "summary": format!("Create a response (OpenAI's Responses API){}", alias("/v1/responses")),
+            "operationId": format!("createResponse{}", op_suffix(path, "/v1/responses")),
+            "requestBody": { "required": true, "content": json_content(&s.responses_request) },
+            "responses": {
+                "200": {
+                    "description": "The response; with `stream: true`, server-sent events (`event: <type>`, `data: <event>` with its `sequence_number`), ending with `response.completed`, `response.incomplete` or `response.failed`.",
+                    "content": {
+                        "application/json": { "schema": s.response },
+                        "text/event-stream": { "schema": typed_event(&s.response_event) }
+                    }
+                },
+                "400": error(s, "A field is missing, of the wrong type or out of range (`param` names it by its Responses name), a feature is not supported, or the prompt does not fit the context."),
+                "401": unauthorized,
+                "404": error(s, "The model asked for is not the one served, or `previous_response_id` is not kept."),
+                "413": error(s, "The body is larger than `--max-body`."),
+                "429": error(s, "Every slot is busy and the queue is full (with `Retry-After`)."),
+                "500": error(s, "A fault of the server itself (never bad input)."),
+                "503": loading
+            }
+        }),
+        ("GET", "/v1/responses/{id}") => json!({
+            "summary": "A kept response",
+            "operationId": "getResponse",
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": {
+                "200": { "description": "The response as it was answered.", "content": json_content(&s.response) },
+                "401": unauthorized,
+                "404": error(s, "No response with this id is kept (not stored, `store: false`, or dropped).")
+            }
+        }),
+        ("DELETE", "/v1/responses/{id}") => json!({
+            "summary": "Forget a kept response",
+            "operationId": "deleteResponse",
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": {
+                "200": {
+                    "description": "It is forgotten.",
+                    "content": { "application/json": { "schema": {
+                        "type": "object",
+                        "properties": {
+                            "id": { "type": "string" },
+                            "object": { "const": "response.deleted" },
+                            "deleted": { "const": true }
+                        },
+                        "required": ["id", "object", "deleted"]
+                    } } }
+                },
+                "401": unauthorized,
+                "404": error(s, "No response with this id is kept.")
+            }
+        }),
         ("GET", "/v1/models" | "/models") => json!({
             "summary": format!("The model served{}", alias("/v1/models")),
             "operationId": format!("listModels{}", op_suffix(path, "/v1/models")),
@@ -265,6 +342,7 @@ mod tests {
         let mut ser = generator(true);
         de.subschema_for::<ChatBody>();
         de.subschema_for::<CompletionBody>();
+        de.subschema_for::<ResponsesBody>();
         for f in [
             SchemaGenerator::subschema_for::<ChatCompletion>,
             SchemaGenerator::subschema_for::<ChatChunk>,
@@ -272,6 +350,8 @@ mod tests {
             SchemaGenerator::subschema_for::<ModelList>,
             SchemaGenerator::subschema_for::<HealthStatus>,
             SchemaGenerator::subschema_for::<ErrorResponse>,
+            SchemaGenerator::subschema_for::<ResponseObject>,
+            SchemaGenerator::subschema_for::<Sequenced<'static>>,
         ] {
             f(&mut ser);
         }

@@ -81,6 +81,10 @@ pub struct ServeArgs {
     /// (requests' `chat_template_kwargs` go over them)
     #[arg(long = "chat-template-kwargs", value_name = "JSON")]
     pub chat_template_kwargs: Option<String>,
+    /// Responses kept in memory for `GET /v1/responses/{id}` and `previous_response_id`
+    /// (least recently used dropped first); 0 keeps none
+    #[arg(long = "responses-store", value_name = "N", default_value_t = nucleus_server::state::DEFAULT_RESPONSES_STORE)]
+    pub responses_store: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -164,6 +168,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         chat_template,
         prefill_chunk: args.prefill_chunk,
         reasoning,
+        responses_store: args.responses_store,
     };
     eprintln!("nucleus serve: loading {}", path.display());
     let load_path = path.clone();

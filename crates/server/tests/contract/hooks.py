@@ -11,7 +11,7 @@ schemathesis chose for everything else are kept, invalid ones included.
 import schemathesis
 
 LIMIT = 4
-LENGTH_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
+LENGTH_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict", "max_output_tokens")
 
 
 @schemathesis.hook
@@ -25,7 +25,8 @@ def before_call(context, case, kwargs):
         # No usable length: ask for a short answer (a wrongly typed length stays, so the 400
         # for it is still tested).
         if all(body.get(k) is None for k in LENGTH_FIELDS):
-            body["max_tokens"] = LIMIT
+            # /v1/responses names it max_output_tokens (and refuses max_tokens).
+            body["max_output_tokens" if case.path.endswith("/responses") else "max_tokens"] = LIMIT
         return
     for k in LENGTH_FIELDS:
         v = body.get(k)
@@ -81,7 +82,10 @@ def stream_chunks_conform(ctx, response, case):
         validator = jsonschema_rs.validator_for({"$ref": ref, "components": doc["components"]})
         _VALIDATORS[ref] = validator
     lines = [l[len("data: "):] for l in response.text.splitlines() if l.startswith("data: ")]
-    if not cut_short:
+    # Chat streams end with [DONE] (the document lists it); Responses streams end with their
+    # terminal event instead.
+    ends_done = any(s.get("const") == "[DONE]" for s in event["properties"]["data"]["anyOf"])
+    if not cut_short and ends_done:
         assert lines and lines[-1] == "[DONE]", f"the stream does not end with data: [DONE]: {lines[-1:]}"
     for i, data in enumerate(lines):
         if data == "[DONE]":
