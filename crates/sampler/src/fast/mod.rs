@@ -13,6 +13,8 @@ pub(crate) mod bounds;
 pub(crate) mod dist;
 pub(crate) mod expf;
 pub(crate) mod mirostat_v2;
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod neon;
 pub(crate) mod row;
 pub(crate) mod simd;
 pub(crate) mod top_k;
