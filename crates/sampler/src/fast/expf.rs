@@ -5,6 +5,11 @@
 //! The bounds are what the fast paths' margins rest on; the tests check them exhaustively over
 //! every `f32` in the input range the samplers use (`x <= 0`).
 
+// The replica of glibc's `expf` has vector forms for the x86 levels only; elsewhere (NEON)
+// `expf_exact_slice` calls `f32::exp` value by value, and the replica's scalar form and
+// constants serve only the tests.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
 use crate::fast::simd::Simd;
 
 /// Inputs below this give `0` from [`exp_near`] and [`exp_bound`] clamps to it; the true
@@ -538,6 +543,41 @@ mod tests {
             if let Some(used) = crate::fast::simd::with_level(level, use_replica) {
                 assert_eq!(used, replica_ok(), "{level:?}");
             }
+        }
+    }
+
+    /// Each x86 vector replica, called directly (not through the first-use check, which would
+    /// hide a wrong one behind `f32::exp`), equals `f32::exp` bit for bit on a sample of
+    /// `[-110, 0]` every 17th float, the special inputs and a tail shorter than a vector; and
+    /// where FMA is present the replicas are the ones in use.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn vector_replicas_equal_glibc_expf() {
+        if !Level::Avx2.is_supported() || !std::arch::is_x86_feature_detected!("fma") {
+            return;
+        }
+        assert!(replica_ok(), "the replicas do not match this process's expf");
+        let mut xs: Vec<f32> = Vec::new();
+        let (mut b, last) = (0x8000_0000u32, (-110.0f32).to_bits());
+        while b <= last {
+            xs.push(f32::from_bits(b));
+            b += 17;
+        }
+        xs.extend([f32::NEG_INFINITY, f32::NAN, -88.5, -87.9, 0.0, 1.5, 90.0, -0.0, -1e-30]);
+        let want: Vec<u32> = xs.iter().map(|x| x.exp().to_bits()).collect();
+        let mut out = vec![0f32; xs.len()];
+        let check = |out: &[f32], name: &str| {
+            for ((&x, &w), &y) in xs.iter().zip(&want).zip(out) {
+                assert!(y.to_bits() == w || (x.is_nan() && y.is_nan()), "{name} at {x:e}: {y:e}");
+            }
+        };
+        // SAFETY: AVX2 and FMA are present (checked above).
+        unsafe { expf_replica_avx2(&xs, &mut out) };
+        check(&out, "AVX2");
+        if Level::Avx512.is_supported() {
+            // SAFETY: AVX-512F is supported.
+            unsafe { expf_replica_avx512(&xs, &mut out) };
+            check(&out, "AVX-512");
         }
     }
 

@@ -216,8 +216,10 @@ impl Simd for Neon {
     }
     #[inline(always)]
     unsafe fn keep_scale2(m: uint32x4_t, v: float32x4_t, k: float32x4_t) -> float32x4_t {
+        // The exponent is added in integer lanes (any `k` converts), and the lanes outside `m`,
+        // whatever they hold then, are zeroed.
         // SAFETY: register-only; NEON is available (kernel contract).
-        unsafe { Self::keep(m, Self::add_exponent(v, Self::select(m, k, vdupq_n_f32(0.0)))) }
+        unsafe { Self::keep(m, Self::add_exponent(v, k)) }
     }
     #[inline(always)]
     unsafe fn count(m: uint32x4_t) -> u32 {

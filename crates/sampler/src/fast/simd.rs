@@ -983,8 +983,10 @@ mod x86 {
         }
         #[inline(always)]
         unsafe fn keep_scale2(m: __m256, v: __m256, k: __m256) -> __m256 {
+            // The exponent is added in integer lanes (any `k` converts without a fault), and the
+            // lanes outside `m`, whatever they hold then, are zeroed.
             // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
-            unsafe { Self::keep(m, Self::add_exponent(v, Self::select(m, k, _mm256_setzero_ps()))) }
+            unsafe { Self::keep(m, Self::add_exponent(v, k)) }
         }
         #[inline(always)]
         unsafe fn count(m: __m256) -> u32 {

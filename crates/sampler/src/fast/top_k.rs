@@ -576,8 +576,9 @@ unsafe fn scan_neon(logits: &[f32], start: usize, end: usize, heap: &mut [TokenD
     };
     while i + BLOCK <= end {
         // SAFETY: i + 16 <= end <= logits.len().
-        let (a, b, c, d) =
-            unsafe { (vld1q_f32(ptr.add(i)), vld1q_f32(ptr.add(i + 4)), vld1q_f32(ptr.add(i + 8)), vld1q_f32(ptr.add(i + 12))) };
+        let (a, b, c, d) = unsafe {
+            (vld1q_f32(ptr.add(i)), vld1q_f32(ptr.add(i + 4)), vld1q_f32(ptr.add(i + 8)), vld1q_f32(ptr.add(i + 12)))
+        };
         let (fa, fb, fc, fd) = (flag(a, thr), flag(b, thr), flag(c, thr), flag(d, thr));
         if vmaxvq_u32(vorrq_u32(vorrq_u32(fa, fb), vorrq_u32(fc, fd))) != 0 {
             let mask = bits(fa) | bits(fb) << 4 | bits(fc) << 8 | bits(fd) << 12;
@@ -648,8 +649,7 @@ mod tests {
 
     /// Every level this CPU runs (scalar always; on an AVX-512 machine all three).
     fn supported_levels() -> Vec<Level> {
-        let v: Vec<Level> =
-            Level::all().into_iter().filter(|l| l.is_supported()).collect();
+        let v: Vec<Level> = Level::all().into_iter().filter(|l| l.is_supported()).collect();
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             assert!(v.contains(&Level::Avx2), "{v:?}");
