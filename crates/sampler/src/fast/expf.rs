@@ -216,6 +216,18 @@ pub(crate) fn replica_ok() -> bool {
     })
 }
 
+/// `out[at + j] = expf(xs[at + j])` for the lanes `j` set in `mask`: the inputs outside the
+/// replicas' main path (`|x| >= 88`, `-inf`, NaN) take glibc's own special cases.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn glibc_special_lanes(xs: &[f32], out: &mut [f32], at: usize, mut mask: u32) {
+    while mask != 0 {
+        let j = at + mask.trailing_zeros() as usize;
+        out[j] = xs[j].exp();
+        mask &= mask - 1;
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn expf_replica_avx512(xs: &[f32], out: &mut [f32]) {
@@ -262,13 +274,7 @@ unsafe fn expf_replica_avx512(xs: &[f32], out: &mut [f32]) {
         // Lanes outside the main path (|x| >= 88, -inf, NaN) take glibc's special cases.
         let top = _mm512_and_si512(_mm512_srli_epi32::<20>(_mm512_castps_si512(x)), _mm512_set1_epi32(0x7ff));
         let special = _mm512_cmpgt_epi32_mask(top, _mm512_set1_epi32(0x42a));
-        if special != 0 {
-            for j in 0..16 {
-                if special & (1 << j) != 0 {
-                    out[i + j] = xs[i + j].exp();
-                }
-            }
-        }
+        glibc_special_lanes(xs, out, i, special as u32);
         i += 16;
     }
     for j in i..n {
@@ -313,13 +319,7 @@ unsafe fn expf_replica_avx2(xs: &[f32], out: &mut [f32]) {
         // Lanes outside the main path (|x| >= 88, -inf, NaN) take glibc's special cases.
         let top = _mm256_and_si256(_mm256_srli_epi32::<20>(_mm256_castps_si256(x)), _mm256_set1_epi32(0x7ff));
         let special = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x42a))));
-        if special != 0 {
-            for j in 0..8 {
-                if special & (1 << j) != 0 {
-                    out[i + j] = xs[i + j].exp();
-                }
-            }
-        }
+        glibc_special_lanes(xs, out, i, special as u32);
         i += 8;
     }
     for j in i..n {
