@@ -2,7 +2,7 @@
 //! (after it). The JSON reader and the key-order relayout must not panic on any text, and a
 //! layout reported as accepted must be accepted when its bytes are fed to the grammar.
 
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::Matcher;
 
@@ -16,7 +16,7 @@ pub fn check(data: &[u8]) {
     let Ok(compiled) = schema_to_gbnf(&schema, &opts) else { return };
     let Ok(grammar) = compiled.grammar() else { return };
     let m = Matcher::new(grammar);
-    let verdict = feed_json(&m, &doc);
+    let verdict = feed_json_in(&m, &doc, &compiled.member_orders);
     if verdict.accepted {
         let mut again = m.clone();
         assert!(again.accept_bytes(verdict.text.as_bytes()).is_ok(), "accepted layout refused: {:?}", verdict.text);

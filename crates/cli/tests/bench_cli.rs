@@ -50,6 +50,8 @@ fn real_rows_are_recorded_and_reported_as_json() {
         assert_eq!(r["shape"], "real");
         assert_eq!(r["model"], catalog::DEFAULT_MODEL);
         assert_eq!(r["positions"], 6);
+        // The SIMD level the figures were measured at is named.
+        assert!(["avx512", "avx2", "neon", "scalar"].contains(&r["simd"].as_str().unwrap_or("")), "{r}");
         let n = r["n_vocab"].as_u64().unwrap();
         assert!(n > 1000 && r["vocab"].as_u64() == Some(n), "{r}");
         for k in ["nucleus_us_median", "nucleus_us_p99", "llama_us_median", "llama_us_p99", "ratio"] {

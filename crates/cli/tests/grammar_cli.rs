@@ -141,6 +141,23 @@ fn json_schema_violations_are_rejected_with_offsets() {
     assert!(out.starts_with("rejected at byte 21: unexpected \"1\""), "{out}");
 }
 
+/// A ~3 KB composer.json-style document whose many optional members come in an order of
+/// their own (issue 31: the check used to give up searching and exit 1).
+#[test]
+fn large_document_with_many_optional_members() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/grammar-check");
+    let schema = format!("{dir}/composer.schema.json");
+    let doc = format!("{dir}/composer.json");
+    let (code, out, err) = nucleus(&["grammar", "check", "--json-schema", &schema, "--input", &doc]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("ok: "), "{out}");
+    // One member of the wrong type: a final rejection (exit 1), not undecided.
+    let text = std::fs::read_to_string(&doc).unwrap().replace(r#""prefer-stable": true"#, r#""prefer-stable": 1"#);
+    let (code, out, err) = nucleus(&["grammar", "check", "--json-schema", &schema, "--text", &text]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.starts_with("rejected at byte "), "{out}");
+}
+
 #[test]
 fn non_json_input_is_rejected() {
     let (code, out, err) = check_schema(r#"{"name": "Ada", "age": 4"#);
@@ -204,7 +221,7 @@ fn help_documents_exit_codes() {
     let (code, out, _) = nucleus(&["grammar", "check", "--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("Exit status:"), "{out}");
-    for line in ["  0  ", "  1  ", "  2  "] {
+    for line in ["  0  ", "  1  ", "  2  ", "  3  undecided"] {
         assert!(out.contains(line), "{out}");
     }
 }

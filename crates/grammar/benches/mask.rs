@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::{GrammarSampler, Matcher, VocabIndex};
 
@@ -171,7 +171,7 @@ fn dev_schema_report(vocab: &Arc<VocabIndex>, label: &str) {
         let Some(t) = v["tests"].as_array().unwrap().iter().find(|t| t["valid"] == true) else { continue };
         let doc = parse_json(&serde_json::to_string(&t["data"]).unwrap()).unwrap();
         let m = Matcher::from_gbnf(&g.gbnf).unwrap();
-        let verdict = feed_json(&m, &doc);
+        let verdict = feed_json_in(&m, &doc, &g.member_orders);
         if !verdict.accepted {
             continue;
         }

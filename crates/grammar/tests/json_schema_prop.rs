@@ -4,7 +4,7 @@
 //! the converter refuses is skipped (refusals are allowed; wrong answers are not). Instances
 //! are fed as nucleus lays JSON out (compact, keys in an order the grammar accepts).
 
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::Matcher;
 use proptest::prelude::*;
@@ -20,7 +20,8 @@ fn scalar() -> impl Strategy<Value = Value> {
         (-12i64..12).prop_map(Value::from),
         (-1200i64..1200).prop_filter("a fraction", |n| n % 100 != 0).prop_map(|n| json!(n as f64 / 100.0)),
         "[ab]{0,4}".prop_map(Value::from),
-        prop::sample::select(vec!["2020-02-29", "2021-02-29", "1999-12-31"]).prop_map(Value::from),
+        prop::sample::select(vec!["2020-02-29", "2021-02-29", "1999-12-31", "2020-01-31", "1.2.3.4", "256.1.1.1"])
+            .prop_map(Value::from),
     ]
 }
 
@@ -108,6 +109,24 @@ fn leaf() -> impl Strategy<Value = Value> {
             s
         }),
         Just(json!({"type": "string", "format": "date"})),
+        // `format` beside `enum`: the constants are checked against the format.
+        (
+            prop::sample::select(vec!["date", "ipv4"]),
+            prop::sample::subsequence(
+                vec![
+                    json!("2020-01-31"),
+                    json!("2020-02-30"),
+                    json!("2024-02-29"),
+                    json!("2023-02-29"),
+                    json!("1.2.3.4"),
+                    json!("256.1.1.1"),
+                    json!("a"),
+                    json!(1),
+                ],
+                1..5
+            )
+        )
+            .prop_map(|(f, v)| json!({ "format": f, "enum": v })),
         prop::collection::vec("[ab]{0,2}", 1..3).prop_map(|v| json!({"type": "string", "not": {"enum": v}})),
         string_schema(),
         prop::collection::vec(scalar(), 1..4).prop_map(|v| json!({ "enum": v })),
@@ -146,8 +165,16 @@ fn schema() -> impl Strategy<Value = Value> {
                     }
                     m
                 }),
-            (props, 0usize..8, 0u8..3, inner.clone(), any::<bool>(), prop::option::of(0u64..3)).prop_map(
-                |(ps, req, addl, addl_schema, dep, min_props)| {
+            (
+                props,
+                0usize..8,
+                0u8..3,
+                inner.clone(),
+                any::<bool>(),
+                prop::option::of(0u64..3),
+                prop::option::of(inner.clone())
+            )
+                .prop_map(|(ps, req, addl, addl_schema, dep, min_props, pattern)| {
                     let mut properties = Map::new();
                     for (k, p) in ["a", "b", "c"].iter().zip(ps) {
                         if let Some(p) = p {
@@ -168,9 +195,13 @@ fn schema() -> impl Strategy<Value = Value> {
                     if let Some(n) = min_props {
                         m["minProperties"] = n.into();
                     }
+                    // Names "b" and "d" (required or not, listed in properties or not) also
+                    // take a pattern's schema.
+                    if let Some(p) = pattern {
+                        m["patternProperties"] = json!({ "^[bd]": p });
+                    }
                     m
-                }
-            ),
+                }),
             prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "anyOf": v })),
             prop::collection::vec(inner.clone(), 2..4).prop_map(|v| json!({ "oneOf": v })),
             prop::collection::vec(inner.clone(), 2..3).prop_map(|v| json!({ "allOf": v })),
@@ -281,7 +312,7 @@ fn check_case(schema: &Value, instances: &[Value], seed: u64, tally: &mut Tally)
     for v in instances {
         let text = serde_json::to_string(v).unwrap();
         let valid = validator.is_valid(v);
-        let verdict = feed_json(&m, &parse_json(&text).unwrap());
+        let verdict = feed_json_in(&m, &parse_json(&text).unwrap(), &g.member_orders);
         prop_assert_eq!(verdict.accepted, valid, "{} on {} (gave up: {})\n{}", schema, text, verdict.gave_up, g.gbnf);
         tally.instances += 1;
         tally.valid += usize::from(valid);

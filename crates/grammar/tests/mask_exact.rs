@@ -10,7 +10,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::{GrammarSampler, Matcher, VocabIndex};
 
@@ -156,7 +156,7 @@ fn check_dev_schemas(endings_always: bool) {
         let Ok(g) = schema_to_gbnf(&v["schema"], &SchemaOptions::default()) else { continue };
         let Some(t) = v["tests"].as_array().unwrap().iter().find(|t| t["valid"] == true) else { continue };
         let doc = parse_json(&t["data"].to_string()).unwrap();
-        let verdict = feed_json(&Matcher::from_gbnf(&g.gbnf).unwrap(), &doc);
+        let verdict = feed_json_in(&Matcher::from_gbnf(&g.gbnf).unwrap(), &doc, &g.member_orders);
         if !verdict.accepted {
             continue;
         }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::{GrammarSampler, Matcher, TokenMask, VocabIndex};
 use nucleus_runtime::Tokenizer;
@@ -37,7 +37,7 @@ pub fn schema_case(doc: &Value, tok: &dyn Tokenizer) -> Result<WalkCase, String>
     let inst =
         doc["tests"].as_array().and_then(|t| t.iter().find(|t| t["valid"] == true)).ok_or("no valid instance")?;
     let parsed = parse_json(&inst["data"].to_string())?;
-    let verdict = feed_json(&m, &parsed);
+    let verdict = feed_json_in(&m, &parsed, &g.member_orders);
     if !verdict.accepted {
         return Err("the first valid instance is not accepted".into());
     }

@@ -20,8 +20,7 @@ const TRACED: u64 = 400;
 
 /// Every level this CPU supports, best first; AVX2 must be among them where the CPU has it.
 fn levels() -> Vec<SimdLevel> {
-    let v: Vec<SimdLevel> =
-        [SimdLevel::Avx512, SimdLevel::Avx2, SimdLevel::Scalar].into_iter().filter(|l| l.is_supported()).collect();
+    let v: Vec<SimdLevel> = SimdLevel::all().into_iter().filter(|l| l.is_supported()).collect();
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         assert!(v.contains(&SimdLevel::Avx2), "AVX2 is on this CPU but not offered: {v:?}");

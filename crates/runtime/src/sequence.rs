@@ -2,6 +2,7 @@
 //! strings, limits — fed one row of logits at a time. The generation engine
 //! ([`crate::engine`]) drives it, in [`crate::generate`] and in the server alike.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,7 @@ use nucleus_sampler::{Candidates, SamplingParams, Token, TokenSampler};
 
 use crate::error::{Result, RuntimeError};
 use crate::model::{Model, Tokenizer};
+use crate::reasoning::{ReasoningOptions, ThinkSplitter};
 use crate::step_report::{self, StepSink, StepTrace};
 use crate::stop::StopMatcher;
 use crate::utf8::Utf8Stream;
@@ -121,6 +123,26 @@ pub struct Sequence {
     trace: StepTrace,
     /// Candidates for counting what the grammar allows (step reports only).
     mask_scratch: Candidates,
+    /// A reasoning block, if answers may start with one ([`Sequence::set_reasoning`]).
+    reasoning: Option<Reasoning>,
+}
+
+/// A sequence's reasoning block: where it is, what it cost, and the forced end.
+struct Reasoning {
+    opts: ReasoningOptions,
+    /// The generated text read for the block (the same rule the server reads answers with).
+    splitter: ThinkSplitter,
+    /// The forced end's tokens.
+    end_tokens: Vec<Token>,
+    /// Forced tokens still to take, in order.
+    forced: VecDeque<Token>,
+    /// Tokens generated inside the block (forced ones and the closing tag's included).
+    tokens: usize,
+    /// The budget forced the end.
+    forced_end: bool,
+    /// Tokens taken unconstrained at the start while they could still open the block; if the
+    /// answer turns out to have none, the constraint is given them.
+    start_tokens: Vec<Token>,
 }
 
 impl Sequence {
@@ -155,7 +177,39 @@ impl Sequence {
             report: None,
             trace: StepTrace::default(),
             mask_scratch: Candidates::new(),
+            reasoning: None,
         })
+    }
+
+    /// Reads the answer for a reasoning block (see [`crate::reasoning`]): while the model
+    /// thinks, the grammar and token trie wait (they constrain the answer after the block, from
+    /// their start), and once `opts.budget` tokens of thinking are spent the block's end is
+    /// forced — after the character in progress is complete — as tokens taken without a
+    /// sampling step (the sampler's history sees them; the random stream does not move).
+    pub fn set_reasoning(&mut self, opts: ReasoningOptions) -> Result<()> {
+        let end_tokens = self.tokenizer.encode(&opts.forced_end_text(), false, true)?;
+        let mut r = Reasoning {
+            splitter: ThinkSplitter::new(opts.starts_inside),
+            opts,
+            end_tokens,
+            forced: VecDeque::new(),
+            tokens: 0,
+            forced_end: false,
+            start_tokens: Vec::new(),
+        };
+        r.maybe_force(false);
+        self.reasoning = Some(r);
+        Ok(())
+    }
+
+    /// Tokens generated inside the reasoning block (0 without one).
+    pub fn reasoning_tokens(&self) -> usize {
+        self.reasoning.as_ref().map_or(0, |r| r.tokens)
+    }
+
+    /// Whether the reasoning budget forced the block's end.
+    pub fn reasoning_forced_end(&self) -> bool {
+        self.reasoning.as_ref().is_some_and(|r| r.forced_end)
     }
 
     /// Constrains the output with `grammar` (see [`crate::constraint`]). Sampling follows
@@ -186,6 +240,12 @@ impl Sequence {
     /// leaf ending on the way): the steps that follow will take them without sampling, so they
     /// may be decoded ahead in one forward pass. Empty without a trie or once finished.
     pub fn forced_ahead(&self) -> Vec<Token> {
+        if let Some(r) = self.reasoning.as_ref().filter(|r| !r.forced.is_empty()) {
+            return if self.finished.is_none() { r.forced.iter().copied().collect() } else { Vec::new() };
+        }
+        if self.reasoning.as_ref().is_some_and(|r| r.unconstrained()) {
+            return Vec::new();
+        }
         match &self.trie {
             Some((trie, _)) if self.finished.is_none() && !trie.is_finished() => trie.forced(),
             _ => Vec::new(),
@@ -241,6 +301,7 @@ impl Sequence {
         } else {
             self.tokenizer.append_piece(token, self.opts.render_special, &mut self.piece);
             self.utf8.push(&self.piece, &mut self.decoded);
+            self.read_reasoning(token)?;
             if let Some(i) = self.stop.push(&self.decoded, &mut self.released) {
                 finished = Some(StopReason::StopString(self.stop.stops()[i].clone()));
             }
@@ -269,8 +330,35 @@ impl Sequence {
         Ok(Step { event, finished })
     }
 
-    /// Picks and accepts the next token: the chain (with `min_tokens` bans), checked against
-    /// the grammar if there is one.
+    /// Follows the reasoning block with this step's decoded text: counts a thinking token, forces
+    /// the end once the budget is spent, and gives the constraint the start tokens it did not
+    /// see when the answer turns out to have no block.
+    fn read_reasoning(&mut self, token: Token) -> Result<()> {
+        let pending = self.utf8.has_pending();
+        let Some(r) = self.reasoning.as_mut() else { return Ok(()) };
+        let was_open = r.unconstrained();
+        let mut sink = Vec::new();
+        r.splitter.push(&self.decoded, &mut sink);
+        if r.splitter.undecided() {
+            r.start_tokens.push(token);
+        } else if r.splitter.opened() {
+            // Inside the block, or the token that closed it; the start tokens that opened it
+            // were thinking too.
+            if was_open {
+                r.tokens += 1 + std::mem::take(&mut r.start_tokens).len();
+            }
+        } else {
+            // No block after all: `sample` gave the start tokens to the constraint already.
+            r.start_tokens.clear();
+        }
+        if let Some(r) = self.reasoning.as_mut() {
+            r.maybe_force(pending);
+        }
+        Ok(())
+    }
+
+    /// Picks and accepts the next token: a forced one, else the chain (with `min_tokens` bans),
+    /// checked against the grammar if there is one and the reasoning block (if any) is over.
     fn sample(&mut self, logits: &[f32]) -> Result<Token> {
         let banned: &[Token] = if self.generated.len() < self.opts.min_tokens { &self.banned } else { &[] };
         let ban = |c: &mut nucleus_sampler::Candidates| {
@@ -284,11 +372,36 @@ impl Sequence {
         };
         let tracing = self.report.is_some();
         self.trace.clear();
-        if let Some((trie, greedy)) = self.trie.as_mut().filter(|(t, _)| !t.is_finished()) {
+        if let Some(t) = self.reasoning.as_mut().and_then(|r| r.forced.pop_front()) {
+            self.sampler.accept(t);
+            return Ok(t);
+        }
+        let thinking = self.reasoning.as_ref().is_some_and(|r| r.splitter.thinking());
+        let undecided = self.reasoning.as_ref().is_some_and(|r| r.splitter.undecided());
+        if let Some((trie, greedy)) = self.trie.as_mut().filter(|(t, _)| !t.is_finished() && !thinking && !undecided) {
             let trace = tracing.then_some(&mut self.trace);
             return sample_in_trie(&mut self.sampler, trie, *greedy, logits, trace);
         }
-        let Some(g) = self.grammar.as_mut().filter(|g| g.is_active()) else {
+        if thinking && (self.grammar.is_some() || self.trie.is_some()) {
+            // A constraint waits for the answer, so the model may not end inside the block: an
+            // end-of-generation token there closes the block instead (the forced end).
+            let t = if tracing {
+                self.trace.sampled = true;
+                self.sampler.apply_traced(logits, ban, &mut self.trace.counts)?
+            } else if banned.is_empty() {
+                self.sampler.apply(logits)?
+            } else {
+                self.sampler.apply_steered(logits, ban)?
+            };
+            let ends = self.tokenizer.is_eog(t) || self.opts.stop_tokens.contains(&t);
+            let t = match self.reasoning.as_mut().filter(|_| ends).and_then(Reasoning::force_end) {
+                Some(first) => first,
+                None => t,
+            };
+            self.sampler.accept(t);
+            return Ok(t);
+        }
+        let Some(g) = self.grammar.as_mut().filter(|g| g.is_active() && !thinking) else {
             if tracing {
                 self.trace.sampled = true;
                 let token = self.sampler.apply_traced(logits, ban, &mut self.trace.counts)?;
@@ -310,6 +423,22 @@ impl Sequence {
         } else {
             self.sampler.apply_steered(logits, ban)?
         };
+        if undecided {
+            // At the start of an answer that may open a reasoning block: a token that keeps
+            // that possible is taken without the constraint (it waits for the answer).
+            let mut piece = Vec::new();
+            self.tokenizer.append_piece(first, self.opts.render_special, &mut piece);
+            let text = String::from_utf8_lossy(&piece);
+            if self.reasoning.as_ref().is_some_and(|r| r.splitter.would_open(&text)) {
+                self.sampler.accept(first);
+                return Ok(first);
+            }
+            // No block after all: the constraint takes the start as the answer's first tokens.
+            let start = self.reasoning.as_mut().map(|r| std::mem::take(&mut r.start_tokens)).unwrap_or_default();
+            for t in start {
+                g.try_accept(t).map_err(|e| RuntimeError::GrammarDeadEnd(e.to_string()))?;
+            }
+        }
         let token = if g.is_allowed(first) {
             first
         } else {
@@ -371,6 +500,33 @@ impl Sequence {
     /// Time spent in the sampler chain.
     pub fn sample_time(&self) -> Duration {
         self.sample_time
+    }
+}
+
+impl Reasoning {
+    /// Nothing constrains the next token (inside the block, or at a start that may open one).
+    fn unconstrained(&self) -> bool {
+        self.splitter.thinking() || self.splitter.undecided()
+    }
+
+    /// Queues the forced end now and takes its first token (`None` if it is already queued).
+    fn force_end(&mut self) -> Option<Token> {
+        if !self.forced.is_empty() || self.end_tokens.is_empty() {
+            return None;
+        }
+        self.forced_end = true;
+        self.forced.extend(self.end_tokens.iter().copied());
+        self.forced.pop_front()
+    }
+
+    /// Queues the forced end once the budget is spent inside the block (not while a character
+    /// is incomplete: `pending`).
+    fn maybe_force(&mut self, pending: bool) {
+        let spent = self.opts.budget.is_some_and(|b| self.tokens >= b);
+        if spent && self.splitter.thinking() && self.forced.is_empty() && !self.forced_end && !pending {
+            self.forced_end = true;
+            self.forced.extend(self.end_tokens.iter().copied());
+        }
     }
 }
 

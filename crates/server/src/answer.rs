@@ -4,7 +4,7 @@
 //! any API's shape — is built from that one sequence, so a streamed answer and the unstreamed
 //! one say the same thing.
 
-use nucleus_runtime::StopReason;
+use nucleus_runtime::{Split, StopReason, ThinkSplitter};
 
 use crate::tools::output::ToolParser;
 use crate::tools::ToolFormat;
@@ -14,6 +14,8 @@ use crate::tools::ToolFormat;
 pub enum Piece {
     /// Assistant text.
     Text(String),
+    /// Text of the answer's reasoning block (when the answer is read for one).
+    Reasoning(String),
     /// A call begins: its index among the answer's calls, its id and the function's name.
     CallStart {
         /// Index among this answer's calls.
@@ -36,6 +38,8 @@ pub enum Piece {
 /// Reads one choice's generated text into [`Piece`]s.
 #[derive(Clone, Debug)]
 pub struct AnswerReader {
+    /// When the answer is read for a reasoning block: the splitter in front of the rest.
+    think: Option<ThinkSplitter>,
     /// With tools in use: the call reader.
     tools: Option<ToolParser>,
     /// Calls begun so far (a call cut by the token limit counts).
@@ -47,7 +51,13 @@ pub struct AnswerReader {
 impl AnswerReader {
     /// A reader for answers read for calls in `tool_format`, or plain text.
     pub fn new(tool_format: Option<ToolFormat>) -> Self {
-        AnswerReader { tools: tool_format.map(ToolParser::new), calls: 0, said_text: false }
+        AnswerReader { think: None, tools: tool_format.map(ToolParser::new), calls: 0, said_text: false }
+    }
+
+    /// Reads a reasoning block first (`Some(true)`: the prompt opened it; `None`: no block).
+    pub fn with_reasoning(mut self, starts_inside: Option<bool>) -> Self {
+        self.think = starts_inside.map(ThinkSplitter::new);
+        self
     }
 
     /// Whether the answer is read for tool calls.
@@ -57,6 +67,23 @@ impl AnswerReader {
 
     /// Feeds text the engine released; what became certain is appended to `out`.
     pub fn push(&mut self, text: &str, out: &mut Vec<Piece>) {
+        let Some(think) = self.think.as_mut() else { return self.push_answer(text, out) };
+        let mut splits = Vec::new();
+        think.push(text, &mut splits);
+        self.take_splits(splits, out);
+    }
+
+    fn take_splits(&mut self, splits: Vec<Split>, out: &mut Vec<Piece>) {
+        for s in splits {
+            match s {
+                Split::Reasoning(t) => out.push(Piece::Reasoning(t)),
+                Split::Answer(t) => self.push_answer(&t, out),
+            }
+        }
+    }
+
+    /// Answer text (after any reasoning block) into pieces.
+    fn push_answer(&mut self, text: &str, out: &mut Vec<Piece>) {
         let from = out.len();
         match self.tools.as_mut() {
             Some(p) => p.push(text, out),
@@ -69,6 +96,11 @@ impl AnswerReader {
     /// The generation ended: text held back is given out. An answer read for tools that made
     /// no call and said nothing says the empty text, so its message always has a content string.
     pub fn finish(&mut self, out: &mut Vec<Piece>) {
+        if let Some(think) = self.think.as_mut() {
+            let mut splits = Vec::new();
+            think.finish(&mut splits);
+            self.take_splits(splits, out);
+        }
         let from = out.len();
         if let Some(p) = self.tools.as_mut() {
             p.finish(out);
@@ -90,7 +122,7 @@ impl AnswerReader {
             match p {
                 Piece::CallStart { .. } => self.calls += 1,
                 Piece::Text(_) => self.said_text = true,
-                Piece::CallArgs { .. } => {}
+                Piece::CallArgs { .. } | Piece::Reasoning(_) => {}
             }
         }
     }

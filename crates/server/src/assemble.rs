@@ -16,6 +16,8 @@ use crate::render::ResponseMeta;
 #[derive(Default)]
 struct ChatAcc {
     content: Option<String>,
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
     calls: Vec<ToolCall>,
     logprobs: Option<Vec<LogprobEntry>>,
     finish: Option<&'static str>,
@@ -57,9 +59,14 @@ impl Assembler {
                 }
                 for ch in c.choices {
                     let acc = at(&mut self.chat, ch.index);
-                    if let Some(t) = ch.delta.content {
-                        acc.content.get_or_insert_with(String::new).push_str(&t);
-                    }
+                    let join = |acc: &mut Option<String>, t: Option<String>| {
+                        if let Some(t) = t {
+                            acc.get_or_insert_with(String::new).push_str(&t);
+                        }
+                    };
+                    join(&mut acc.content, ch.delta.content);
+                    join(&mut acc.reasoning_content, ch.delta.reasoning_content);
+                    join(&mut acc.reasoning, ch.delta.reasoning);
                     for d in ch.delta.tool_calls.unwrap_or_default() {
                         let call = at(&mut acc.calls, d.index);
                         if let Some(id) = d.id {
@@ -117,6 +124,8 @@ impl Assembler {
                 message: AssistantMessage {
                     role: "assistant",
                     content: c.content,
+                    reasoning_content: c.reasoning_content,
+                    reasoning: c.reasoning,
                     refusal: None,
                     annotations: Vec::new(),
                     tool_calls: (!c.calls.is_empty()).then_some(c.calls),

@@ -87,12 +87,15 @@ impl SlotSink<Client> for Outbox {
     fn finished(&mut self, _slot: SeqId, done: Finished<Client>) {
         let generated = done.sequence.generated().len();
         self.shared.metrics.sequence_done(generated, done.sequence.sample_time());
+        let reasoning_tokens = done.sequence.reasoning_tokens();
+        self.shared.metrics.reasoning_done(reasoning_tokens, done.sequence.reasoning_forced_end());
         let _ = done.tag.events.send(Event::Finished {
             choice: done.tag.choice,
             reason: done.reason,
             prompt_tokens: done.prompt.len(),
             cached_tokens: done.tag.cached,
             completion_tokens: generated,
+            reasoning_tokens,
         });
         self.release();
     }

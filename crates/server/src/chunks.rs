@@ -10,8 +10,8 @@ use crate::collect::failure;
 use crate::engine::{Event, TokenOut};
 use crate::errors::ApiError;
 use crate::openai_types::{
-    ChatChunk, ChatLogprobs, ChunkChoice, Delta, FunctionDelta, LegacyLogprobs, LogprobEntry, StepEntry, TextChoice,
-    TextCompletion, ToolCallDelta, Usage,
+    ChatChunk, ChatLogprobs, ChunkChoice, CompletionTokensDetails, Delta, FunctionDelta, LegacyLogprobs, LogprobEntry,
+    StepEntry, TextChoice, TextCompletion, ToolCallDelta, Usage,
 };
 use crate::render::ResponseMeta;
 use crate::request::Endpoint;
@@ -54,6 +54,8 @@ pub struct ChunkMaker {
     choices: Vec<ChoiceState>,
     finished: usize,
     completion_tokens: usize,
+    /// Of those, inside reasoning blocks.
+    reasoning_tokens: usize,
     /// Cached prompt tokens per choice.
     cached: Vec<usize>,
     done: bool,
@@ -68,12 +70,13 @@ impl ChunkMaker {
         let tool_format = meta.tool_format;
         let mut m = ChunkMaker {
             choices: (0..n)
-                .map(|_| ChoiceState { answer: Some(AnswerReader::new(tool_format)), ..ChoiceState::default() })
+                .map(|_| ChoiceState { answer: Some(meta.answer_reader()), ..ChoiceState::default() })
                 .collect(),
             usage_chunk: usage_chunk || meta.include_usage,
             meta,
             finished: 0,
             completion_tokens: 0,
+            reasoning_tokens: 0,
             cached: vec![0; n],
             done: false,
         };
@@ -84,7 +87,7 @@ impl ChunkMaker {
                     // With tools the answer may be only calls: then its content stays null
                     // (a text answer's first piece sets it).
                     let content = tool_format.is_none().then(String::new);
-                    let delta = Delta { role: Some("assistant"), content, tool_calls: None };
+                    let delta = Delta { role: Some("assistant"), content, ..Delta::default() };
                     m.chat_chunk(i, delta, None, None, &mut out);
                 }
                 Endpoint::Completions => {
@@ -121,8 +124,13 @@ impl ChunkMaker {
             }
             Event::Token { choice, token } if choice < self.choices.len() => self.on_token(choice, token, out),
             Event::Token { .. } => {}
-            Event::Finished { choice, reason, completion_tokens, cached_tokens, .. } if choice < self.choices.len() => {
+            Event::Finished { choice, reason, completion_tokens, cached_tokens, reasoning_tokens, .. }
+                if choice < self.choices.len() =>
+            {
                 self.cached[choice] = cached_tokens;
+                if !self.choices[choice].finished {
+                    self.reasoning_tokens += reasoning_tokens;
+                }
                 self.on_finished(choice, reason, completion_tokens, out)
             }
             Event::Finished { .. } => {}
@@ -228,7 +236,7 @@ impl ChunkMaker {
                     self.choices[i].legacy_pending.push(t);
                 }
                 for p in pieces {
-                    if let Piece::Text(text) = p {
+                    if let Piece::Text(text) | Piece::Reasoning(text) = p {
                         let logprobs = self.take_legacy_logprobs(i);
                         self.text_chunk(i, text, logprobs, None, out);
                     }
@@ -241,7 +249,10 @@ impl ChunkMaker {
     fn send_pieces(&mut self, i: usize, pieces: Vec<Piece>, out: &mut Vec<Chunk>) {
         for p in pieces {
             let delta = match p {
-                Piece::Text(t) => Delta { role: None, content: Some(t), tool_calls: None },
+                Piece::Text(t) => Delta { content: Some(t), ..Delta::default() },
+                Piece::Reasoning(t) => {
+                    Delta { reasoning_content: Some(t.clone()), reasoning: Some(t), ..Delta::default() }
+                }
                 Piece::CallStart { index, id, name } => {
                     let call = ToolCallDelta {
                         index,
@@ -249,7 +260,7 @@ impl ChunkMaker {
                         kind: Some("function"),
                         function: FunctionDelta { name: Some(name), arguments: String::new() },
                     };
-                    Delta { role: None, content: None, tool_calls: Some(vec![call]) }
+                    Delta { tool_calls: Some(vec![call]), ..Delta::default() }
                 }
                 Piece::CallArgs { index, text } => {
                     let call = ToolCallDelta {
@@ -258,7 +269,7 @@ impl ChunkMaker {
                         kind: None,
                         function: FunctionDelta { name: None, arguments: text },
                     };
-                    Delta { role: None, content: None, tool_calls: Some(vec![call]) }
+                    Delta { tool_calls: Some(vec![call]), ..Delta::default() }
                 }
             };
             let logprobs = self.take_chat_logprobs(i);
@@ -306,7 +317,7 @@ impl ChunkMaker {
                     // logprobs in a chunk of their own, which leaves a call-only content null.
                     let logprobs = self.take_chat_logprobs(i);
                     let content = self.meta.tool_format.is_none().then(String::new);
-                    self.chat_chunk(i, Delta { role: None, content, tool_calls: None }, logprobs, None, out);
+                    self.chat_chunk(i, Delta { content, ..Delta::default() }, logprobs, None, out);
                 }
                 let logprobs = self.meta.logprobs.then(ChatLogprobs::default);
                 self.chat_chunk(i, Delta::default(), logprobs, Some(finish), out);
@@ -329,7 +340,12 @@ impl ChunkMaker {
     fn end(&mut self, out: &mut Vec<Chunk>) {
         if self.usage_chunk {
             let cached = self.meta.cached_tokens(&self.cached);
-            let usage = Some(Some(Usage::with_cached(self.meta.prompt_tokens, self.completion_tokens, cached)));
+            let mut usage = Usage::with_cached(self.meta.prompt_tokens, self.completion_tokens, cached);
+            if self.meta.reasoning.is_some() {
+                usage.completion_tokens_details =
+                    Some(CompletionTokensDetails { reasoning_tokens: self.reasoning_tokens });
+            }
+            let usage = Some(Some(usage));
             out.push(match self.meta.endpoint {
                 Endpoint::Chat => Chunk::Chat(self.meta.completion("chat.completion.chunk", Vec::new(), usage)),
                 Endpoint::Completions => Chunk::Text(self.meta.completion("text_completion", Vec::new(), usage)),

@@ -90,6 +90,8 @@ pub enum Event {
         cached_tokens: usize,
         /// Tokens generated (an end-of-generation token counts).
         completion_tokens: usize,
+        /// Of those, how many were inside a reasoning block.
+        reasoning_tokens: usize,
     },
     /// The job failed; no more events follow.
     Failed {

@@ -47,8 +47,10 @@ pub mod openapi;
 pub mod playground;
 pub mod prepare;
 pub(crate) mod prompt_cache;
+pub mod reasoning;
 pub mod render;
 pub mod request;
+pub mod responses;
 pub mod routes;
 pub mod sampling_fields;
 pub mod shutdown;
@@ -99,6 +101,7 @@ impl Server {
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         let state = Arc::new(AppState {
             metrics: Arc::new(Metrics::new(config.parallel.max(1))),
+            responses: responses::store::ResponseStore::new(config.responses_store),
             config,
             ready: OnceLock::new(),
             load_error: OnceLock::new(),

@@ -46,6 +46,16 @@ pub struct Usage {
     /// How many prompt tokens came from the prompt cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// How many generated tokens were reasoning (when answers are read for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+/// `usage.completion_tokens_details`.
+#[derive(Clone, Copy, Debug, Default, Serialize, JsonSchema, PartialEq, Eq)]
+pub struct CompletionTokensDetails {
+    /// Tokens generated inside reasoning blocks.
+    pub reasoning_tokens: usize,
 }
 
 /// `usage.prompt_tokens_details`.
@@ -63,6 +73,7 @@ impl Usage {
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
             prompt_tokens_details: None,
+            completion_tokens_details: None,
         }
     }
 
@@ -184,6 +195,13 @@ pub struct AssistantMessage {
     pub role: &'static str,
     /// The generated text (null when the answer is only tool calls).
     pub content: Option<String>,
+    /// The reasoning block's text, when the answer is read for one (llama-server's and
+    /// DeepSeek's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// The same text under vLLM's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// Always null.
     pub refusal: Option<String>,
     /// Always empty.
@@ -272,6 +290,12 @@ pub struct Delta {
     /// New text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// New reasoning text (llama-server's and DeepSeek's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// The same under vLLM's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// New pieces of tool calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCallDelta>>,
@@ -472,6 +496,8 @@ mod tests {
                 message: AssistantMessage {
                     role: "assistant",
                     content: Some("hi".into()),
+                    reasoning_content: None,
+                    reasoning: None,
                     refusal: None,
                     annotations: Vec::new(),
                     tool_calls: None,
@@ -519,14 +545,14 @@ mod tests {
                 choices: vec![
                     ChunkChoice {
                         index: 1,
-                        delta: Delta { role: Some("assistant"), content: None, tool_calls: None },
+                        delta: Delta { role: Some("assistant"), ..Delta::default() },
                         logprobs: None,
                         finish_reason: None,
                         steps: None,
                     },
                     ChunkChoice {
                         index: 2,
-                        delta: Delta { role: None, content: Some("x".into()), tool_calls: None },
+                        delta: Delta { content: Some("x".into()), ..Delta::default() },
                         logprobs: Some(logprobs()),
                         finish_reason: Some("length"),
                         steps: None,

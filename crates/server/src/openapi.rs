@@ -19,6 +19,8 @@ use crate::anthropic::TokenCount;
 use crate::body::{ChatBody, CompletionBody};
 use crate::errors::ErrorResponse;
 use crate::openai_types::{ChatChunk, ChatCompletion, ModelList, TextCompletion};
+use crate::responses::body::ResponsesBody;
+use crate::responses::types::{ResponseObject, Sequenced};
 use crate::routes::health::HealthStatus;
 
 /// The document, built once.
@@ -47,6 +49,9 @@ struct Schemas {
     models: Value,
     health: Value,
     error: Value,
+    responses_request: Value,
+    response: Value,
+    response_event: Value,
     messages_request: Value,
     count_request: Value,
     message: Value,
@@ -71,6 +76,9 @@ fn schemas() -> Schemas {
         models: sub::<ModelList>(&mut ser),
         health: sub::<HealthStatus>(&mut ser),
         error: sub::<ErrorResponse>(&mut ser),
+        responses_request: sub::<ResponsesBody>(&mut de),
+        response: sub::<ResponseObject>(&mut ser),
+        response_event: sub::<Sequenced<'static>>(&mut ser),
         messages_request: sub::<MessagesBody>(&mut de),
         count_request: sub::<CountBody>(&mut de),
         message: sub::<Message>(&mut ser),
@@ -106,6 +114,23 @@ fn event(chunk: &Value) -> Value {
             }
         },
         "required": ["data"]
+    })
+}
+
+/// One server-sent event of a Responses stream: `event: <type>` and `data: <event>` (no
+/// `[DONE]`: `response.completed`, `.incomplete` or `.failed` ends it).
+fn typed_event(schema: &Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "event": { "type": "string" },
+            "data": {
+                "anyOf": [
+                    { "type": "string", "contentMediaType": "application/json", "contentSchema": schema }
+                ]
+            }
+        },
+        "required": ["event", "data"]
     })
 }
 
@@ -171,6 +196,58 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
             "/v1/completions",
             "Text completion",
         ),
+        ("POST", "/v1/responses" | "/responses") => json!({
+            "summary": format!("Create a response (OpenAI's Responses API){}", alias("/v1/responses")),
+            "operationId": format!("createResponse{}", op_suffix(path, "/v1/responses")),
+            "requestBody": { "required": true, "content": json_content(&s.responses_request) },
+            "responses": {
+                "200": {
+                    "description": "The response; with `stream: true`, server-sent events (`event: <type>`, `data: <event>` with its `sequence_number`), ending with `response.completed`, `response.incomplete` or `response.failed`.",
+                    "content": {
+                        "application/json": { "schema": s.response },
+                        "text/event-stream": { "schema": typed_event(&s.response_event) }
+                    }
+                },
+                "400": error(s, "A field is missing, of the wrong type or out of range (`param` names it by its Responses name), a feature is not supported, or the prompt does not fit the context."),
+                "401": unauthorized,
+                "404": error(s, "The model asked for is not the one served, or `previous_response_id` is not kept."),
+                "413": error(s, "The body is larger than `--max-body`."),
+                "429": error(s, "Every slot is busy and the queue is full (with `Retry-After`)."),
+                "500": error(s, "A fault of the server itself (never bad input)."),
+                "503": loading
+            }
+        }),
+        ("GET", "/v1/responses/{id}") => json!({
+            "summary": "A kept response",
+            "operationId": "getResponse",
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": {
+                "200": { "description": "The response as it was answered.", "content": json_content(&s.response) },
+                "401": unauthorized,
+                "404": error(s, "No response with this id is kept (not stored, `store: false`, or dropped).")
+            }
+        }),
+        ("DELETE", "/v1/responses/{id}") => json!({
+            "summary": "Forget a kept response",
+            "operationId": "deleteResponse",
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": {
+                "200": {
+                    "description": "It is forgotten.",
+                    "content": { "application/json": { "schema": {
+                        "type": "object",
+                        "properties": {
+                            "id": { "type": "string" },
+                            "object": { "const": "response.deleted" },
+                            "deleted": { "const": true }
+                        },
+                        "required": ["id", "object", "deleted"]
+                    } } }
+                },
+                "401": unauthorized,
+                "404": error(s, "No response with this id is kept.")
+            }
+        }),
         ("POST", "/v1/messages") => messages_operation(s),
         ("POST", "/v1/messages/count_tokens") => count_operation(s),
         ("GET", "/v1/models" | "/models") => json!({
@@ -254,14 +331,7 @@ fn messages_operation(s: &Schemas) -> Value {
         "description": "The message; with `stream: true`, server-sent events: `event: <type>` and `data: {json}` lines per event (schema `AnthropicStreamEvent`: `message_start`, `ping`, `content_block_start`, `content_block_delta`, `content_block_stop`, `message_delta`, `message_stop`), or `event: error` with the error body.",
         "content": {
             "application/json": { "schema": s.message },
-            "text/event-stream": { "schema": {
-                "type": "object",
-                "properties": {
-                    "event": { "type": "string" },
-                    "data": { "type": "string", "contentMediaType": "application/json", "contentSchema": s.message_event }
-                },
-                "required": ["event", "data"]
-            } }
+            "text/event-stream": { "schema": typed_event(&s.message_event) }
         }
     });
     json!({
@@ -338,6 +408,7 @@ mod tests {
         let mut ser = generator(true);
         de.subschema_for::<ChatBody>();
         de.subschema_for::<CompletionBody>();
+        de.subschema_for::<ResponsesBody>();
         de.subschema_for::<MessagesBody>();
         de.subschema_for::<CountBody>();
         for f in [
@@ -347,6 +418,8 @@ mod tests {
             SchemaGenerator::subschema_for::<ModelList>,
             SchemaGenerator::subschema_for::<HealthStatus>,
             SchemaGenerator::subschema_for::<ErrorResponse>,
+            SchemaGenerator::subschema_for::<ResponseObject>,
+            SchemaGenerator::subschema_for::<Sequenced<'static>>,
             SchemaGenerator::subschema_for::<Message>,
             SchemaGenerator::subschema_for::<StreamEvent>,
             SchemaGenerator::subschema_for::<TokenCount>,

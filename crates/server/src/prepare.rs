@@ -4,14 +4,17 @@
 
 use std::sync::Arc;
 
+use nucleus_runtime::reasoning::prompt_opens_block;
 use nucleus_runtime::{
-    grammar_sampler, prompt_tokens, token_trie, ChatTemplate, Model, Prompt, RuntimeError, Sequence, SequenceOptions,
+    grammar_sampler, prompt_tokens, token_trie, ChatTemplate, Model, Prompt, ReasoningOptions, RuntimeError, Sequence,
+    SequenceOptions,
 };
 use nucleus_sampler::{Token, DEFAULT_SEED};
 
 use crate::constraint;
 use crate::engine::SeqJob;
 use crate::errors::ApiError;
+use crate::reasoning::ReasoningSettings;
 use crate::request::{Endpoint, GenerationRequest};
 use crate::sampling_fields::param_error;
 use crate::tools::{self, ToolFormat};
@@ -35,6 +38,8 @@ pub struct Prepared {
     pub prompt_tokens: usize,
     /// With tools in use: the format the answers are read in.
     pub tool_format: Option<ToolFormat>,
+    /// Answers are read for a reasoning block: `Some(true)` when the prompt opened it.
+    pub reasoning: Option<bool>,
 }
 
 /// The seed of choice `j`: the request's seed plus `j` (choice 0 equals the same request with
@@ -55,6 +60,7 @@ pub fn choice_seed(base: u32, j: usize) -> u32 {
 /// fill; `parallel` the slots (a request needs one per choice).
 pub fn prepare(
     req: &GenerationRequest,
+    reasoning: &ReasoningSettings,
     model: &dyn Model,
     template: &ChatTemplate,
     model_id: &str,
@@ -71,6 +77,14 @@ pub fn prepare(
             req.n
         )));
     }
+    let with_kwargs;
+    let template = if reasoning.template_kwargs.is_empty() {
+        template
+    } else {
+        with_kwargs = template.clone().with_kwargs(&reasoning.template_kwargs);
+        &with_kwargs
+    };
+    let reads_blocks = req.endpoint == Endpoint::Chat && reasoning.format.reads_blocks(template.source());
     let format = ToolFormat::for_template(template);
     let active_tools = req.tools.as_ref().filter(|t| t.active());
     let tool_grammar = match active_tools.and_then(|t| tools::grammar::constraint(t, format)) {
@@ -90,6 +104,7 @@ pub fn prepare(
         choices: Vec::with_capacity(total),
         prompt_tokens: 0,
         tool_format: active_tools.map(|_| format),
+        reasoning: None,
     };
     for (pi, prompt) in req.prompts.iter().enumerate() {
         let tokens = match prompt {
@@ -115,6 +130,12 @@ pub fn prepare(
             None => slot_ctx - len,
         };
         out.prompt_tokens += len;
+        let block = reads_blocks.then(|| ReasoningOptions {
+            starts_inside: prompt_opens_block(&tail_text(model, &tokens)),
+            budget: reasoning.budget,
+            budget_message: reasoning.budget_message.clone(),
+        });
+        out.reasoning = block.as_ref().map(|b| b.starts_inside);
         let echo_text = (req.echo).then(|| match prompt {
             Prompt::Text(s) => s.clone(),
             _ => detokenize(model, &tokens),
@@ -142,6 +163,11 @@ pub fn prepare(
             if let Some((t, greedy)) = &trie {
                 sequence.set_token_trie(t.clone(), *greedy);
             }
+            if let Some(b) = &block {
+                sequence
+                    .set_reasoning(b.clone())
+                    .map_err(|e| ApiError::invalid_value("reasoning_budget", e.to_string()))?;
+            }
             sequence.accept_prompt(&tokens);
             out.seqs.push(SeqJob {
                 choice: pi * req.n + j,
@@ -155,6 +181,17 @@ pub fn prepare(
         }
     }
     Ok(out)
+}
+
+/// The text of a prompt's last tokens, control tokens included (where a generation prompt
+/// shows whether it opened a reasoning block).
+fn tail_text(model: &dyn Model, tokens: &[Token]) -> String {
+    let tok = model.tokenizer();
+    let mut bytes = Vec::new();
+    for &t in &tokens[tokens.len().saturating_sub(16)..] {
+        tok.append_piece(t, true, &mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The text of `tokens` (control tokens as nothing).

@@ -107,11 +107,19 @@ pub struct ResponseMeta {
     pub renderer: Renderer,
     /// With tools in use: answers are read for calls in this format.
     pub tool_format: Option<crate::tools::ToolFormat>,
+    /// Answers are read for a reasoning block: `Some(true)` when the prompt opened it.
+    pub reasoning: Option<bool>,
     /// With `trace_steps`: each token's sampling step ([`crate::step_trace`]).
     pub steps: Option<crate::step_trace::StepQueues>,
 }
 
 impl ResponseMeta {
+    /// A reader for one choice's answer: for calls with tools in use, for a reasoning block
+    /// when the request reads one.
+    pub fn answer_reader(&self) -> crate::answer::AnswerReader {
+        crate::answer::AnswerReader::new(self.tool_format).with_reasoning(self.reasoning)
+    }
+
     /// Cached prompt tokens for `usage`, each prompt once (from its first choice), as
     /// `prompt_tokens` counts them; `per_choice` in choice order.
     pub fn cached_tokens(&self, per_choice: &[usize]) -> usize {

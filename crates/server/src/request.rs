@@ -15,6 +15,7 @@ use crate::body::{self, ChatBody, ChatFields, Common, CompletionBody, Completion
 use crate::constraint::{self, Constraint};
 use crate::errors::ApiError;
 use crate::fields::{check_int, int_in};
+use crate::reasoning::{self, ReasoningFields};
 use crate::sampling_fields;
 use crate::tools::{self, ToolRequest};
 
@@ -73,6 +74,8 @@ pub struct GenerationRequest {
     pub cache_prompt: bool,
     /// The token-trie constraint extension (`token_trie: {descriptor, path, mode}`).
     pub token_trie: Option<TokenTrieRequest>,
+    /// Chat: how the answer is read for reasoning and how long the model may think.
+    pub reasoning: ReasoningFields,
 }
 
 /// `token_trie`: the output is one of a descriptor path's leaves (token sequences).
@@ -230,6 +233,15 @@ pub fn parse(
         }
     }
     params.validate(Some(model.n_vocab())).map_err(sampling_fields::param_error)?;
+    let reasoning = match &own {
+        Own::Chat(f) => reasoning::parse(
+            f.reasoning_format.as_deref(),
+            f.reasoning_budget.as_ref(),
+            f.reasoning_effort.as_deref(),
+            f.chat_template_kwargs.as_ref(),
+        )?,
+        Own::Completions(_) => ReasoningFields::default(),
+    };
 
     Ok(GenerationRequest {
         endpoint,
@@ -250,6 +262,7 @@ pub fn parse(
         tools,
         cache_prompt,
         token_trie,
+        reasoning,
     })
 }
 

@@ -20,6 +20,10 @@ pub const DEFAULT_PREFILL_CHUNK: usize = nucleus_runtime::PREFILL_CHUNK;
 /// whose slot went to another prompt (SmolLM2-135M: about 23 KB per token, so ~46,000 tokens).
 pub const DEFAULT_CACHE_RAM_MIB: usize = 1024;
 
+/// Responses kept by default for `GET /v1/responses/{id}` and `previous_response_id`
+/// (`--responses-store`; least recently used dropped first).
+pub const DEFAULT_RESPONSES_STORE: usize = 256;
+
 /// Server settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -57,6 +61,12 @@ pub struct ServerConfig {
     /// Bytes the prompt cache may keep in memory for prompts whose slot went to another
     /// (`--cache-ram`, 0: none).
     pub cache_ram: usize,
+    /// How answers are read for reasoning and how long models may think
+    /// (`--reasoning-format`, `--reasoning-budget`, `--reasoning-budget-message`,
+    /// `--chat-template-kwargs`).
+    pub reasoning: crate::reasoning::ReasoningDefaults,
+    /// Responses kept in memory for `/v1/responses` chaining (`--responses-store`, 0: none).
+    pub responses_store: usize,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +88,8 @@ impl Default for ServerConfig {
             chat_template: None,
             prefill_chunk: DEFAULT_PREFILL_CHUNK,
             cache_ram: DEFAULT_CACHE_RAM_MIB << 20,
+            reasoning: Default::default(),
+            responses_store: DEFAULT_RESPONSES_STORE,
         }
     }
 }
@@ -106,6 +118,8 @@ pub struct AppState {
     pub ready: OnceLock<Ready>,
     /// Set if loading failed.
     pub load_error: OnceLock<String>,
+    /// Responses kept for `GET /v1/responses/{id}` and `previous_response_id`.
+    pub responses: crate::responses::store::ResponseStore,
 }
 
 impl AppState {

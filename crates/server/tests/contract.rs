@@ -95,7 +95,7 @@ fn openapi_json_is_an_openapi_3_1_document_of_every_route() {
     for (path, item) in paths {
         assert!(path.starts_with('/'), "{path}");
         for (method, op) in item.as_object().expect("a path item") {
-            assert!(["get", "post"].contains(&method.as_str()), "{method} {path}");
+            assert!(["get", "post", "delete"].contains(&method.as_str()), "{method} {path}");
             ids.push(op["operationId"].as_str().expect("operationId").to_string());
             let responses = op["responses"].as_object().expect("responses");
             assert!(responses.contains_key("200"), "{method} {path} documents no 200");
@@ -135,7 +135,10 @@ fn openapi_json_is_an_openapi_3_1_document_of_every_route() {
         for method in item.as_object().unwrap().keys() {
             let body = (method == "post").then(|| json!({}));
             let (status, _, text) = http(addr, &method.to_ascii_uppercase(), path, body.as_ref());
-            assert!(status != 404 && status != 405 && status < 500, "{method} {path}: {status} {text}");
+            // A path with a parameter (`/v1/responses/{id}`) answers a 404 for an id it does
+            // not know, which is not the router's unknown_url.
+            let unknown_id = path.contains('{') && status == 404 && !text.contains("unknown_url");
+            assert!(unknown_id || (status != 404 && status != 405 && status < 500), "{method} {path}: {status} {text}");
         }
     }
     let (status, _, _) = http(addr, "GET", "/no/such/route", None);
@@ -197,24 +200,43 @@ fn wrong_value(allowed: &[String]) -> Value {
 fn every_documented_request_field_is_read_by_the_parser() {
     let doc = document();
     let addr = server().server.addr();
-    let user = json!([{"role": "user", "content": "hi"}]);
-    // (route, request schema, a valid body, fields it documents at least)
     let routes = [
-        ("/v1/chat/completions", "CreateChatCompletionRequest", json!({"messages": user}), 50),
-        ("/v1/completions", "CreateCompletionRequest", json!({"prompt": "hi"}), 50),
-        ("/v1/messages", "CreateMessageRequest", json!({"messages": user}), 10),
-        ("/v1/messages/count_tokens", "CountMessageTokensRequest", json!({"messages": user}), 5),
+        (
+            "/v1/chat/completions",
+            "CreateChatCompletionRequest",
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+            "max_tokens",
+            50,
+        ),
+        ("/v1/completions", "CreateCompletionRequest", json!({"prompt": "hi"}), "max_tokens", 50),
+        // The Responses body documents its own fields (its sampling extensions are chat's).
+        ("/v1/responses", "CreateResponseRequest", json!({"input": "hi"}), "max_output_tokens", 20),
+        // Anthropic's Messages bodies (their sampling extensions are chat's).
+        (
+            "/v1/messages",
+            "CreateMessageRequest",
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+            "max_tokens",
+            10,
+        ),
+        (
+            "/v1/messages/count_tokens",
+            "CountMessageTokensRequest",
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+            "max_tokens",
+            4,
+        ),
     ];
     let mut checked = 0;
-    for (path, schema, base, least) in routes {
+    for (path, schema, base, length, fields) in routes {
         let props = doc["components"]["schemas"][schema]["properties"].as_object().expect("properties");
-        assert!(props.len() >= least, "{schema} documents only {} fields", props.len());
+        assert!(props.len() > fields, "{schema} documents only {} fields", props.len());
         for (name, s) in props {
             let mut allowed = Vec::new();
             types(&doc, s, &mut allowed);
             assert!(!allowed.is_empty(), "{schema}.{name}: no type");
             let mut body = base.as_object().unwrap().clone();
-            body.insert("max_tokens".into(), json!(1));
+            body.insert(length.into(), json!(1));
             let bad = wrong_value(&allowed);
             body.insert(name.clone(), bad.clone());
             let (status, _, text) = http(addr, "POST", path, Some(&Value::Object(body)));
@@ -316,7 +338,7 @@ fn schemathesis_finds_no_server_error_and_every_answer_conforms() {
     let _ = std::fs::remove_dir_all(&report);
     eprintln!("schemathesis: {:.1} s\n{stdout}", t0.elapsed().as_secs_f64());
     assert!(out.status.success(), "schemathesis failed ({}):\n{stdout}\n{stderr}", out.status);
-    let summary = stdout.lines().find(|l| l.contains("generated")).unwrap_or_default().to_string();
+    let summary = stdout.lines().find(|l| l.contains(" generated, ")).unwrap_or_default().to_string();
     assert!(summary.contains("passed") && !summary.contains("failed"), "{summary}");
 
     let (status, _, body) = http(addr, "GET", "/health", None);

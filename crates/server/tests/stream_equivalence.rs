@@ -1,7 +1,8 @@
 //! The stream/whole invariant, as a property over random request shapes and seeds
 //! (`tests/py/stream_equivalence.py`, through the official `openai` SDK's own stream
 //! assembly): on SmolLM2's own template (tool calls in the generic JSON format) and on a
-//! Hermes-style template (`<tool_call>` blocks). `EQUIV_SEED` replays a run, `EQUIV_CASES`
+//! Hermes-style template (`<tool_call>` blocks), and on a reasoning template whose prompt opens a
+//! `<think>` block (with a thinking budget, so the forced end is part of the stream). `EQUIV_SEED` replays a run, `EQUIV_CASES`
 //! draws more cases; every new endpoint's answers join this test.
 
 mod common;
@@ -11,7 +12,7 @@ use std::path::Path;
 use common::{config, TestServer};
 
 fn cases() -> String {
-    std::env::var("EQUIV_CASES").unwrap_or_else(|_| "40".into())
+    std::env::var("EQUIV_CASES").unwrap_or_else(|_| "30".into())
 }
 
 fn seed() -> String {
@@ -26,9 +27,22 @@ fn streamed_equals_whole_generic_format() {
 
 #[test]
 fn streamed_equals_whole_hermes_template() {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/templates/hermes-chatml.jinja");
     let mut c = config(2, 8);
-    c.chat_template = Some(std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())));
+    c.chat_template = Some(template("hermes-chatml.jinja"));
     let (cases, seed) = (cases(), seed());
     TestServer::start(c).python("stream_equivalence.py", &[("EQUIV_CASES", &cases), ("EQUIV_SEED", &seed)]);
+}
+
+#[test]
+fn streamed_equals_whole_reasoning_template() {
+    let mut c = config(2, 8);
+    c.chat_template = Some(template("think-chatml.jinja"));
+    c.reasoning.budget = Some(10);
+    let (cases, seed) = (cases(), seed());
+    TestServer::start(c).python("stream_equivalence.py", &[("EQUIV_CASES", &cases), ("EQUIV_SEED", &seed)]);
+}
+
+fn template(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/templates").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }

@@ -95,12 +95,16 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     // (row, model name for real rows)
     let mut rows: Vec<(Row, Option<String>)> = Vec::new();
     let mut floors = serde_json::Map::new();
+    // The SIMD level nucleus's kernels run on (process-wide; `NUCLEUS_SIMD` may lower it), named
+    // with every figure so each one says which machine level it measured.
+    let simd = nucleus_sampler::SimdLevel::active().name();
     if !args.json {
         println!(
-            "{:<5} {:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6}",
+            "{:<5} {:>7} {:<10} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6}",
             "chain",
             "vocab",
             "shape",
+            "simd",
             "nucl_med",
             "nucl_p90",
             "nucl_p99",
@@ -114,10 +118,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     let print = |r: &Row, model: Option<&str>| {
         if !args.json {
             println!(
-                "{:<5} {:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>7.1}x {:>6}{}",
+                "{:<5} {:>7} {:<10} {:<6} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>7.1}x {:>6}{}",
                 r.chain,
                 r.vocab,
                 r.shape.name(),
+                simd,
                 r.nucleus_us_median,
                 r.nucleus_us_p90,
                 r.nucleus_us_p99,
@@ -172,7 +177,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             .iter()
             .map(|(r, model)| {
                 let mut o = json!({
-                    "chain": r.chain, "vocab": r.vocab, "shape": r.shape.name(),
+                    "chain": r.chain, "vocab": r.vocab, "shape": r.shape.name(), "simd": simd,
                     "nucleus_us_median": round2(r.nucleus_us_median), "nucleus_us_p90": round2(r.nucleus_us_p90),
                     "nucleus_us_p99": round2(r.nucleus_us_p99),
                     "llama_us_median": round2(r.llama_us_median), "llama_us_p90": round2(r.llama_us_p90),

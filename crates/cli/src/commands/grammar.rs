@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, Subcommand};
-use nucleus_grammar::json_schema::relayout::{feed_json, parse_json};
+use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json, MemberOrders};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
 use nucleus_grammar::{AcceptError, Grammar, Matcher};
 
@@ -16,6 +16,9 @@ pub const EXIT_MATCH: i32 = 0;
 pub const EXIT_REJECTED: i32 = 1;
 /// Exit status: the grammar or schema cannot be compiled, a file cannot be read, bad arguments.
 pub const EXIT_ERROR: i32 = 2;
+/// Exit status (--json-schema): undecided, the search for an order of object members the
+/// grammar accepts ran out of budget before trying them all.
+pub const EXIT_UNDECIDED: i32 = 3;
 
 const EXIT_CODES: &str = "\
 Exit status:
@@ -25,7 +28,10 @@ Exit status:
      --json-schema is given an input that is not JSON
   2  the grammar or schema cannot be compiled (GBNF errors give line and column; refused
      schema keywords give the keyword and its JSON pointer), a file cannot be read, or the
-     arguments are wrong";
+     arguments are wrong
+  3  undecided (--json-schema): the document's members were laid out in the grammar's own
+     order and refused, and the search through other orders of object members ran out of
+     budget before trying them all; the document may or may not match";
 
 /// Arguments of `nucleus grammar`.
 #[derive(Args, Debug)]
@@ -42,8 +48,9 @@ pub enum GrammarCommand {
     /// With --grammar the input's bytes are fed as they are (invalid UTF-8 included) through
     /// the grammar. With --json-schema the schema is compiled by the strict converter (the
     /// grammar `generate` and `serve` enforce), the input is parsed as JSON, laid out the way
-    /// that grammar writes JSON (compact, object keys in an order the grammar accepts) and the
-    /// layout is fed through the grammar: the verdict is the grammar's, not a validator's.
+    /// that grammar writes JSON (compact, each object's members in the order the grammar writes
+    /// them) and the layout is fed through the grammar: the verdict is the grammar's, not a
+    /// validator's.
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
 }
@@ -77,7 +84,7 @@ pub struct CheckArgs {
 /// What a check found: the exit status and the report for stdout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    /// [`EXIT_MATCH`] or [`EXIT_REJECTED`].
+    /// [`EXIT_MATCH`], [`EXIT_REJECTED`] or [`EXIT_UNDECIDED`].
     pub code: i32,
     /// The report, one or more lines.
     pub report: String,
@@ -90,6 +97,10 @@ impl Outcome {
 
     fn rejected(report: String) -> Self {
         Outcome { code: EXIT_REJECTED, report }
+    }
+
+    fn undecided(report: String) -> Self {
+        Outcome { code: EXIT_UNDECIDED, report }
     }
 }
 
@@ -132,7 +143,7 @@ fn check(a: &CheckArgs) -> Result<Outcome, String> {
         }
         let grammar = compiled.grammar().map_err(|e| format!("{}: {e}", path.display()))?;
         let input = read_input(a)?;
-        Ok(check_json(&Matcher::new(grammar), &input))
+        Ok(check_json(&Matcher::new(grammar), &compiled.member_orders, &input))
     } else {
         // clap's required group makes this unreachable; an error beats a panic all the same.
         Err("one of --grammar or --json-schema is required".into())
@@ -174,8 +185,9 @@ pub fn check_bytes(m: &Matcher, input: &[u8]) -> Outcome {
     }
 }
 
-/// Parses `input` as JSON, lays it out as the schema grammar writes JSON and feeds it through.
-pub fn check_json(m: &Matcher, input: &[u8]) -> Outcome {
+/// Parses `input` as JSON, lays it out as the schema grammar writes JSON (members in the
+/// grammar's `orders`) and feeds it through.
+pub fn check_json(m: &Matcher, orders: &MemberOrders, input: &[u8]) -> Outcome {
     let text = match std::str::from_utf8(input) {
         Ok(t) => t,
         Err(e) => {
@@ -189,7 +201,7 @@ pub fn check_json(m: &Matcher, input: &[u8]) -> Outcome {
         Ok(d) => d,
         Err(e) => return Outcome::rejected(format!("rejected: the input is not JSON: {e}")),
     };
-    let v = feed_json(m, &doc);
+    let v = feed_json_in(m, &doc, orders);
     const NOTE: &str = "(offsets count bytes of the document as the grammar lays it out: compact, object keys \
                         in an order the grammar accepts)";
     if v.accepted {
@@ -200,9 +212,10 @@ pub fn check_json(m: &Matcher, input: &[u8]) -> Outcome {
         ));
     }
     if v.gave_up {
-        return Outcome::rejected(format!(
-            "rejected: gave up searching for an order of object keys the grammar accepts (too many members); \
-             the grammar accepted the first {} of this layout:\n{}",
+        return Outcome::undecided(format!(
+            "undecided: the grammar refused the document with its members in the grammar's order, and the search \
+             through other orders of object members ran out of budget; the grammar accepted the first {} of the \
+             longest layout tried:\n{}",
             n_bytes(v.text.len()),
             excerpt(v.text.as_bytes(), v.text.len())
         ));
@@ -380,18 +393,18 @@ mod tests {
             "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
             "required": ["a", "b"]
         });
-        let g = schema_to_gbnf(&schema, &SchemaOptions::default()).unwrap().grammar().unwrap();
-        let m = Matcher::new(g);
-        let ok = check_json(&m, br#"{ "b" : "x",  "a": 1 }"#);
+        let c = schema_to_gbnf(&schema, &SchemaOptions::default()).unwrap();
+        let m = Matcher::new(c.grammar().unwrap());
+        let ok = check_json(&m, &c.member_orders, br#"{ "b" : "x",  "a": 1 }"#);
         assert_eq!(ok.code, EXIT_MATCH, "{}", ok.report);
         assert!(ok.report.ends_with("\n{\"a\":1,\"b\":\"x\"}"), "{}", ok.report);
-        let bad = check_json(&m, br#"{"a": "1", "b": "x"}"#);
+        let bad = check_json(&m, &c.member_orders, br#"{"a": "1", "b": "x"}"#);
         assert!(bad.report.starts_with("rejected at byte 5: unexpected \"\\\"\""), "{}", bad.report);
-        let missing = check_json(&m, br#"{"a": 1}"#);
+        let missing = check_json(&m, &c.member_orders, br#"{"a": 1}"#);
         assert!(missing.report.starts_with("rejected at byte 6: unexpected \"}\""), "{}", missing.report);
-        let not_json = check_json(&m, b"{\"a\": ");
+        let not_json = check_json(&m, &c.member_orders, b"{\"a\": ");
         assert_eq!(not_json.code, EXIT_REJECTED);
         assert!(not_json.report.starts_with("rejected: the input is not JSON: "), "{}", not_json.report);
-        assert!(check_json(&m, b"\xFF").report.contains("invalid UTF-8 at byte 0"));
+        assert!(check_json(&m, &c.member_orders, b"\xFF").report.contains("invalid UTF-8 at byte 0"));
     }
 }

@@ -67,8 +67,49 @@ pub struct ServeArgs {
     /// prompt (put back bit for bit when the conversation continues); 0 turns it off
     #[arg(long = "cache-ram", value_name = "MiB", default_value_t = nucleus_server::state::DEFAULT_CACHE_RAM_MIB)]
     pub cache_ram: usize,
+    /// How answers are read for a `<think>` reasoning block (into `reasoning_content`): none,
+    /// deepseek, or auto (when the chat template writes `<think>`)
+    #[arg(long = "reasoning-format", value_name = "FORMAT", default_value = "auto")]
+    pub reasoning_format: nucleus_runtime::ReasoningFormat,
+    /// Most tokens of thinking before the block's end is forced (-1: no limit, 0: no thinking)
+    #[arg(long = "reasoning-budget", value_name = "N", default_value_t = -1, allow_negative_numbers = true)]
+    pub reasoning_budget: i64,
+    /// Text forced before the end of a reasoning block whose budget is spent
+    #[arg(long = "reasoning-budget-message", value_name = "TEXT", default_value = "")]
+    pub reasoning_budget_message: String,
+    /// Extra chat-template variables as a JSON object, e.g. '{"enable_thinking": false}'
+    /// (requests' `chat_template_kwargs` go over them)
+    #[arg(long = "chat-template-kwargs", value_name = "JSON")]
+    pub chat_template_kwargs: Option<String>,
+    /// Responses kept in memory for `GET /v1/responses/{id}` and `previous_response_id`
+    /// (least recently used dropped first); 0 keeps none
+    #[arg(long = "responses-store", value_name = "N", default_value_t = nucleus_server::state::DEFAULT_RESPONSES_STORE)]
+    pub responses_store: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
+}
+
+/// The reasoning flags, checked.
+fn reasoning_defaults(args: &ServeArgs) -> Result<nucleus_server::reasoning::ReasoningDefaults, String> {
+    let budget = match args.reasoning_budget {
+        -1 => None,
+        n if n >= 0 => Some(n as usize),
+        n => return Err(format!("--reasoning-budget must be -1 (no limit) or at least 0, not {n}")),
+    };
+    let template_kwargs = match &args.chat_template_kwargs {
+        None => Default::default(),
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(_) => return Err("--chat-template-kwargs must be a JSON object".into()),
+            Err(e) => return Err(format!("--chat-template-kwargs is not JSON: {e}")),
+        },
+    };
+    Ok(nucleus_server::reasoning::ReasoningDefaults {
+        format: args.reasoning_format,
+        budget,
+        budget_message: args.reasoning_budget_message.clone(),
+        template_kwargs,
+    })
 }
 
 /// Runs the server until it is shut down.
@@ -86,6 +127,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         return Err("--shutdown-grace must be a number of seconds >= 0".into());
     }
     let defaults = args.sampling.to_params(true)?;
+    let reasoning = reasoning_defaults(args)?;
     llama::set_verbose(args.verbose);
     let api_key = args.api_key.clone().or_else(|| std::env::var("NUCLEUS_API_KEY").ok()).filter(|k| !k.is_empty());
 
@@ -125,6 +167,8 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         cache_ram: args.cache_ram.saturating_mul(1 << 20),
         chat_template,
         prefill_chunk: args.prefill_chunk,
+        reasoning,
+        responses_store: args.responses_store,
     };
     eprintln!("nucleus serve: loading {}", path.display());
     let load_path = path.clone();

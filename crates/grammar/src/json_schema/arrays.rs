@@ -186,6 +186,7 @@ impl Converter<'_> {
     fn unique_array(&mut self, groups: &[Vec<Value>], min: usize, max: Option<usize>, rule_name: &str) -> String {
         let n = groups.len();
         let max = max.unwrap_or(n).min(n);
+        groups.iter().flatten().for_each(|v| self.member_orders.record_constant(v));
         let lits: Vec<String> = groups
             .iter()
             .map(|g| {

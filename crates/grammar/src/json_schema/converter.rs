@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::any_of::absorbing;
 use super::dependencies::has_dependencies;
-use super::enum_filter::satisfies;
+use super::enum_filter::{format_accepts, satisfies};
 use super::int_range::min_max_int;
 use super::keywords::{applies_to, ENFORCED_FORMATS, STANDARD_FORMATS, SUPPORTED, UNSUPPORTED};
 use super::objects::ObjectExtras;
@@ -17,6 +17,7 @@ use super::one_of::make_exclusive;
 use super::pattern_llama::{pattern_to_rule, RuleSink};
 use super::pattern_strict::pattern_to_gbnf;
 use super::primitives::{is_reserved, primitive, SPACE_RULE};
+use super::relayout::MemberOrders;
 use super::shape::{is_annotation_only, json_type_matches};
 use super::strings::needs_automaton;
 use super::{repetition, SchemaOptions};
@@ -42,6 +43,8 @@ pub struct Converter<'a> {
     /// Nesting of `visit` calls (merges inline `$ref` targets, so recursion through them is
     /// not caught by `resolving`).
     depth: usize,
+    /// The member order of every object rule written (see [`MemberOrders`]).
+    pub(super) member_orders: MemberOrders,
 }
 
 /// Longest path-derived rule name kept as it is in strict mode.
@@ -163,6 +166,7 @@ impl<'a> Converter<'a> {
             draft7_or_older,
             numeric_rules: HashMap::new(),
             depth: 0,
+            member_orders: MemberOrders::complete(),
         }
     }
 
@@ -577,6 +581,7 @@ impl<'a> Converter<'a> {
                 self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
             }
             let lit = if strict { canonical_constant(c) } else { constant(c) };
+            self.member_orders.record_constant(c);
             return Ok(self.add_rule(&rule_name, &format!("{lit} space")));
         }
         if let Some(e) = obj.get("enum") {
@@ -584,6 +589,7 @@ impl<'a> Converter<'a> {
             let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
             let lit = if strict { canonical_constant } else { constant };
             let body = format!("({}) space", vals.iter().map(lit).collect::<Vec<_>>().join(" | "));
+            vals.iter().for_each(|v| self.member_orders.record_constant(v));
             return Ok(self.add_rule(&rule_name, &body));
         }
         let addl = obj.get("additionalProperties");
@@ -642,12 +648,14 @@ impl<'a> Converter<'a> {
                     if props.iter().any(|(k, _)| k == r) {
                         continue;
                     }
-                    if obj.contains_key("patternProperties") {
-                        self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
-                        continue;
-                    }
-                    // Its value takes `additionalProperties`, as any unlisted name's does.
-                    props.push((r.clone(), addl.clone().unwrap_or(Cow::Owned(Value::Bool(true)))));
+                    // Its value takes the schemas of the patterns its name matches (`key_space`
+                    // conjoins them with the value schema named here), or `additionalProperties`
+                    // when it matches none, as any unlisted name's does.
+                    let value = match self.matches_pattern_property(obj, r, ptr)? {
+                        true => Cow::Owned(Value::Bool(true)),
+                        false => addl.clone().unwrap_or(Cow::Owned(Value::Bool(true))),
+                    };
+                    props.push((r.clone(), value));
                 }
                 if let Some(space) = self.key_space(obj, &props, addl.as_deref(), ptr)? {
                     props = space.props.into_iter().map(|(k, v)| (k, Cow::Owned(v))).collect();
@@ -866,7 +874,11 @@ impl<'a> Converter<'a> {
             {
                 continue;
             }
-            let verdicts: Option<Vec<bool>> = kept.iter().map(|v| satisfies(obj, k, v)).collect();
+            let enforced_format = obj[k].as_str().filter(|f| k == "format" && ENFORCED_FORMATS.contains(f));
+            let verdicts: Option<Vec<bool>> = match enforced_format {
+                Some(f) => Some(format_accepts(f, &kept).map_err(|e| err("format", ptr, e))?),
+                None => kept.iter().map(|v| satisfies(obj, k, v)).collect(),
+            };
             match verdicts {
                 Some(ok) => {
                     let mut it = ok.into_iter();

@@ -10,27 +10,28 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::converter::{err, Converter};
+use super::objects::Slot;
 use super::repetition;
 use crate::error::SchemaError;
 
 type Memo = HashMap<(usize, usize, Option<usize>, bool), Option<String>>;
 
 struct Members<'k> {
-    opt: &'k [String],
-    kv: &'k BTreeMap<String, String>,
+    opt: &'k [Slot],
+    kv: &'k BTreeMap<Slot, String>,
     name: String,
     memo: Memo,
 }
 
 impl Converter<'_> {
     /// The object rule `"{" ... "}"` whose member count lies in `min..=max`. `opt` lists the
-    /// optional members in order, `"*"` (last) standing for the repeatable extra keys.
+    /// optional members in order, [`Slot::Extra`] (last) standing for the repeatable extra keys.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn counted_members(
         &mut self,
         req: &[String],
-        opt: &[String],
-        kv: &BTreeMap<String, String>,
+        opt: &[Slot],
+        kv: &BTreeMap<Slot, String>,
         min: usize,
         max: Option<usize>,
         name: &str,
@@ -43,7 +44,7 @@ impl Converter<'_> {
         if max.is_some_and(|m| m < r) {
             return Err(err("maxProperties", ptr, "maxProperties is below the number of required properties"));
         }
-        let extra = opt.last().is_some_and(|k| k == "*");
+        let extra = opt.last() == Some(&Slot::Extra);
         if extra && min > r + 1 {
             self.refuse(
                 "minProperties",
@@ -66,7 +67,9 @@ impl Converter<'_> {
             ));
         };
         let mut rule = String::from("\"{\" space ");
-        rule.push_str(&req.iter().map(|k| kv[k].clone()).collect::<Vec<_>>().join(" \",\" space "));
+        rule.push_str(
+            &req.iter().map(|k| kv[&Slot::Named(k.clone())].clone()).collect::<Vec<_>>().join(" \",\" space "),
+        );
         if !tail.is_empty() {
             rule.push(' ');
             rule.push_str(&tail);
@@ -78,8 +81,8 @@ impl Converter<'_> {
     /// Members from optional position `i` on, between `lo` and `hi` of them; `lead` = a comma
     /// precedes each (something came before). `None` = impossible; `""` = nothing.
     fn members_from(&mut self, m: &mut Members, i: usize, lo: usize, hi: Option<usize>, lead: bool) -> Option<String> {
-        let named_left = m.opt[i..].iter().filter(|k| *k != "*").count();
-        let extra = m.opt.last().is_some_and(|k| k == "*");
+        let named_left = m.opt[i..].iter().filter(|k| **k != Slot::Extra).count();
+        let extra = m.opt.last() == Some(&Slot::Extra);
         let cap = if extra { None } else { Some(named_left) };
         let hi = match (hi, cap) {
             (Some(h), Some(c)) => Some(h.min(c)),
@@ -97,8 +100,8 @@ impl Converter<'_> {
             return r.clone();
         }
         let sep = if lead { "\",\" space " } else { "" };
-        let out = if m.opt[i] == "*" {
-            let x = &m.kv["*"];
+        let out = if m.opt[i] == Slot::Extra {
+            let x = &m.kv[&Slot::Extra];
             Some(if lead {
                 repetition(&format!("( \",\" space {x} )"), lo, hi, None)
             } else {

@@ -1,6 +1,8 @@
 //! `enum`/`const` next to other assertions: the listed values are checked against the
-//! sibling keywords one by one, and only those that pass are emitted (exact). A keyword
-//! that cannot be checked here (a standard `format`, `multipleOf`, subschemas, ...) is
+//! sibling keywords one by one, and only those that pass are emitted (exact). A `format` the
+//! grammar enforces is checked by that format's own grammar ([`format_accepts`]), so a
+//! constant passes exactly when the format rule would have let it through. A keyword that
+//! cannot be checked here (another standard `format`, `multipleOf`, subschemas, ...) is
 //! reported so the converter refuses it.
 
 use serde_json::{Map, Value};
@@ -9,6 +11,25 @@ use super::any_of::custom_format;
 use super::automaton::Dfa;
 use super::keywords::applies_to;
 use super::shape::json_type_matches;
+
+/// Whether each of `values` satisfies `format` (one of `ENFORCED_FORMATS`), judged by the
+/// grammar the strict converter writes for a string of that format; values that are not
+/// strings satisfy it (formats constrain only strings).
+pub(super) fn format_accepts(format: &str, values: &[Value]) -> Result<Vec<bool>, String> {
+    let schema = serde_json::json!({"type": "string", "format": format});
+    let grammar = super::schema_to_grammar(&schema, &super::SchemaOptions::default()).map_err(|e| e.to_string())?;
+    let m = crate::Matcher::new(grammar);
+    Ok(values
+        .iter()
+        .map(|v| match v.as_str() {
+            Some(s) => {
+                let mut m = m.clone();
+                m.accept_bytes(super::relayout::json_string(s).as_bytes()).is_ok() && m.can_end()
+            }
+            None => true,
+        })
+        .collect())
+}
 
 /// A canonical text for uniqueness checks (numbers compared by value).
 pub(super) fn canonical(v: &Value) -> String {
@@ -92,7 +113,8 @@ mod tests {
 
     #[test]
     fn unchecked_siblings_are_refused() {
-        refused(json!({"enum": ["2020-01-01", "x"], "format": "date"}), "format");
+        // A standard format the grammar does not enforce cannot check a constant either.
+        refused(json!({"enum": ["a.b", "x"], "format": "hostname"}), "format");
         refused(json!({"enum": [1, 2], "multipleOf": 2}), "multipleOf");
     }
 }

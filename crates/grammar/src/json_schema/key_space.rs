@@ -46,6 +46,24 @@ impl Converter<'_> {
 }
 
 impl Converter<'_> {
+    /// Whether `name` matches one of the object schema's `patternProperties` patterns.
+    pub(super) fn matches_pattern_property(
+        &self,
+        obj: &Map<String, Value>,
+        name: &str,
+        ptr: &str,
+    ) -> Result<bool, SchemaError> {
+        let Some(p) = obj.get("patternProperties") else { return Ok(false) };
+        let p = p.as_object().ok_or_else(|| err("patternProperties", ptr, "must be an object"))?;
+        for re in p.keys() {
+            let d = Dfa::from_pattern(re).map_err(|e| err("patternProperties", ptr, format!("{re:?}: {e}")))?;
+            if d.accepts(name) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The key space of an object schema with `patternProperties` or `propertyNames`
     /// (`None` when it has neither: the plain named/additional split applies). `addl` is the
     /// effective `additionalProperties` (`None` = any value).

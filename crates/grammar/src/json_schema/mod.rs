@@ -90,6 +90,9 @@ pub struct CompiledSchema {
     pub gbnf: String,
     /// Keywords ignored (compat mode, or strict lenient mode), as `keyword at pointer`.
     pub ignored: Vec<String>,
+    /// The order each object rule writes its named members in: documents are laid out in it
+    /// to check them against the grammar (`relayout::feed_json_in`).
+    pub member_orders: relayout::MemberOrders,
 }
 
 impl CompiledSchema {
@@ -113,7 +116,7 @@ pub fn schema_to_gbnf(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSc
         true => compact::compact(&c.rules()).unwrap_or_else(|| c.format_grammar()),
         false => c.format_grammar(),
     };
-    Ok(CompiledSchema { gbnf, ignored: c.ignored })
+    Ok(CompiledSchema { gbnf, ignored: c.ignored, member_orders: c.member_orders })
 }
 
 /// Converts and builds in one step.

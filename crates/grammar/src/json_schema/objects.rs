@@ -13,6 +13,26 @@ use super::key_space::KeyClass;
 use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use crate::error::SchemaError;
 
+/// One member slot of an object rule: a named property, or the (repeatable) extra keys. Kept
+/// apart by type, so a property that happens to be named `*` is a property like any other.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Slot {
+    /// The property of this name.
+    Named(String),
+    /// Keys no property names (`additionalProperties` or the key classes).
+    Extra,
+}
+
+impl std::fmt::Display for Slot {
+    /// The name rules derived from the slot carry (`*` for the extra keys, as llama.cpp names them).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Slot::Named(k) => f.write_str(k),
+            Slot::Extra => f.write_str("*"),
+        }
+    }
+}
+
 /// What an object schema adds to the named/additional split: key classes (from
 /// `patternProperties`/`propertyNames`, replacing `additionalProperties`) and bounds on the
 /// number of members (`minProperties`/`maxProperties`).
@@ -162,6 +182,7 @@ impl Converter<'_> {
             }
             if !inter.is_empty() {
                 let lit = if strict { canonical_constant } else { constant };
+                inter.iter().for_each(|v| self.member_orders.record_constant(v));
                 let mut lits: Vec<String> = inter.iter().map(lit).collect();
                 lits.sort();
                 lits.dedup();
@@ -195,7 +216,7 @@ impl Converter<'_> {
     ) -> Result<String, SchemaError> {
         let strict = self.opts.strict;
         let dash = if name.is_empty() { "" } else { "-" };
-        let mut kv: BTreeMap<String, String> = BTreeMap::new();
+        let mut kv: BTreeMap<Slot, String> = BTreeMap::new();
         let mut present: Vec<&String> = Vec::new();
         for (pn, ps) in props {
             let r = match self.visit(ps, &format!("{name}{dash}{pn}"), &format!("{ptr}/properties/{}", esc_ptr(pn))) {
@@ -211,11 +232,12 @@ impl Converter<'_> {
                 format_literal(&serde_json::to_string(&Value::String(pn.clone())).unwrap_or_default())
             };
             let k = self.add_rule(&format!("{name}{dash}{pn}-kv"), &format!("{lit} space \":\" space {r}"));
-            kv.insert(pn.clone(), k);
+            kv.insert(Slot::Named(pn.clone()), k);
         }
         let names: Vec<&String> = props.iter().map(|(k, _)| k).collect();
         let req: Vec<String> = present.iter().filter(|k| required.contains(**k)).map(|k| (*k).clone()).collect();
-        let mut opt: Vec<String> = present.iter().filter(|k| !required.contains(**k)).map(|k| (*k).clone()).collect();
+        let mut opt: Vec<Slot> =
+            present.iter().filter(|k| !required.contains(**k)).map(|k| Slot::Named((*k).clone())).collect();
         let sub = format!("{name}{dash}additional");
         if let Some(classes) = &extras.classes {
             let mut alts = Vec::new();
@@ -231,8 +253,8 @@ impl Converter<'_> {
             }
             if !alts.is_empty() {
                 let k = self.add_rule(&format!("{sub}-kv"), &alts.join(" | "));
-                kv.insert("*".into(), k);
-                opt.push("*".into());
+                kv.insert(Slot::Extra, k);
+                opt.push(Slot::Extra);
             }
         } else if let Some(a) = addl.filter(|a| **a != Value::Bool(false)) {
             let value_rule = match a {
@@ -248,14 +270,23 @@ impl Converter<'_> {
                 self.add_rule(&format!("{sub}-k"), &body)
             };
             let k = self.add_rule(&format!("{sub}-kv"), &format!("{key_rule} \":\" space {value_rule}"));
-            kv.insert("*".into(), k);
-            opt.push("*".into());
+            kv.insert(Slot::Extra, k);
+            opt.push(Slot::Extra);
         }
+        // The order this rule writes its named members in, for laying documents out.
+        let optional_names = opt.iter().filter_map(|k| match k {
+            Slot::Named(n) => Some(n.clone()),
+            Slot::Extra => None,
+        });
+        let named = req.iter().cloned().chain(optional_names).collect();
+        self.member_orders.record(named, req.len(), !kv.contains_key(&Slot::Extra));
         if let Some((min, max)) = extras.count {
             return self.counted_members(&req, &opt, &kv, min, max, name, ptr);
         }
         let mut rule = String::from("\"{\" space ");
-        rule.push_str(&req.iter().map(|k| kv[k].clone()).collect::<Vec<_>>().join(" \",\" space "));
+        rule.push_str(
+            &req.iter().map(|k| kv[&Slot::Named(k.clone())].clone()).collect::<Vec<_>>().join(" \",\" space "),
+        );
         if !opt.is_empty() {
             rule.push_str(" (");
             if !req.is_empty() {
@@ -296,14 +327,14 @@ impl Converter<'_> {
     /// llama.cpp builds the chain again for every `i` (quadratic in the member count); the
     /// chains share their tails, so each `-rest` rule is built once here, last first (the
     /// same rules, names and text).
-    fn optional_chains(&mut self, opt: &[String], name: &str, kv: &BTreeMap<String, String>) -> Vec<String> {
+    fn optional_chains(&mut self, opt: &[Slot], name: &str, kv: &BTreeMap<Slot, String>) -> Vec<String> {
         let dash = if name.is_empty() { "" } else { "-" };
-        let item = |k: &String, first_optional: bool| {
+        let item = |k: &Slot, first_optional: bool| {
             let kvr = &kv[k];
             let comma = format!("( \",\" space {kvr} )");
             if first_optional {
-                format!("{comma}{}", if k == "*" { "*" } else { "?" })
-            } else if k == "*" {
+                format!("{comma}{}", if *k == Slot::Extra { "*" } else { "?" })
+            } else if *k == Slot::Extra {
                 format!("{kvr} {comma}*")
             } else {
                 kvr.clone()

@@ -19,8 +19,10 @@
 use serde_json::{Map, Value};
 
 use super::any_of::total_types;
+use super::automaton::Dfa;
 use super::converter::as_count;
 use super::ir::{declared_types as ir_declared, Node, TypeSet};
+use super::keywords::ANNOTATIONS;
 use super::shape::{declared_types, merge_all_of, merge_schemas, resolve};
 
 /// How deep the prover follows properties, items and nested unions.
@@ -205,6 +207,16 @@ fn disjoint_at(root: &Value, a: &Value, b: &Value, depth: usize) -> bool {
             }
         }
     }
+    if numeric_only(root, a) && numeric_only(root, b) && ranges_apart(a, b) {
+        return true;
+    }
+    if only(root, a, "string") && only(root, b, "string") {
+        if let (Some(x), Some(y)) = (string_language(a), string_language(b)) {
+            if x.intersect(&y).is_ok_and(|both| both.is_empty()) {
+                return true;
+            }
+        }
+    }
     if only(root, a, "object") && only(root, b, "object") {
         // A name one side requires, whose value schemas on the two sides are disjoint.
         for (x, y) in [(a, b), (b, a)] {
@@ -235,6 +247,73 @@ fn disjoint_at(root: &Value, a: &Value, b: &Value, depth: usize) -> bool {
         }
     }
     false
+}
+
+/// Whether `s` admits numbers only (`number` and/or `integer`).
+fn numeric_only(root: &Value, s: &Value) -> bool {
+    generated_types(root, s).is_some_and(|g| !g.is_empty() && g.iter().all(|t| t == "number" || t == "integer"))
+}
+
+/// A bound on numbers: its value and whether it is exclusive.
+type Bound = Option<(f64, bool)>;
+
+/// The lower and upper bounds `s` puts on numbers (`minimum`/`exclusiveMinimum` and the
+/// maxima; draft 4's boolean `exclusive*` included). Compared as `f64`: rounding is monotone,
+/// so a strict `f64` order is the decimals' order too.
+fn number_bounds(s: &Value) -> (Bound, Bound) {
+    let num = |k: &str| s.get(k).and_then(Value::as_f64);
+    let flag = |k: &str| s.get(k) == Some(&Value::Bool(true));
+    // Of two bounds on one side, the tighter (exclusive winning a tie).
+    let tighter = |x: Bound, y: Bound, lower: bool| match (x, y) {
+        (Some(p), Some(q)) if p.0 == q.0 => Some((p.0, p.1 || q.1)),
+        (Some(p), Some(q)) => Some(if (p.0 > q.0) == lower { p } else { q }),
+        (p, q) => p.or(q),
+    };
+    let lo = tighter(
+        num("minimum").map(|v| (v, flag("exclusiveMinimum"))),
+        num("exclusiveMinimum").map(|v| (v, true)),
+        true,
+    );
+    let hi = tighter(
+        num("maximum").map(|v| (v, flag("exclusiveMaximum"))),
+        num("exclusiveMaximum").map(|v| (v, true)),
+        false,
+    );
+    (lo, hi)
+}
+
+/// Whether the numeric bounds of `a` and `b` leave no number in both.
+fn ranges_apart(a: &Value, b: &Value) -> bool {
+    let below = |hi: Bound, lo: Bound| match (hi, lo) {
+        (Some((h, hx)), Some((l, lx))) => h < l || (h == l && (hx || lx)),
+        _ => false,
+    };
+    let ((alo, ahi), (blo, bhi)) = (number_bounds(a), number_bounds(b));
+    below(ahi, blo) || below(bhi, alo)
+}
+
+/// The strings a string schema admits, when its keywords are all ones an automaton expresses
+/// here (`pattern`, `minLength`, `maxLength`, `enum`/`const`; annotations ignored).
+fn string_language(s: &Value) -> Option<Dfa> {
+    let m = s.as_object()?;
+    let mut lang = Dfa::any_string();
+    for (k, v) in m {
+        let part = match k.as_str() {
+            "type" => continue,
+            "pattern" => Dfa::from_pattern(v.as_str()?).ok()?,
+            "minLength" => Dfa::length(usize::try_from(v.as_u64()?).ok()?, None).ok()?,
+            "maxLength" => Dfa::length(0, Some(usize::try_from(v.as_u64()?).ok()?)).ok()?,
+            "const" => Dfa::literals(&[v.as_str()?]),
+            "enum" => {
+                let words: Vec<&str> = v.as_array()?.iter().filter_map(Value::as_str).collect();
+                Dfa::literals(&words)
+            }
+            k if ANNOTATIONS.contains(&k) => continue,
+            _ => return None,
+        };
+        lang = lang.intersect(&part).ok()?;
+    }
+    Some(lang)
 }
 
 /// The values a schema rules out with `not: {enum: [...]}` / `not: {const: ...}`.

@@ -1,9 +1,16 @@
 //! Lays a JSON document out the way a compiled schema grammar writes JSON (compact, object
-//! keys in the order the grammar accepts them), choosing the key order by asking the grammar
-//! itself. Used by `grammar check --json-schema` and the JSONSchemaBench test: the verdict
-//! comes from the grammar, never from a schema validator.
+//! keys in the order the grammar accepts them) and feeds it through the grammar. Used by
+//! `grammar check --json-schema` and the JSONSchemaBench test: the verdict comes from the
+//! grammar, never from a schema validator.
+//!
+//! The member order comes from the schema's [`MemberOrders`] (the order each object rule
+//! writes its named members in): a document object's members are put in the order of the
+//! object rule that names most of them, so the first layout tried is the grammar's own. Only
+//! when that layout is refused (several object rules with different orders could apply, e.g.
+//! under `anyOf`) does a bounded search try other orders; a search that runs out of budget
+//! leaves the verdict undecided ([`Verdict::gave_up`]), never a rejection.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::matcher::Matcher;
 
@@ -94,6 +101,116 @@ pub fn json_string(s: &str) -> String {
     out
 }
 
+/// The orders in which a compiled schema grammar writes the named members of its objects, one
+/// per object rule (required members first, then the optional ones, as the rule lays them
+/// out; keys of additional properties come after them in any order) and per object inside a
+/// constant. Recorded by the converter while it writes the rules.
+#[derive(Debug, Clone, Default)]
+pub struct MemberOrders {
+    /// Each distinct order, in the order the converter wrote the rules.
+    orders: Vec<MemberOrder>,
+    /// Key -> (order index, position of the key in that order), for every order naming it.
+    by_key: HashMap<String, Vec<(usize, usize)>>,
+    seen: HashSet<MemberOrder>,
+    /// Whether these are all the orders of the grammar (recorded by the converter), so a key
+    /// in none of them is an additional member wherever it appears.
+    complete: bool,
+}
+
+/// The named members of one object rule, in the order it writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct MemberOrder {
+    keys: Vec<String>,
+    /// How many of `keys` (a prefix) the rule requires.
+    required: usize,
+    /// Whether the rule accepts no other key.
+    closed: bool,
+}
+
+impl MemberOrders {
+    /// The orders of a grammar being compiled, complete once the converter has recorded
+    /// every object rule. [`MemberOrders::default`] stands for unknown orders.
+    pub(crate) fn complete() -> Self {
+        MemberOrders { complete: true, ..Self::default() }
+    }
+
+    /// Records the member order of one object rule: `keys` in the order it writes them, the
+    /// first `required` of them required, `closed` if it accepts no other key.
+    pub(crate) fn record(&mut self, keys: Vec<String>, required: usize, closed: bool) {
+        let order = MemberOrder { keys, required, closed };
+        if self.seen.contains(&order) {
+            return;
+        }
+        let id = self.orders.len();
+        for (pos, k) in order.keys.iter().enumerate() {
+            self.by_key.entry(k.clone()).or_default().push((id, pos));
+        }
+        self.seen.insert(order.clone());
+        self.orders.push(order);
+    }
+
+    /// Records the member order of every object inside a constant (`const`, `enum`): the
+    /// grammar writes exactly its members, with its keys as the schema lists them.
+    pub(crate) fn record_constant(&mut self, v: &serde_json::Value) {
+        match v {
+            serde_json::Value::Array(a) => a.iter().for_each(|x| self.record_constant(x)),
+            serde_json::Value::Object(m) => {
+                self.record(m.keys().cloned().collect(), m.len(), true);
+                m.values().for_each(|x| self.record_constant(x));
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether member `j` may come before member `i` in some rule of `rules` (the rules that
+    /// can accept the object, [`MemberOrders::arrange`]): a rule names `j` earlier than `i`,
+    /// or names `j` but not `i` (named members precede additional ones). When no rule does,
+    /// every rule either refuses `j` before `i` or takes both as additional members, whose
+    /// order among themselves changes nothing. Unknown orders (a grammar not compiled from a
+    /// schema): always.
+    fn may_precede(&self, rules: &[usize], j: &str, i: &str) -> bool {
+        !self.complete || rules.iter().any(|&r| self.rank(r, j) < self.rank(r, i))
+    }
+
+    /// The position of `k` in order `id` (`usize::MAX` when the order does not name it).
+    fn rank(&self, id: usize, k: &str) -> usize {
+        self.by_key.get(k).and_then(|v| v.iter().find(|&&(o, _)| o == id)).map_or(usize::MAX, |&(_, p)| p)
+    }
+
+    /// The indices of `members` in the order the best-fitting object rule writes them, and
+    /// the rules that can accept the object.
+    ///
+    /// A rule can accept the object only if the object has every member the rule requires and,
+    /// when the rule is closed, no other. Among the rules that can, the best fit names most of
+    /// the members (the first recorded among equals); members it does not name (additional
+    /// properties) follow in document order. Rules naming none of the members are left out:
+    /// they take all of them as additional members, in any order.
+    fn arrange(&self, members: &[(String, Json)]) -> (Vec<usize>, Vec<usize>) {
+        let mut idx: Vec<usize> = (0..members.len()).collect();
+        let mut hits: HashMap<usize, usize> = HashMap::new();
+        for (k, _) in members {
+            for &(id, _) in self.by_key.get(k).map(Vec::as_slice).unwrap_or(&[]) {
+                *hits.entry(id).or_default() += 1;
+            }
+        }
+        let has = |k: &String| members.iter().any(|(m, _)| m == k);
+        let mut rules: Vec<(usize, usize)> = hits
+            .into_iter()
+            .filter(|&(id, n)| {
+                let o = &self.orders[id];
+                o.keys[..o.required].iter().all(has) && (!o.closed || n == members.len())
+            })
+            .collect();
+        // Most members named first, then the first recorded.
+        rules.sort_by_key(|&(id, n)| (std::cmp::Reverse(n), id));
+        if let Some(&(best, _)) = rules.first() {
+            // Stable: unnamed members keep document order.
+            idx.sort_by_key(|&i| self.rank(best, &members[i].0));
+        }
+        (idx, rules.into_iter().map(|(id, _)| id).collect())
+    }
+}
+
 /// Result of feeding a document through a grammar.
 #[derive(Debug, Clone)]
 pub struct Verdict {
@@ -103,7 +220,9 @@ pub struct Verdict {
     pub text: String,
     /// When rejected: the farthest byte the grammar refused over every key order tried.
     pub failure: Option<Failure>,
-    /// When rejected: the key-order search ran out of budget, so the rejection may not be final.
+    /// Not accepted, but the key-order search ran out of budget before it had tried every
+    /// order: the document may still be accepted in an order not tried (undecided, not
+    /// rejected).
     pub gave_up: bool,
 }
 
@@ -116,61 +235,75 @@ pub struct Failure {
     pub text: String,
 }
 
-/// The key-order search. Orders are tried by limited discrepancy: first the greedy order (at
-/// each member, the first remaining key in document order the grammar accepts there), then
-/// orders that deviate from it at one member, two, ... until an order is accepted, the search
-/// is exhaustive (no branch was cut by the deviation limit), or the budget runs out. Failures
-/// are remembered per (object, grammar state, remaining members), so an order prefix that
-/// reaches a state already explored is not explored again.
-struct Search {
+/// The layout search: every distinct way (by grammar state) the document's values can be laid
+/// out, depth first, each object's members in their arranged order first. At each member only
+/// the members whose key the grammar accepts there are tried: the first in arranged order, and
+/// another only if some rule that can accept the object may put it first
+/// ([`MemberOrders::may_precede`]; no other order can be accepted). A value yields every
+/// distinct state it can end in, so a later refusal is never blamed on the layout chosen for
+/// an earlier value. Objects' results are remembered per (object, state, remaining members).
+struct Search<'o> {
+    orders: &'o MemberOrders,
     budget: usize,
+    /// Ran out of budget: some layout was not tried.
+    exhausted: bool,
     best: String,
     failure: Option<Failure>,
-    /// Deviations from the greedy order allowed per object in this round.
-    limit: usize,
-    /// Whether this round cut some branch for exceeding `limit`.
-    cut: bool,
-    /// (object address, grammar state, remaining members) -> the largest limit known to fail
-    /// (`usize::MAX`: fails whatever the limit).
-    failed: HashMap<(usize, u32, Vec<usize>), usize>,
+    /// The document itself, when it is an object: its layouts stop at the first complete one.
+    root: Option<*const (String, Json)>,
+    /// (object address, grammar state, remaining members) -> the ways the rest of the object
+    /// can be written (state after the closing brace, text from the remaining members on).
+    memo: HashMap<(usize, u32, Vec<usize>), Vec<Piece>>,
 }
+
+/// A piece of layout: the grammar after it, and its text.
+type Piece = (Matcher, String);
 
 /// Steps of the search (members tried) before it gives up.
 const BUDGET: usize = 200_000;
 
-/// Feeds `doc` through `m` (from its current state), trying key orders the grammar accepts.
+/// Feeds `doc` through `m` (from its current state) when the grammar's member orders are not
+/// known (a grammar not compiled from a schema): every order the grammar accepts is searched,
+/// the document's own order first.
 pub fn feed_json(m: &Matcher, doc: &Json) -> Verdict {
-    let mut s =
-        Search { budget: BUDGET, best: String::new(), failure: None, limit: 0, cut: false, failed: HashMap::new() };
-    loop {
-        s.cut = false;
-        let mut m = m.clone();
-        let mut text = String::new();
-        let fed = value(&mut m, doc, &mut text, &mut s);
-        if fed && m.can_end() {
-            return Verdict { accepted: true, text, failure: None, gave_up: false };
-        }
-        if s.cut && s.budget > 0 {
-            s.limit += 1;
-            continue;
-        }
-        // Fed whole but the grammar cannot end there: no byte was refused.
-        let (failure, gave_up) = if fed { (None, false) } else { (s.failure, s.budget == 0) };
-        return Verdict {
-            accepted: false,
-            text: if s.best.len() > text.len() { s.best } else { text },
-            failure,
-            gave_up,
-        };
-    }
+    feed_json_in(m, doc, &MemberOrders::default())
 }
 
-fn feed(m: &mut Matcher, text: &mut String, s: &str, search: &mut Search) -> bool {
-    match m.accept_bytes(s.as_bytes()) {
+/// Feeds `doc` through `m` (from its current state), each object's members laid out in the
+/// order `orders` (the schema grammar's own) gives them first.
+pub fn feed_json_in(m: &Matcher, doc: &Json, orders: &MemberOrders) -> Verdict {
+    let root = match doc {
+        Json::Obj(o) => Some(o.as_ptr()),
+        _ => None,
+    };
+    let mut s = Search {
+        orders,
+        budget: BUDGET,
+        exhausted: false,
+        best: String::new(),
+        failure: None,
+        root,
+        memo: HashMap::new(),
+    };
+    let ends = value(m, doc, "", &mut s);
+    if let Some((_, text)) = ends.iter().find(|(e, _)| e.can_end()) {
+        return Verdict { accepted: true, text: text.clone(), failure: None, gave_up: false };
+    }
+    // Fed whole but the grammar cannot end there: no byte was refused.
+    let failure = if ends.is_empty() { s.failure } else { None };
+    let text = match ends.into_iter().next() {
+        Some((_, t)) if t.len() >= s.best.len() => t,
+        _ => s.best,
+    };
+    Verdict { accepted: false, text, failure, gave_up: s.exhausted }
+}
+
+/// Feeds `piece` into `m`, after the layout `prefix`; records the farthest refusal.
+fn feed(m: &mut Matcher, prefix: &str, piece: &str, s: &mut Search<'_>) -> bool {
+    match m.accept_bytes(piece.as_bytes()) {
         Ok(()) => {
-            text.push_str(s);
-            if text.len() > search.best.len() {
-                search.best = text.clone();
+            if prefix.len() + piece.len() > s.best.len() {
+                s.best = format!("{prefix}{piece}");
             }
             true
         }
@@ -179,131 +312,140 @@ fn feed(m: &mut Matcher, text: &mut String, s: &str, search: &mut Search) -> boo
                 crate::error::AcceptError::AtByte(i) => i,
                 _ => 0,
             };
-            let offset = text.len() + at;
-            if search.failure.as_ref().is_none_or(|f| offset > f.offset) {
-                search.failure = Some(Failure { offset, text: format!("{text}{s}") });
+            let offset = prefix.len() + at;
+            if s.failure.as_ref().is_none_or(|f| offset > f.offset) {
+                s.failure = Some(Failure { offset, text: format!("{prefix}{piece}") });
             }
             false
         }
     }
 }
 
-fn value(m: &mut Matcher, v: &Json, text: &mut String, s: &mut Search) -> bool {
+/// `piece` fed into a copy of `m`, as a one-way result.
+fn fed(m: &Matcher, prefix: &str, piece: &str, s: &mut Search<'_>) -> Vec<Piece> {
+    let mut m = m.clone();
+    if feed(&mut m, prefix, piece, s) {
+        vec![(m, piece.to_string())]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Adds `p` to `out` unless a piece ending in the same grammar state is there.
+fn push_distinct(out: &mut Vec<Piece>, p: Piece) {
+    if !out.iter().any(|(m, _)| m.state_id() == p.0.state_id()) {
+        out.push(p);
+    }
+}
+
+/// Every distinct way `v` can be laid out from `m` (after `prefix`).
+fn value(m: &Matcher, v: &Json, prefix: &str, s: &mut Search<'_>) -> Vec<Piece> {
     match v {
-        Json::Null => feed(m, text, "null", s),
-        Json::Bool(b) => feed(m, text, if *b { "true" } else { "false" }, s),
-        Json::Num(n) => feed(m, text, n, s),
-        Json::Str(x) => feed(m, text, &json_string(x), s),
+        Json::Null => fed(m, prefix, "null", s),
+        Json::Bool(b) => fed(m, prefix, if *b { "true" } else { "false" }, s),
+        Json::Num(n) => fed(m, prefix, n, s),
+        Json::Str(x) => fed(m, prefix, &json_string(x), s),
         Json::Arr(a) => {
-            if !feed(m, text, "[", s) {
-                return false;
-            }
+            let mut ways = fed(m, prefix, "[", s);
             for (i, x) in a.iter().enumerate() {
-                if i > 0 && !feed(m, text, ",", s) {
-                    return false;
-                }
-                if !value(m, x, text, s) {
-                    return false;
-                }
+                ways = then(ways, prefix, s, |mi, at, s| {
+                    let mut out = Vec::new();
+                    for (mc, tc) in if i == 0 { vec![(mi.clone(), String::new())] } else { fed(mi, at, ",", s) } {
+                        out.extend(
+                            value(&mc, x, &format!("{at}{tc}"), s).into_iter().map(|(mx, tx)| (mx, tc.clone() + &tx)),
+                        );
+                    }
+                    out
+                });
             }
-            feed(m, text, "]", s)
+            then(ways, prefix, s, |mi, at, s| fed(mi, at, "]", s))
         }
         Json::Obj(o) => {
-            if !feed(m, text, "{", s) {
-                return false;
-            }
-            let rem: Vec<usize> = (0..o.len()).collect();
-            members(m, o, &rem, true, text, s)
+            let (rem, rules) = s.orders.arrange(o);
+            then(fed(m, prefix, "{", s), prefix, s, |mi, at, s| members(mi, o, &rules, &rem, at, s))
         }
     }
 }
 
-/// Tries the remaining members in each order the grammar admits (within the round's
-/// deviation limit), then the closing brace.
+/// Continues each of `ways` (layouts after `prefix`) with `next`, which is given the grammar
+/// and the whole text so far; the distinct results, each with its text from `prefix` on.
+fn then(
+    ways: Vec<Piece>,
+    prefix: &str,
+    s: &mut Search<'_>,
+    mut next: impl FnMut(&Matcher, &str, &mut Search<'_>) -> Vec<Piece>,
+) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for (mi, ti) in ways {
+        for (mn, tn) in next(&mi, &format!("{prefix}{ti}"), s) {
+            push_distinct(&mut out, (mn, format!("{ti}{tn}")));
+        }
+    }
+    out
+}
+
+/// Every distinct way the members `rem` of object `o` (in any order the search tries, see
+/// [`Search`]), then its closing brace, can be laid out from `m` (after `prefix`).
 fn members(
-    m: &mut Matcher,
+    m: &Matcher,
     o: &[(String, Json)],
+    rules: &[usize],
     rem: &[usize],
-    first: bool,
-    text: &mut String,
-    s: &mut Search,
-) -> bool {
+    prefix: &str,
+    s: &mut Search<'_>,
+) -> Vec<Piece> {
     if rem.is_empty() {
-        return feed(m, text, "}", s);
+        return fed(m, prefix, "}", s);
     }
     let key = (o.as_ptr() as usize, m.state_id(), rem.to_vec());
-    if s.failed.get(&key).is_some_and(|&f| f >= s.limit) {
-        if s.failed[&key] != usize::MAX {
-            s.cut = true;
-        }
-        return false;
+    if let Some(done) = s.memo.get(&key) {
+        return done.clone();
     }
-    let (limit, cut_before) = (s.limit, s.cut);
-    s.cut = false;
-    // The greedy choice is the first member (in document order) the grammar accepts here;
-    // with deviations left, the others are tried first (deviating early in the object), the
-    // greedy one last.
-    let mut greedy: Option<(usize, Matcher, String)> = None;
-    let mut found = false;
-    for (pos, &i) in rem.iter().enumerate() {
+    let comma = if rem.len() == o.len() { "" } else { "," };
+    let head = |i: usize| format!("{comma}{}:", json_string(&o[i].0));
+    // Positions in `rem` of the members whose key the grammar accepts here.
+    let open: Vec<usize> = (0..rem.len())
+        .filter(|&p| {
+            let mut probe = m.clone();
+            probe.accept_bytes(head(rem[p]).as_bytes()).is_ok()
+        })
+        .collect();
+    let Some(&lead) = open.first() else {
+        // No member can come here: feed the first, to record where it is refused.
+        let _ = fed(m, prefix, &head(rem[0]), s);
+        s.memo.insert(key, Vec::new());
+        return Vec::new();
+    };
+    let candidates =
+        open.iter().copied().filter(|&p| p == lead || s.orders.may_precede(rules, &o[rem[p]].0, &o[rem[lead]].0));
+    let root = s.root == Some(o.as_ptr());
+    let mut out = Vec::new();
+    for pos in candidates.collect::<Vec<_>>() {
         if s.budget == 0 {
-            break;
+            s.exhausted = true;
+            return out;
         }
         s.budget -= 1;
-        let mut m2 = m.clone();
-        let mut t2 = text.clone();
-        let head = format!("{}{}:", if first { "" } else { "," }, json_string(&o[i].0));
-        if !feed(&mut m2, &mut t2, &head, s) || !value(&mut m2, &o[i].1, &mut t2, s) {
-            continue;
-        }
-        if greedy.is_none() {
-            greedy = Some((pos, m2, t2));
-            if s.limit == 0 {
-                break;
+        let i = rem[pos];
+        let h = head(i);
+        let others: Vec<usize> = rem.iter().enumerate().filter(|&(p, _)| p != pos).map(|(_, &x)| x).collect();
+        for (mh, _) in fed(m, prefix, &h, s) {
+            let after_head = format!("{prefix}{h}");
+            for (mv, tv) in value(&mh, &o[i].1, &after_head, s) {
+                let after_value = format!("{after_head}{tv}");
+                for (me, te) in members(&mv, o, rules, &others, &after_value, s) {
+                    let complete = root && me.can_end();
+                    push_distinct(&mut out, (me, format!("{h}{tv}{te}")));
+                    if complete {
+                        // The document is accepted: no other layout is needed.
+                        return out;
+                    }
+                }
             }
-            continue;
-        }
-        s.limit -= 1;
-        let ok = rest(m, o, rem, pos, m2, t2, text, s);
-        s.limit += 1;
-        if ok {
-            found = true;
-            break;
         }
     }
-    if let (false, Some((pos, m2, t2))) = (found, greedy) {
-        let others_left = rem.len() > pos + 1;
-        found = rest(m, o, rem, pos, m2, t2, text, s);
-        if !found && s.limit == 0 && others_left {
-            s.cut = true;
-        }
+    if !s.exhausted {
+        s.memo.insert(key, out.clone());
     }
-    if !found && s.budget > 0 {
-        s.failed.insert(key, if s.cut { limit } else { usize::MAX });
-    }
-    s.cut |= cut_before;
-    found
-}
-
-/// After member `rem[pos]` was fed (into `m2`/`t2`): the other members, then the brace;
-/// on success the state moves to `m`/`text`.
-#[allow(clippy::too_many_arguments)]
-fn rest(
-    m: &mut Matcher,
-    o: &[(String, Json)],
-    rem: &[usize],
-    pos: usize,
-    mut m2: Matcher,
-    mut t2: String,
-    text: &mut String,
-    s: &mut Search,
-) -> bool {
-    let others: Vec<usize> = rem.iter().enumerate().filter(|&(p, _)| p != pos).map(|(_, &x)| x).collect();
-    if members(&mut m2, o, &others, false, &mut t2, s) {
-        *m = m2;
-        *text = t2;
-        true
-    } else {
-        false
-    }
+    out
 }

@@ -1,21 +1,39 @@
 //! Test helpers: compile a schema strictly and judge instances by feeding them through the
 //! grammar in the layout the grammar writes (as the JSONSchemaBench test does).
 
+use std::ops::Deref;
+
 use serde_json::Value;
 
-use super::relayout::{feed_json, parse_json};
+use super::relayout::{feed_json_in, parse_json, MemberOrders};
 use super::{schema_to_gbnf, SchemaOptions};
 use crate::Matcher;
 
-/// The strict compile of `schema`, or the refusal text.
-pub fn compile(schema: &Value) -> Result<Matcher, String> {
-    let g = schema_to_gbnf(schema, &SchemaOptions::default()).map_err(|e| e.to_string())?;
-    Matcher::from_gbnf(&g.gbnf).map_err(|e| format!("{e}\n{}", g.gbnf))
+/// A compiled schema's matcher with the member orders its documents are laid out in.
+pub struct Compiled {
+    pub m: Matcher,
+    pub orders: MemberOrders,
 }
 
-/// Whether the compiled grammar accepts `instance` (JSON text).
-pub fn accepts(m: &Matcher, instance: &str) -> bool {
-    feed_json(m, &parse_json(instance).expect("test instance is JSON")).accepted
+impl Deref for Compiled {
+    type Target = Matcher;
+    fn deref(&self) -> &Matcher {
+        &self.m
+    }
+}
+
+/// The strict compile of `schema`, or the refusal text.
+pub fn compile(schema: &Value) -> Result<Compiled, String> {
+    let g = schema_to_gbnf(schema, &SchemaOptions::default()).map_err(|e| e.to_string())?;
+    let m = Matcher::from_gbnf(&g.gbnf).map_err(|e| format!("{e}\n{}", g.gbnf))?;
+    Ok(Compiled { m, orders: g.member_orders })
+}
+
+/// Whether the compiled grammar accepts `instance` (JSON text); an undecided check fails.
+pub fn accepts(c: &Compiled, instance: &str) -> bool {
+    let v = feed_json_in(&c.m, &parse_json(instance).expect("test instance is JSON"), &c.orders);
+    assert!(!v.gave_up, "undecided: {instance}");
+    v.accepted
 }
 
 /// Asserts that `schema` compiles, accepts every `good` and rejects every `bad` instance.

@@ -85,6 +85,8 @@ pub struct ChatTemplate {
     kind: TemplateSource,
     bos_token: String,
     eos_token: String,
+    /// Extra variables the template sees (`chat_template_kwargs`, e.g. `enable_thinking`).
+    kwargs: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ChatTemplate {
@@ -95,7 +97,13 @@ impl ChatTemplate {
         bos_token: impl Into<String>,
         eos_token: impl Into<String>,
     ) -> Self {
-        ChatTemplate { source: source.into(), kind, bos_token: bos_token.into(), eos_token: eos_token.into() }
+        ChatTemplate {
+            source: source.into(),
+            kind,
+            bos_token: bos_token.into(),
+            eos_token: eos_token.into(),
+            kwargs: serde_json::Map::new(),
+        }
     }
 
     /// The model's template, or the built-in one that fits it.
@@ -116,6 +124,16 @@ impl ChatTemplate {
             None => (CHATML_TEMPLATE.to_string(), TemplateSource::BuiltinChatMl),
         };
         ChatTemplate::new(source, kind, sp.bos_text.clone(), sp.eos_text.clone())
+    }
+
+    /// This template with `kwargs` as extra variables (llama-server's and vLLM's
+    /// `chat_template_kwargs`; later keys win over earlier ones, and none replaces `messages`,
+    /// `tools`, `add_generation_prompt` or the special tokens).
+    pub fn with_kwargs(mut self, kwargs: &serde_json::Map<String, serde_json::Value>) -> Self {
+        for (k, v) in kwargs {
+            self.kwargs.insert(k.clone(), v.clone());
+        }
+        self
     }
 
     /// Where the template came from.
@@ -157,6 +175,9 @@ impl ChatTemplate {
         let env = environment();
         let msgs: Vec<Value> = messages.iter().map(message_value).collect();
         let mut ctx = std::collections::BTreeMap::new();
+        for (k, v) in &self.kwargs {
+            ctx.insert(k.as_str(), json_value(v));
+        }
         ctx.insert("messages", Value::from(msgs));
         ctx.insert("add_generation_prompt", Value::from(add_generation_prompt));
         ctx.insert("bos_token", Value::from(self.bos_token.as_str()));

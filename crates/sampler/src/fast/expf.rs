@@ -5,6 +5,11 @@
 //! The bounds are what the fast paths' margins rest on; the tests check them exhaustively over
 //! every `f32` in the input range the samplers use (`x <= 0`).
 
+// The replica of glibc's `expf` has vector forms for the x86 levels only; elsewhere (NEON)
+// `expf_exact_slice` calls `f32::exp` value by value, and the replica's scalar form and
+// constants serve only the tests.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
 use crate::fast::simd::Simd;
 
 /// Inputs below this give `0` from [`exp_near`] and [`exp_bound`] clamps to it; the true
@@ -129,17 +134,20 @@ fn expf_replica_scalar(x: f32) -> f32 {
 }
 
 /// Exact `expf` (what llama.cpp computes) for every element of `xs`, written to `out`.
-/// Uses the AVX-512 replica of glibc's `expf` when AVX-512 is the active level and the replica
-/// was verified against this process's `expf` at first use, otherwise calls `f32::exp`
+/// Uses the vector replica of glibc's `expf` for the active level (AVX-512 or AVX2) when that
+/// replica was verified against this process's `expf` at first use, otherwise calls `f32::exp`
 /// element by element.
 pub(crate) fn expf_exact_slice(xs: &[f32], out: &mut [f32]) {
     debug_assert_eq!(xs.len(), out.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if use_replica() {
-            // SAFETY: use_replica() implies AVX-512F is available.
-            unsafe { expf_replica_avx512(xs, out) };
-            return;
+        use crate::fast::simd::Level;
+        match replica_level() {
+            // SAFETY: `replica_level` names AVX-512 only when it is active (so supported).
+            Some(Level::Avx512) => return unsafe { expf_replica_avx512(xs, out) },
+            // SAFETY: `replica_level` names AVX2 only when it is active (so AVX2 and FMA are there).
+            Some(Level::Avx2) => return unsafe { expf_replica_avx2(xs, out) },
+            _ => {}
         }
     }
     for (o, &x) in out.iter_mut().zip(xs) {
@@ -147,22 +155,34 @@ pub(crate) fn expf_exact_slice(xs: &[f32], out: &mut [f32]) {
     }
 }
 
-/// Whether [`expf_exact_slice`] takes the vector replica: AVX-512 is the active level (a forced
-/// lesser level turns it off) and [`replica_ok`].
+/// The level whose vector replica [`expf_exact_slice`] takes: the active level when it has one
+/// (AVX-512 or AVX2; a forced scalar level turns it off) and [`replica_ok`].
 #[inline]
-fn use_replica() -> bool {
-    crate::fast::simd::Level::active() == crate::fast::simd::Level::Avx512 && replica_ok()
+fn replica_level() -> Option<crate::fast::simd::Level> {
+    use crate::fast::simd::Level;
+    match Level::active() {
+        l @ (Level::Avx512 | Level::Avx2) if replica_ok() => Some(l),
+        _ => None,
+    }
 }
 
-/// Whether the vector replica may stand in for `f32::exp`: AVX-512F and FMA are present (so
-/// glibc runs its FMA variant) and the replica matched `f32::exp` on a check set at first use.
+/// Whether [`expf_exact_slice`] takes a vector replica.
+#[cfg(test)]
+fn use_replica() -> bool {
+    replica_level().is_some()
+}
+
+/// Whether the vector replicas may stand in for `f32::exp`: FMA is present (so glibc runs its
+/// FMA variant) and every replica this CPU can run (AVX2; AVX-512 where present) matched
+/// `f32::exp` on a check set at first use.
 pub(crate) fn replica_ok() -> bool {
     use std::sync::OnceLock;
     static OK: OnceLock<bool> = OnceLock::new();
     *OK.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
         {
-            if !crate::fast::simd::Level::Avx512.is_supported() || !std::arch::is_x86_feature_detected!("fma") {
+            use crate::fast::simd::Level;
+            if !Level::Avx2.is_supported() || !std::arch::is_x86_feature_detected!("fma") {
                 return false;
             }
             // Every 4099th float in [-104, 0] plus values near rounding-sensitive points.
@@ -175,14 +195,37 @@ pub(crate) fn replica_ok() -> bool {
             }
             xs.extend((0..20_000).map(|i| -(i as f32) * 0.000_731));
             xs.push(f32::NEG_INFINITY);
+            let matches = |out: &[f32]| {
+                xs.iter().zip(out).all(|(&x, &y)| x.exp().to_bits() == y.to_bits() && expf_replica_scalar(x) == y)
+            };
             let mut out = vec![0f32; xs.len()];
-            // SAFETY: AVX-512F detected above.
-            unsafe { expf_replica_avx512(&xs, &mut out) };
-            xs.iter().zip(&out).all(|(&x, &y)| x.exp().to_bits() == y.to_bits() && expf_replica_scalar(x) == y)
+            // SAFETY: AVX2 and FMA detected above.
+            unsafe { expf_replica_avx2(&xs, &mut out) };
+            if !matches(&out) {
+                return false;
+            }
+            if Level::Avx512.is_supported() {
+                // SAFETY: AVX-512F is supported.
+                unsafe { expf_replica_avx512(&xs, &mut out) };
+                return matches(&out);
+            }
+            true
         }
         #[cfg(not(target_arch = "x86_64"))]
         false
     })
+}
+
+/// `out[at + j] = expf(xs[at + j])` for the lanes `j` set in `mask`: the inputs outside the
+/// replicas' main path (`|x| >= 88`, `-inf`, NaN) take glibc's own special cases.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn glibc_special_lanes(xs: &[f32], out: &mut [f32], at: usize, mut mask: u32) {
+    while mask != 0 {
+        let j = at + mask.trailing_zeros() as usize;
+        out[j] = xs[j].exp();
+        mask &= mask - 1;
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -231,14 +274,53 @@ unsafe fn expf_replica_avx512(xs: &[f32], out: &mut [f32]) {
         // Lanes outside the main path (|x| >= 88, -inf, NaN) take glibc's special cases.
         let top = _mm512_and_si512(_mm512_srli_epi32::<20>(_mm512_castps_si512(x)), _mm512_set1_epi32(0x7ff));
         let special = _mm512_cmpgt_epi32_mask(top, _mm512_set1_epi32(0x42a));
-        if special != 0 {
-            for j in 0..16 {
-                if special & (1 << j) != 0 {
-                    out[i + j] = xs[i + j].exp();
-                }
-            }
-        }
+        glibc_special_lanes(xs, out, i, special as u32);
         i += 16;
+    }
+    for j in i..n {
+        out[j] = expf_replica_scalar(xs[j]);
+    }
+}
+
+/// [`expf_replica_avx512`] on AVX2: four lanes of `f64` at a time, the table read with a
+/// gather (AVX2 has no two-source permute over 64-bit lanes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn expf_replica_avx2(xs: &[f32], out: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let f = |b: u64| _mm256_set1_pd(f64::from_bits(b));
+    let (inv, shift, c0, c1, c2, one) =
+        (f(glibc::INV_LN2_N), f(glibc::SHIFT), f(glibc::C0), f(glibc::C1), f(glibc::C2), _mm256_set1_pd(1.0));
+    let tp = glibc::TAB.as_ptr() as *const i64;
+    let quarter = |x: __m128| -> __m128 {
+        let xd = _mm256_cvtps_pd(x);
+        let kds = _mm256_fmadd_pd(inv, xd, shift);
+        let kd = _mm256_sub_pd(kds, shift);
+        let r = _mm256_fmsub_pd(inv, xd, kd);
+        let ki = _mm256_castpd_si256(kds);
+        let idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
+        // SAFETY: every index is masked to 0..32, inside the 32-entry table.
+        let t = unsafe { _mm256_i64gather_epi64::<8>(tp, idx) };
+        let s = _mm256_castsi256_pd(_mm256_add_epi64(t, _mm256_slli_epi64::<47>(ki)));
+        let z = _mm256_fmadd_pd(r, c0, c1);
+        let r2 = _mm256_mul_pd(r, r);
+        let y = _mm256_fmadd_pd(r, c2, one);
+        let y = _mm256_fmadd_pd(z, r2, y);
+        _mm256_cvtpd_ps(_mm256_mul_pd(y, s))
+    };
+    let n = xs.len();
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: i + 8 <= n for both slices.
+        let x = unsafe { _mm256_loadu_ps(xs.as_ptr().add(i)) };
+        let y = _mm256_set_m128(quarter(_mm256_extractf128_ps::<1>(x)), quarter(_mm256_castps256_ps128(x)));
+        // SAFETY: as above.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(i), y) };
+        // Lanes outside the main path (|x| >= 88, -inf, NaN) take glibc's special cases.
+        let top = _mm256_and_si256(_mm256_srli_epi32::<20>(_mm256_castps_si256(x)), _mm256_set1_epi32(0x7ff));
+        let special = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(0x42a))));
+        glibc_special_lanes(xs, out, i, special as u32);
+        i += 8;
     }
     for j in i..n {
         out[j] = expf_replica_scalar(xs[j]);
@@ -276,12 +358,27 @@ mod tests {
                 Level::Avx512 => unsafe { a512(xs, out, which) },
                 // SAFETY: as above.
                 Level::Avx2 => unsafe { a2(xs, out, which) },
-                // SAFETY: the scalar backend has no requirement.
-                Level::Scalar => unsafe { apply::<Scalar>(xs, out, which) },
+                // SAFETY: the scalar backend has no requirement (NEON is never supported here).
+                Level::Scalar | Level::Neon => unsafe { apply::<Scalar>(xs, out, which) },
             }
         }
-        // SAFETY: only the scalar level is supported off x86-64.
-        #[cfg(not(target_arch = "x86_64"))]
+        #[cfg(target_arch = "aarch64")]
+        {
+            #[target_feature(enable = "neon")]
+            unsafe fn neon(xs: &[f32], out: &mut [f32], which: u8) {
+                // SAFETY: the caller checked NEON.
+                unsafe { apply::<crate::fast::simd::Neon>(xs, out, which) }
+            }
+            match level {
+                // SAFETY: the level is supported (checked above).
+                Level::Neon => unsafe { neon(xs, out, which) },
+                // SAFETY: the scalar backend has no requirement (the x86 levels are never
+                // supported here).
+                _ => unsafe { apply::<Scalar>(xs, out, which) },
+            }
+        }
+        // SAFETY: only the scalar level is supported elsewhere.
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         unsafe {
             apply::<Scalar>(xs, out, which)
         };
@@ -399,7 +496,7 @@ mod tests {
             let mut want = vec![f32::NAN; xs.len()];
             assert!(run(Level::Scalar, &xs, &mut want, which));
             assert!(want.iter().all(|v| !v.is_nan()), "kernel {which}: scalar output not written");
-            for level in [Level::Avx2, Level::Avx512] {
+            for level in [Level::Avx2, Level::Avx512, Level::Neon] {
                 let mut got = vec![f32::NAN; xs.len()];
                 if !run(level, &xs, &mut got, which) {
                     eprintln!("{level:?} is not supported on this CPU: not compared");
@@ -412,7 +509,7 @@ mod tests {
             }
         }
         // Every SIMD level this CPU has was compared, for both kernels.
-        for level in [Level::Avx2, Level::Avx512] {
+        for level in [Level::Avx2, Level::Avx512, Level::Neon] {
             let n = compared.iter().filter(|&&l| l == level).count();
             assert_eq!(n, if level.is_supported() { 2 } else { 0 }, "{level:?}");
         }
@@ -435,33 +532,79 @@ mod tests {
         assert!(first_difference(&near, &bound).is_some());
     }
 
-    /// A forced level below AVX-512 turns the vector replica off (and AVX-512 turns it back on
+    /// A forced scalar level turns the vector replica off (and AVX2 or AVX-512 turn it back on
     /// where it was verified).
     #[test]
     fn replica_follows_the_forced_level() {
-        for level in [Level::Avx2, Level::Scalar] {
-            if let Some(used) = crate::fast::simd::with_level(level, use_replica) {
-                assert!(!used, "replica used at {level:?}");
-            }
+        if let Some(used) = crate::fast::simd::with_level(Level::Scalar, use_replica) {
+            assert!(!used, "replica used at the scalar level");
         }
-        if let Some(used) = crate::fast::simd::with_level(Level::Avx512, use_replica) {
-            assert_eq!(used, replica_ok());
+        for level in [Level::Avx2, Level::Avx512] {
+            if let Some(used) = crate::fast::simd::with_level(level, use_replica) {
+                assert_eq!(used, replica_ok(), "{level:?}");
+            }
         }
     }
 
+    /// Each x86 vector replica, called directly (not through the first-use check, which would
+    /// hide a wrong one behind `f32::exp`), equals `f32::exp` bit for bit on a sample of
+    /// `[-110, 0]` every 17th float, the special inputs and a tail shorter than a vector; and
+    /// where FMA is present the replicas are the ones in use.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn vector_replicas_equal_glibc_expf() {
+        if !Level::Avx2.is_supported() || !std::arch::is_x86_feature_detected!("fma") {
+            return;
+        }
+        assert!(replica_ok(), "the replicas do not match this process's expf");
+        let mut xs: Vec<f32> = Vec::new();
+        let (mut b, last) = (0x8000_0000u32, (-110.0f32).to_bits());
+        while b <= last {
+            xs.push(f32::from_bits(b));
+            b += 17;
+        }
+        xs.extend([f32::NEG_INFINITY, f32::NAN, -88.5, -87.9, 0.0, 1.5, 90.0, -0.0, -1e-30]);
+        let want: Vec<u32> = xs.iter().map(|x| x.exp().to_bits()).collect();
+        let mut out = vec![0f32; xs.len()];
+        let check = |out: &[f32], name: &str| {
+            for ((&x, &w), &y) in xs.iter().zip(&want).zip(out) {
+                assert!(y.to_bits() == w || (x.is_nan() && y.is_nan()), "{name} at {x:e}: {y:e}");
+            }
+        };
+        // SAFETY: AVX2 and FMA are present (checked above).
+        unsafe { expf_replica_avx2(&xs, &mut out) };
+        check(&out, "AVX2");
+        if Level::Avx512.is_supported() {
+            // SAFETY: AVX-512F is supported.
+            unsafe { expf_replica_avx512(&xs, &mut out) };
+            check(&out, "AVX-512");
+        }
+    }
+
+    /// [`expf_exact_slice`] equals `f32::exp` bit for bit on every float of `[-110, 0]` at each
+    /// vector level this CPU runs (the AVX-512 and AVX2 replicas; the scalar level, which calls
+    /// `f32::exp` itself, only where there is none).
     #[test]
     fn replica_equals_glibc_expf_everywhere() {
         let mut out = vec![0f32; 4096];
         let use_vec = replica_ok();
-        inputs(-110.0, 4096, |xs| {
-            let out = &mut out[..xs.len()];
-            expf_exact_slice(xs, out);
-            for (&x, &y) in xs.iter().zip(out.iter()) {
-                assert_eq!(y.to_bits(), x.exp().to_bits(), "x {x:e} (vector replica in use: {use_vec})");
-                if (x.to_bits() >> 20) & 0x7ff <= 0x42a {
-                    assert_eq!(expf_replica_scalar(x).to_bits(), x.exp().to_bits(), "scalar replica at {x:e}");
-                }
-            }
-        });
+        let mut levels: Vec<Level> = [Level::Avx512, Level::Avx2].into_iter().filter(|l| l.is_supported()).collect();
+        if levels.is_empty() {
+            levels.push(Level::Scalar);
+        }
+        for level in levels {
+            crate::fast::simd::with_level(level, || {
+                inputs(-110.0, 4096, |xs| {
+                    let out = &mut out[..xs.len()];
+                    expf_exact_slice(xs, out);
+                    for (&x, &y) in xs.iter().zip(out.iter()) {
+                        assert_eq!(y.to_bits(), x.exp().to_bits(), "{level:?} x {x:e} (replica verified: {use_vec})");
+                        if (x.to_bits() >> 20) & 0x7ff <= 0x42a {
+                            assert_eq!(expf_replica_scalar(x).to_bits(), x.exp().to_bits(), "scalar replica at {x:e}");
+                        }
+                    }
+                });
+            });
+        }
     }
 }

@@ -1404,13 +1404,11 @@ fn first_term_of_code(code: u32, s2: f32) -> f32 {
 
 /// Writes the values of `x` (at most [`BLOCK`]) that are `>= thr` to the front of `out`, in
 /// order; returns how many. (`collect_into` does the same into vectors with their ids, at
-/// about twice the cost per value here.)
+/// about twice the cost per value here.) The vector levels take [`compact_ge_v`].
 fn compact_ge(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
     assert!(x.len() <= BLOCK);
-    #[cfg(target_arch = "x86_64")]
-    if crate::fast::simd::Level::active() == crate::fast::simd::Level::Avx512 {
-        // SAFETY: the active level is AVX-512 only when this CPU has AVX-512F.
-        return unsafe { compact_ge_avx512(x, thr, out) };
+    if crate::fast::simd::Level::active() != crate::fast::simd::Level::Scalar {
+        return compact_ge_v(x, thr, out);
     }
     let mut w = 0;
     for &v in x {
@@ -1420,76 +1418,58 @@ fn compact_ge(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
     w
 }
 
-/// [`compact_ge`] with AVX-512: each 16 values compressed in a register and stored whole (the
-/// spare lanes are overwritten by the next store or lie past the count). On the rows this
-/// runs on, a few thousand of the 262,144 pass, in about a third of the groups of 64 values:
-/// a branch per group mispredicts often, so the groups holding a passing value are found
-/// first (a bit each, compares only), then only those are compressed (the values are still in
-/// L1), with one loop exit mispredicted per call.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn compact_ge_avx512(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
-    use std::arch::x86_64::*;
+simd_dispatch!(
+    /// [`compact_ge`] on a vector level: each vector compressed in a register and stored whole
+    /// (the spare lanes are overwritten by the next store or lie past the count). On the rows
+    /// this runs on, a few thousand of the 262,144 pass, in about a third of the groups of 64
+    /// values: a branch per group mispredicts often, so the groups holding a passing value are
+    /// found first (a bit each, compares only), then only those are compressed (the values are
+    /// still in L1), with one loop exit mispredicted per call. `x` holds at most [`BLOCK`].
+    fn compact_ge_v(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize = compact_ge_k
+);
+
+#[inline(always)]
+unsafe fn compact_ge_k<S: Simd>(x: &[f32], thr: f32, out: &mut [f32; BLOCK + 16]) -> usize {
     const _: () = assert!(BLOCK / 64 <= 32, "a bit per group of 64 in a u32");
-    let tv = _mm512_set1_ps(thr);
+    assert!(x.len() <= BLOCK && S::N <= 16);
+    let per = 64 / S::N;
     let groups = x.len() / 64;
-    let mut hits = 0u32;
-    for g in 0..groups {
-        let mut any: __mmask16 = 0;
-        for j in 0..4 {
-            // SAFETY: `g < groups`, so `64 g + 16 j + 16 <= x.len()`.
-            let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(64 * g + 16 * j)) };
-            any |= _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv);
-        }
-        hits |= u32::from(any != 0) << g;
-    }
     let mut w = 0usize;
-    while hits != 0 {
-        let g = hits.trailing_zeros() as usize;
-        hits &= hits - 1;
-        for j in 0..4 {
-            // SAFETY: `g < groups`, so `64 g + 16 j + 16 <= x.len()`.
-            let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(64 * g + 16 * j)) };
-            let m = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv);
-            // SAFETY: the groups go in increasing order and each value is written at most
-            // once, so `w <= 64 g + 16 j <= x.len() - 16 <= BLOCK - 16`.
-            w += unsafe { compress_at(m, v, out, w) };
-        }
-    }
     let mut i = 64 * groups;
-    while i + 16 <= x.len() {
-        // SAFETY: `i + 16 <= x.len()`.
-        let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(i)) };
-        // SAFETY: `w <= i <= BLOCK - 16`.
-        w += unsafe { compress_at(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, tv), v, out, w) };
-        i += 16;
+    // SAFETY: the kernel contract (`fast::simd`): the caller runs this on a level the CPU
+    // supports. Loads: `g < groups` gives `64 g + S::N j + S::N <= x.len()` for `j < per`, and
+    // the last loop keeps `i + S::N <= x.len()`. Stores: values go out in increasing order,
+    // each at most once, so before a vector at `i` is compressed `w <= i <= x.len() - S::N`,
+    // and its `S::N` lanes stored from `w` end at most at `BLOCK`, inside `out`.
+    unsafe {
+        let tv = S::splat(thr);
+        let mut hits = 0u32;
+        for g in 0..groups {
+            let mut any = S::none();
+            for j in 0..per {
+                any = S::or_m(any, S::ge(S::load(x.as_ptr().add(64 * g + S::N * j)), tv));
+            }
+            hits |= u32::from(S::any(any)) << g;
+        }
+        while hits != 0 {
+            let g = hits.trailing_zeros() as usize;
+            hits &= hits - 1;
+            for j in 0..per {
+                let v = S::load(x.as_ptr().add(64 * g + S::N * j));
+                w += S::compress_store(S::ge(v, tv), v, out.as_mut_ptr().add(w));
+            }
+        }
+        while i + S::N <= x.len() {
+            let v = S::load(x.as_ptr().add(i));
+            w += S::compress_store(S::ge(v, tv), v, out.as_mut_ptr().add(w));
+            i += S::N;
+        }
     }
     for &v in &x[i..] {
         out[w] = v;
         w += usize::from(v >= thr);
     }
     w
-}
-
-/// Stores the lanes of `v` under `m`, compressed, at `out[w..]` (a whole vector: the lanes
-/// past the count are overwritten later or lie past the kept values); returns their count.
-///
-/// # Safety
-/// AVX-512F is available and `w <= BLOCK`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,popcnt")]
-#[inline]
-unsafe fn compress_at(
-    m: std::arch::x86_64::__mmask16,
-    v: std::arch::x86_64::__m512,
-    out: &mut [f32; BLOCK + 16],
-    w: usize,
-) -> usize {
-    use std::arch::x86_64::*;
-    debug_assert!(w <= BLOCK);
-    // SAFETY: `w <= BLOCK` (the caller's contract): the 16 lanes stored lie inside `out`.
-    unsafe { _mm512_storeu_ps(out.as_mut_ptr().add(w), _mm512_maskz_compress_ps(m, v)) };
-    (m as u32).count_ones() as usize
 }
 
 /// The logits `>= thr` (in id order, without their ids: `s.ids` is left empty) into
@@ -2093,7 +2073,7 @@ mod tests {
         b[700] = 0.0;
         blocks.push(b);
         for x in &blocks {
-            for (level, lanes) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Scalar, 1)] {
+            for (level, lanes) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Neon, 4), (Level::Scalar, 1)] {
                 let want = reference(x, lanes).to_bits();
                 if let Some((_, lo, bad)) = with_level(level, || block_scan_t(x)) {
                     assert!(!bad);
@@ -2134,7 +2114,7 @@ mod tests {
             let xs = &all[..len];
             for thr in [f32::NEG_INFINITY, -3.0, 0.0, 9.5, 9.95, 11.0] {
                 let want: Vec<u32> = xs.iter().filter(|&&v| v >= thr).map(|v| v.to_bits()).collect();
-                for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                for level in Level::all() {
                     let got = with_level(level, || {
                         let mut out = [0f32; BLOCK + 16];
                         let k = compact_ge(xs, thr, &mut out);
@@ -2166,7 +2146,7 @@ mod tests {
                     .filter(|g| xs[g * GROUP..(g + 1) * GROUP].iter().any(|&v| v >= thr))
                     .fold(0, |h, g| h | 1 << g);
                 let want_rest = xs[groups * GROUP..].iter().any(|&v| v >= thr);
-                for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                for level in Level::all() {
                     let Some(h) = with_level(level, || scan_hits(xs, thr, &all)) else { continue };
                     let (hi, lo, bad) = with_level(level, || block_scan_t(xs)).expect("same level");
                     assert!(!bad);
@@ -2193,7 +2173,7 @@ mod tests {
                             // A NaN after the `+inf` in the same lane hides it from the maximum.
                             ys[(at + 16) % len] = f32::NAN;
                         }
-                        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                        for level in Level::all() {
                             let found = with_level(level, || {
                                 let h = scan_hits(&ys, thr, &[]);
                                 let mut out = [0f32; BLOCK + 16];
@@ -2207,7 +2187,7 @@ mod tests {
                         if bad == f32::INFINITY {
                             let mut zs = xs.to_vec();
                             zs[at] = bad;
-                            for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+                            for level in Level::all() {
                                 if let Some(h) = with_level(level, || scan_hits(&zs, thr, &[])) {
                                     assert!(h.bad, "len {len}, +inf at {at} at {level:?}");
                                 }
@@ -2472,7 +2452,7 @@ mod tests {
                 })
                 .collect();
             let row = Row { logits: &row, patches: &[] };
-            for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+            for level in Level::all() {
                 with_level(level, || {
                     for mu in (0..48).map(|j| 24.0 + 4.5 * j as f32) {
                         let r = mirostat_prefix(row, Some(0.8), mu, &mut s, &mut out);

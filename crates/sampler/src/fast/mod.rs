@@ -5,14 +5,16 @@
 //! `mirostat_v2`); what they share lives in its own module and they import nothing from each
 //! other: [`row`] (block size, patched row view, max pass, gather, tier counters), [`bounds`]
 //! (rounding helpers, exact replays of llama.cpp's sequential sums), [`expf`] (the glibc
-//! `expf` replica and exp bounds), [`simd`] (the AVX-512 / AVX2 / scalar kernels and their
-//! run-time dispatch) and [`value_sort`] (descending-order keys of values and their radix
+//! `expf` replica and exp bounds), [`simd`] (the AVX-512 / AVX2 / NEON / scalar kernels and their
+//! run-time dispatch; the NEON backend is `neon`) and [`value_sort`] (descending-order keys of values and their radix
 //! sort, for the paths that sort values without ids).
 
 pub(crate) mod bounds;
 pub(crate) mod dist;
 pub(crate) mod expf;
 pub(crate) mod mirostat_v2;
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod neon;
 pub(crate) mod row;
 pub(crate) mod simd;
 pub(crate) mod top_k;

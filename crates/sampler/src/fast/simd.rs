@@ -1,5 +1,5 @@
 //! A minimal SIMD abstraction so each whole-vocabulary kernel is written once and compiled for
-//! AVX-512F, AVX2+FMA and plain scalar code (the portable fallback).
+//! AVX-512F, AVX2+FMA (x86-64), NEON (aarch64) and plain scalar code (the portable fallback).
 //!
 //! Every operation maps to one IEEE operation per lane (FMA is a single fused rounding on every
 //! backend: `f32::mul_add` in scalar code), so the three backends give bit-identical results.
@@ -14,7 +14,7 @@
 /// Every backend gives bit-identical results (the tests and the differential oracle run each
 /// one), so the level changes speed, never a token. The active level is process-wide: the
 /// best one this CPU supports, lowered by `NUCLEUS_SIMD=avx2` or `NUCLEUS_SIMD=scalar` in the
-/// environment at first use, or set at any time with [`SimdLevel::force`] (to test or measure
+/// environment at first use (`NUCLEUS_SIMD=neon` names aarch64's level, its best), or set at any time with [`SimdLevel::force`] (to test or measure
 /// the fallbacks within one process).
 ///
 /// [`SimdLevel::force`]: Level::force
@@ -26,6 +26,8 @@ pub enum Level {
     Avx2,
     /// Portable code, 1 lane.
     Scalar,
+    /// aarch64's Advanced SIMD (NEON, part of every aarch64 CPU), 4 lanes.
+    Neon,
 }
 
 /// The active level's code (see [`Level::code`]); 0 until first use.
@@ -55,9 +57,26 @@ impl Level {
         l
     }
 
-    /// Whether this CPU can run this level.
+    /// Whether this CPU can run this level: scalar anywhere, NEON on aarch64, the x86 levels up
+    /// to the best one detected.
     pub fn is_supported(self) -> bool {
-        self.rank() <= Level::supported().rank()
+        let best = Level::supported();
+        match self {
+            Level::Scalar => true,
+            Level::Neon => best == Level::Neon,
+            Level::Avx2 | Level::Avx512 => best != Level::Neon && self.rank() <= best.rank(),
+        }
+    }
+
+    /// The level's name as `NUCLEUS_SIMD` spells it (`avx512`, `avx2`, `neon`, `scalar`): what
+    /// `nucleus bench` reports with its figures.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Avx512 => "avx512",
+            Level::Avx2 => "avx2",
+            Level::Neon => "neon",
+            Level::Scalar => "scalar",
+        }
     }
 
     /// Makes this the active level for every thread of the process, from the next kernel call
@@ -80,9 +99,10 @@ impl Level {
         let asked = match std::env::var_os("NUCLEUS_SIMD") {
             Some(v) if v == "scalar" => Level::Scalar,
             Some(v) if v == "avx2" => Level::Avx2,
+            Some(v) if v == "neon" => Level::Neon,
             _ => best,
         };
-        let l = if asked.rank() < best.rank() { asked } else { best };
+        let l = if asked.is_supported() { asked } else { best };
         // A concurrent `force` wins over the default.
         match ACTIVE.compare_exchange(0, l.code(), Ordering::Relaxed, Ordering::Relaxed) {
             Ok(_) => l,
@@ -103,20 +123,30 @@ impl Level {
                 return Level::Avx2;
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            return Level::Neon;
+        }
         Level::Scalar
     }
 
-    /// 0 for scalar, up to 2 for AVX-512: a level can run where the supported rank is as high.
+    /// Within one architecture's levels, 0 for scalar up to 2 for AVX-512 (NEON is aarch64's
+    /// 1): an x86 level can run where the supported rank is as high.
     fn rank(self) -> u8 {
         match self {
             Level::Scalar => 0,
-            Level::Avx2 => 1,
+            Level::Avx2 | Level::Neon => 1,
             Level::Avx512 => 2,
         }
     }
 
     fn code(self) -> u8 {
-        self.rank() + 1
+        match self {
+            Level::Scalar => 1,
+            Level::Avx2 => 2,
+            Level::Avx512 => 3,
+            Level::Neon => 4,
+        }
     }
 
     #[inline]
@@ -125,8 +155,14 @@ impl Level {
             1 => Some(Level::Scalar),
             2 => Some(Level::Avx2),
             3 => Some(Level::Avx512),
+            4 => Some(Level::Neon),
             _ => None,
         }
+    }
+
+    /// Every level, best first (the tests run each one this CPU supports).
+    pub fn all() -> [Level; 4] {
+        [Level::Avx512, Level::Avx2, Level::Neon, Level::Scalar]
     }
 }
 
@@ -554,6 +590,9 @@ pub(crate) fn first_nan_or_inf(x: &[f32]) -> usize {
 #[cfg(target_arch = "x86_64")]
 pub(crate) use x86::{Avx2, Avx512};
 
+#[cfg(target_arch = "aarch64")]
+pub(crate) use super::neon::Neon;
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Simd;
@@ -797,6 +836,34 @@ mod x86 {
         }
     }
 
+    /// For each 8-bit lane mask, the indices of its set lanes in order, 3 bits each in a
+    /// nibble (lane `j`'s index in bits `4 j ..`; the nibbles past the count are 0): AVX2 has
+    /// no compress instruction, so [`Avx2`]'s compressing stores permute by these.
+    static COMPRESS8: [u32; 256] = {
+        let mut t = [0u32; 256];
+        let mut bits = 0;
+        while bits < 256 {
+            let (mut k, mut lane) = (0, 0);
+            while lane < 8 {
+                if bits & (1 << lane) != 0 {
+                    t[bits] |= (lane as u32) << (4 * k);
+                    k += 1;
+                }
+                lane += 1;
+            }
+            bits += 1;
+        }
+        t
+    };
+
+    /// [`COMPRESS8`]'s entry for `bits` (below 256) as 8 lane indices.
+    #[inline(always)]
+    unsafe fn compress_index(bits: u32) -> __m256i {
+        let packed = _mm256_set1_epi32(COMPRESS8[(bits & 0xFF) as usize] as i32);
+        let shifted = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+        _mm256_and_si256(shifted, _mm256_set1_epi32(7))
+    }
+
     impl Simd for Avx2 {
         const N: usize = 8;
         type V = __m256;
@@ -916,8 +983,10 @@ mod x86 {
         }
         #[inline(always)]
         unsafe fn keep_scale2(m: __m256, v: __m256, k: __m256) -> __m256 {
+            // The exponent is added in integer lanes (any `k` converts without a fault), and the
+            // lanes outside `m`, whatever they hold then, are zeroed.
             // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
-            unsafe { Self::keep(m, Self::add_exponent(v, Self::select(m, k, _mm256_setzero_ps()))) }
+            unsafe { Self::keep(m, Self::add_exponent(v, k)) }
         }
         #[inline(always)]
         unsafe fn count(m: __m256) -> u32 {
@@ -925,45 +994,37 @@ mod x86 {
         }
         #[inline(always)]
         unsafe fn push_masked(m: __m256, v: __m256, base: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
-            let bits = _mm256_movemask_ps(m) as u32;
-            if bits != 0 {
-                let mut a = [0f32; 8];
-                // SAFETY: `a` holds 8 f32, what the unaligned store writes; AVX2 is available (kernel contract).
-                unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
-                for (j, &x) in a.iter().enumerate() {
-                    if bits & (1 << j) != 0 {
-                        ids.push((base + j) as i32);
-                        vals.push(x);
-                    }
-                }
+            ids.reserve(8);
+            vals.reserve(8);
+            // SAFETY: both vectors reserved 8 spare elements above, so each 8-lane store stays
+            // inside their capacity; the first `k` stored lanes are the compressed ones, so
+            // `set_len(len + k)` exposes only written values. AVX2 is available (kernel contract).
+            unsafe {
+                let (li, lv) = (ids.len(), vals.len());
+                let k = Self::compress_store_ids(m, base, ids.as_mut_ptr().add(li));
+                Self::compress_store(m, v, vals.as_mut_ptr().add(lv));
+                ids.set_len(li + k);
+                vals.set_len(lv + k);
             }
         }
         #[inline(always)]
         unsafe fn compress_store_ids(m: __m256, base: usize, dst: *mut i32) -> usize {
-            let mut bits = _mm256_movemask_ps(m) as u32;
-            let mut k = 0;
-            while bits != 0 {
-                // SAFETY: at most 8 lanes are set, and the caller passes room for 8 ids.
-                unsafe { *dst.add(k) = (base + bits.trailing_zeros() as usize) as i32 };
-                k += 1;
-                bits &= bits - 1;
-            }
-            k
+            let bits = _mm256_movemask_ps(m) as u32;
+            // The ids are `base` plus the lane indices of the set lanes, which the table gives.
+            let idv = _mm256_add_epi32(_mm256_set1_epi32(base as i32), compress_index(bits));
+            // SAFETY: the caller passes room for 8 ids (the `Simd::compress_store_ids` contract); AVX2 is available (kernel contract).
+            unsafe { _mm256_storeu_si256(dst as *mut __m256i, idv) };
+            bits.count_ones() as usize
         }
         #[inline(always)]
         unsafe fn compress_store(m: __m256, v: __m256, dst: *mut f32) -> usize {
-            let mut bits = _mm256_movemask_ps(m) as u32;
-            let mut a = [0f32; 8];
-            // SAFETY: `a` holds 8 f32, what the unaligned store writes; AVX2 is available (kernel contract).
-            unsafe { _mm256_storeu_ps(a.as_mut_ptr(), v) };
-            let mut k = 0;
-            while bits != 0 {
-                // SAFETY: at most 8 lanes are set, and the caller passes room for 8 values.
-                unsafe { *dst.add(k) = a[bits.trailing_zeros() as usize] };
-                k += 1;
-                bits &= bits - 1;
-            }
-            k
+            let bits = _mm256_movemask_ps(m) as u32;
+            // No branch on the mask: the set lanes moved to the bottom by one permute and the
+            // whole vector stored (the spare lanes are overwritten by the next store or ignored).
+            let packed = _mm256_permutevar8x32_ps(v, compress_index(bits));
+            // SAFETY: the caller passes room for 8 values (the `Simd::compress_store` contract); AVX2 is available (kernel contract).
+            unsafe { _mm256_storeu_ps(dst, packed) };
+            bits.count_ones() as usize
         }
         type D = (__m256d, __m256d);
         #[inline(always)]
@@ -1016,7 +1077,20 @@ macro_rules! simd_dispatch {
                     $crate::fast::simd::Level::Avx512 => return unsafe { avx512($($arg),*) },
                     // SAFETY: as above.
                     $crate::fast::simd::Level::Avx2 => return unsafe { avx2($($arg),*) },
-                    $crate::fast::simd::Level::Scalar => {}
+                    $crate::fast::simd::Level::Scalar | $crate::fast::simd::Level::Neon => {}
+                }
+            }
+            #[cfg(target_arch = "aarch64")]
+            {
+                #[target_feature(enable = "neon")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn neon($($arg: $ty),*) -> $ret {
+                    // SAFETY: NEON is available (checked by the caller).
+                    unsafe { $generic::<$crate::fast::simd::Neon>($($arg),*) }
+                }
+                if $crate::fast::simd::Level::active() == $crate::fast::simd::Level::Neon {
+                    // SAFETY: the active level is NEON only where this CPU supports it.
+                    return unsafe { neon($($arg),*) };
                 }
             }
             // SAFETY: the scalar backend has no requirement.
@@ -1076,7 +1150,7 @@ mod tests {
             row.extend(set.iter().enumerate().map(|(j, &s)| if s { 1.0 + j as f32 } else { -1.0 - j as f32 }));
         }
         let want: Vec<f32> = row.iter().copied().filter(|&v| v >= 0.5).collect();
-        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+        for level in Level::all() {
             let mut out = vec![7.0f32; 5];
             if with_level(level, || compress4_all(&row, 0.5, &mut out)).is_none() {
                 continue;
@@ -1120,7 +1194,7 @@ mod tests {
             })
             .collect();
         let want: Vec<i32> = (0..row.len()).filter(|&i| row[i] >= 0.25).map(|i| (1000 + i) as i32).collect();
-        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+        for level in Level::all() {
             let mut out = vec![-3i32; 3];
             if with_level(level, || ids_all(&row, 0.25, 1000, &mut out)).is_none() {
                 continue;
@@ -1135,7 +1209,7 @@ mod tests {
     #[test]
     fn dispatch_follows_the_forced_level() {
         let mut ran = Vec::new();
-        for (level, n) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Scalar, 1)] {
+        for (level, n) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Neon, 4), (Level::Scalar, 1)] {
             match with_level(level, || (Level::active(), lanes())) {
                 Some(got) => {
                     assert_eq!(got, (level, n), "forced {level:?}");

@@ -447,9 +447,14 @@ unsafe fn scan(level: Level, logits: &[f32], start: usize, end: usize, heap: &mu
         Level::Avx512 => return unsafe { scan_avx512(logits, start, end, heap) },
         // SAFETY: the caller guarantees AVX2.
         Level::Avx2 => return unsafe { scan_avx2(logits, start, end, heap) },
-        Level::Scalar => {}
+        Level::Scalar | Level::Neon => {}
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    if level == Level::Neon {
+        // SAFETY: the caller guarantees NEON.
+        return unsafe { scan_neon(logits, start, end, heap) };
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = level;
     scan_scalar(logits, start, end, heap)
 }
@@ -555,6 +560,36 @@ unsafe fn scan_avx512(logits: &[f32], start: usize, end: usize, heap: &mut [Toke
     scan_scalar(logits, i, end, heap)
 }
 
+#[cfg(target_arch = "aarch64")]
+#[target_feature(enable = "neon")]
+unsafe fn scan_neon(logits: &[f32], start: usize, end: usize, heap: &mut [TokenData]) -> Result<(), BadLogit> {
+    use std::arch::aarch64::*;
+    const BLOCK: usize = 16;
+    let ptr = logits.as_ptr();
+    let mut i = start;
+    let mut thr = vdupq_n_f32(heap[0].logit);
+    // `!(x <= worst)`: NaN or above the heap's worst.
+    let flag = |v: float32x4_t, t: float32x4_t| vmvnq_u32(vcleq_f32(v, t));
+    let bits = |m: uint32x4_t| -> u64 {
+        let w = vld1q_u32([1u32, 2, 4, 8].as_ptr());
+        u64::from(vaddvq_u32(vandq_u32(m, w)))
+    };
+    while i + BLOCK <= end {
+        // SAFETY: i + 16 <= end <= logits.len().
+        let (a, b, c, d) = unsafe {
+            (vld1q_f32(ptr.add(i)), vld1q_f32(ptr.add(i + 4)), vld1q_f32(ptr.add(i + 8)), vld1q_f32(ptr.add(i + 12)))
+        };
+        let (fa, fb, fc, fd) = (flag(a, thr), flag(b, thr), flag(c, thr), flag(d, thr));
+        if vmaxvq_u32(vorrq_u32(vorrq_u32(fa, fb), vorrq_u32(fc, fd))) != 0 {
+            let mask = bits(fa) | bits(fb) << 4 | bits(fc) << 8 | bits(fd) << 12;
+            replay_flagged(logits, i, mask, heap)?;
+            thr = vdupq_n_f32(heap[0].logit);
+        }
+        i += BLOCK;
+    }
+    scan_scalar(logits, i, end, heap)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -614,8 +649,7 @@ mod tests {
 
     /// Every level this CPU runs (scalar always; on an AVX-512 machine all three).
     fn supported_levels() -> Vec<Level> {
-        let v: Vec<Level> =
-            [Level::Avx512, Level::Avx2, Level::Scalar].into_iter().filter(|l| l.is_supported()).collect();
+        let v: Vec<Level> = Level::all().into_iter().filter(|l| l.is_supported()).collect();
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             assert!(v.contains(&Level::Avx2), "{v:?}");

@@ -467,7 +467,7 @@ mod tests {
         use crate::fast::simd::Level;
         let mut x: Vec<f32> = (0..1000).map(|i| ((i * 7919) % 1013) as f32 * 0.37 - 150.0).collect();
         let key = |t: Stats| (t.max.to_bits(), t.bad, t.cnt, t.s1.to_bits(), t.s2.to_bits(), t.has_ninf);
-        for level in [Level::Avx512, Level::Avx2, Level::Scalar].into_iter().filter(|l| l.is_supported()) {
+        for level in Level::all().into_iter().filter(|l| l.is_supported()) {
             // SAFETY: the level is supported.
             let run = |x: &[f32]| unsafe {
                 match level {
@@ -480,6 +480,11 @@ mod tests {
                     Level::Avx2 => (
                         block_stats_finite_k::<crate::fast::simd::Avx2>(x, 3.0),
                         block_stats_any_k::<crate::fast::simd::Avx2>(x, 3.0),
+                    ),
+                    #[cfg(target_arch = "aarch64")]
+                    Level::Neon => (
+                        block_stats_finite_k::<crate::fast::simd::Neon>(x, 3.0),
+                        block_stats_any_k::<crate::fast::simd::Neon>(x, 3.0),
                     ),
                     _ => (
                         block_stats_finite_k::<crate::fast::simd::Scalar>(x, 3.0),

@@ -1023,7 +1023,7 @@ mod tests {
                 ((x >> 8) % 20_000) as f32 / 1000.0 - 10.0
             })
             .collect();
-        for level in [Level::Avx512, Level::Avx2, Level::Scalar] {
+        for level in Level::all() {
             if !level.is_supported() {
                 continue;
             }
@@ -1084,7 +1084,7 @@ mod tests {
             let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             let mut sorted = row.clone();
             sorted.sort_by(|a, b| b.total_cmp(a));
-            for (level, lanes) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Scalar, 1)] {
+            for (level, lanes) in [(Level::Avx512, 16), (Level::Avx2, 8), (Level::Neon, 4), (Level::Scalar, 1)] {
                 if !level.is_supported() {
                     continue;
                 }

@@ -1032,7 +1032,7 @@ mod tests {
     use crate::fast::simd::{with_level, Level};
 
     fn levels() -> Vec<Level> {
-        [Level::Avx512, Level::Avx2, Level::Scalar].into_iter().filter(|l| l.is_supported()).collect()
+        Level::all().into_iter().filter(|l| l.is_supported()).collect()
     }
 
     /// A flat, long-tailed row (the bench's `flat` shape), optionally on a coarse grid (ties).

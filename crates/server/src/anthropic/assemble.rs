@@ -41,6 +41,9 @@ impl Assembler {
             }
             StreamEvent::ContentBlockDelta { index, delta } => match (m.content.get_mut(index), delta) {
                 (Some(Block::Text { text }), BlockDelta::TextDelta { text: t }) => text.push_str(&t),
+                (Some(Block::Thinking { thinking, .. }), BlockDelta::ThinkingDelta { thinking: t }) => {
+                    thinking.push_str(&t)
+                }
                 (Some(Block::ToolUse { .. }), BlockDelta::InputJsonDelta { partial_json }) => {
                     self.json[index].push_str(&partial_json)
                 }

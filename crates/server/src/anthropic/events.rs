@@ -3,8 +3,8 @@
 //! and `content_block_stop`, then `message_delta` (stop reason, usage) and `message_stop`.
 //! [`EventMaker`] makes them from the engine's events through the protocol-neutral
 //! [`AnswerReader`]; the stream writes them ([`super::sse`]) and the whole answer is their
-//! fold ([`super::assemble`]), so the two cannot differ. A thinking block would be one more
-//! [`Block`] / [`BlockDelta`] variant, opened before the text.
+//! fold ([`super::assemble`]), so the two cannot differ. A reasoning block the answer reader
+//! finds is a `thinking` block (`thinking_delta`s), before the text.
 
 use nucleus_runtime::StopReason;
 use schemars::JsonSchema;
@@ -45,6 +45,13 @@ pub struct Message {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[schemars(rename = "AnthropicBlock")]
 pub enum Block {
+    /// The model's reasoning, before its answer (when the chat template and request read one).
+    Thinking {
+        /// The reasoning.
+        thinking: String,
+        /// Always empty (no signature is made).
+        signature: String,
+    },
     /// Text.
     Text {
         /// The text.
@@ -67,6 +74,11 @@ pub enum Block {
 #[serde(tag = "type", rename_all = "snake_case")]
 #[schemars(rename = "AnthropicBlockDelta")]
 pub enum BlockDelta {
+    /// More reasoning.
+    ThinkingDelta {
+        /// The text.
+        thinking: String,
+    },
     /// More text.
     TextDelta {
         /// The text.
@@ -182,6 +194,7 @@ pub fn stop_reason(e: &Ending) -> (&'static str, Option<String>) {
 /// The block open now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Open {
+    Thinking,
     Text,
     Call(usize),
 }
@@ -210,7 +223,7 @@ impl EventMaker {
             stop_sequence: None,
             usage: Usage { input_tokens: meta.prompt_tokens, ..Usage::default() },
         };
-        let reader = AnswerReader::new(meta.tool_format);
+        let reader = meta.answer_reader();
         let m = EventMaker { meta, reader, open: None, blocks: 0, done: false };
         (m, vec![Out::Event(StreamEvent::MessageStart { message }), Out::Event(StreamEvent::Ping)])
     }
@@ -273,6 +286,13 @@ impl EventMaker {
     fn pieces(&mut self, pieces: Vec<Piece>, out: &mut Vec<Out>) {
         for p in pieces {
             match p {
+                Piece::Reasoning(thinking) => {
+                    let block = Block::Thinking { thinking: String::new(), signature: String::new() };
+                    let index = self.begin(Open::Thinking, block, out);
+                    if !thinking.is_empty() {
+                        out.push(delta(index, BlockDelta::ThinkingDelta { thinking }));
+                    }
+                }
                 Piece::Text(text) => {
                     let index = self.begin(Open::Text, Block::Text { text: String::new() }, out);
                     if !text.is_empty() {

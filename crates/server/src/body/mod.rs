@@ -261,6 +261,19 @@ bodies! {
         tool_choice: Option<ToolChoiceIn>,
         /// Several calls may come in one answer (default true).
         parallel_tool_calls: Option<bool>,
+        /// How the answer is read for a `<think>` block: `none` (all content), `deepseek`, or
+        /// `auto` (the server's `--reasoning-format`, by default: blocks when the template
+        /// writes them).
+        reasoning_format: Option<String>,
+        /// Most tokens of thinking before the block's end is forced (-1: no limit; 0: none).
+        #[schemars(range(min = -1, max = 2147483647))]
+        reasoning_budget: Option<Integer>,
+        /// OpenAI's effort, as a thinking budget: `none`/`minimal` 0, `low` 512, `medium` 2048,
+        /// `high` 8192 tokens (`reasoning_budget` wins).
+        reasoning_effort: Option<String>,
+        /// Extra variables for the chat template (e.g. `{"enable_thinking": false}`), over the
+        /// server's `--chat-template-kwargs`.
+        chat_template_kwargs: Option<serde_json::Map<String, Value>>,
     }
 
     /// `POST /v1/completions`: OpenAI's legacy completion fields plus llama-server's and

@@ -119,10 +119,12 @@ pub(crate) async fn start(
     let model_id = state.config.model_id.clone();
     let defaults = state.config.defaults.clone();
     let (slot_ctx, parallel) = (ready.engine.slot_ctx(), ready.engine.parallel());
+    let reasoning = state.config.reasoning.clone();
     let (req, prepared, steps) = tokio::task::spawn_blocking(move || {
         let req = parse(&map, &defaults, model.as_ref())?;
         let trace = step_trace::parse(&map)?;
-        let mut prepared = prepare(&req, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
+        let reasoning = req.reasoning.over(&reasoning);
+        let mut prepared = prepare(&req, &reasoning, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
         let steps = trace.map(|n| StepQueues::attach(n, &mut prepared.seqs));
         Ok::<_, ApiError>((req, prepared, steps))
     })
@@ -141,6 +143,7 @@ pub(crate) async fn start(
         include_usage: req.include_usage,
         renderer: Renderer::new(ready.model.tokenizer(), req.post_sampling_probs),
         tool_format: prepared.tool_format,
+        reasoning: prepared.reasoning,
         steps,
     };
     let (tx, mut rx) = unbounded_channel();

@@ -11,7 +11,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, MethodRouter};
+use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
 
 use crate::errors::ApiError;
@@ -25,6 +25,10 @@ fn table() -> Vec<(&'static str, Method, MethodRouter<Arc<AppState>>)> {
         ("/chat/completions", Method::POST, post(generate::chat)),
         ("/v1/completions", Method::POST, post(generate::completions)),
         ("/completions", Method::POST, post(generate::completions)),
+        ("/v1/responses", Method::POST, post(crate::responses::create)),
+        ("/responses", Method::POST, post(crate::responses::create)),
+        ("/v1/responses/{id}", Method::GET, get(crate::responses::retrieve)),
+        ("/v1/responses/{id}", Method::DELETE, delete(crate::responses::delete)),
         ("/v1/messages", Method::POST, post(crate::anthropic::messages)),
         ("/v1/messages/count_tokens", Method::POST, post(crate::anthropic::count_tokens)),
         ("/v1/models", Method::GET, get(models::list)),
@@ -104,6 +108,8 @@ async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
     let route = match req.uri().path() {
         "/v1/chat/completions" | "/chat/completions" => "/v1/chat/completions",
         "/v1/completions" | "/completions" => "/v1/completions",
+        "/v1/responses" | "/responses" => "/v1/responses",
+        p if p.starts_with("/v1/responses/") => "/v1/responses/{id}",
         "/v1/messages" => "/v1/messages",
         "/v1/messages/count_tokens" => "/v1/messages/count_tokens",
         "/v1/models" | "/models" => "/v1/models",

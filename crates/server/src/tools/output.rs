@@ -415,7 +415,7 @@ mod tests {
         let mut calls: Vec<(String, String)> = Vec::new();
         for p in out {
             match p {
-                Piece::Text(t) => content.push_str(t),
+                Piece::Text(t) | Piece::Reasoning(t) => content.push_str(t),
                 Piece::CallStart { index, name, .. } => {
                     assert_eq!(*index, calls.len());
                     calls.push((name.clone(), String::new()));

@@ -11,7 +11,7 @@ schemathesis chose for everything else are kept, invalid ones included.
 import schemathesis
 
 LIMIT = 4
-LENGTH_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict")
+LENGTH_FIELDS = ("max_tokens", "max_completion_tokens", "n_predict", "max_output_tokens")
 
 
 @schemathesis.hook
@@ -25,7 +25,8 @@ def before_call(context, case, kwargs):
         # No usable length: ask for a short answer (a wrongly typed length stays, so the 400
         # for it is still tested).
         if all(body.get(k) is None for k in LENGTH_FIELDS):
-            body["max_tokens"] = LIMIT
+            # /v1/responses names it max_output_tokens (and refuses max_tokens).
+            body["max_output_tokens" if case.path.endswith("/responses") else "max_tokens"] = LIMIT
         return
     for k in LENGTH_FIELDS:
         v = body.get(k)
@@ -61,9 +62,7 @@ _VALIDATORS = {}
 @schemathesis.check
 def stream_chunks_conform(ctx, response, case):
     """Each `data:` event of a streamed answer is `[DONE]` or JSON matching the chunk schema the
-    document gives (`contentSchema` of the event's data, which JSON Schema itself only annotates).
-    Anthropic's streams (`/v1/messages`) have no `[DONE]`: each event's `data` is the event
-    schema's, and the last is `message_stop` (or an `error` event)."""
+    document gives (`contentSchema` of the event's data, which JSON Schema itself only annotates)."""
     import json
 
     import jsonschema_rs
@@ -77,28 +76,23 @@ def stream_chunks_conform(ctx, response, case):
     doc = case.operation.schema.raw_schema
     op = doc["paths"][case.path][case.method.lower()]
     event = op["responses"]["200"]["content"]["text/event-stream"]["schema"]
-    data_schema = event["properties"]["data"]
-    anthropic = "anyOf" not in data_schema
-    if anthropic:
-        ref = data_schema["contentSchema"]["$ref"]
-    else:
-        ref = next(s["contentSchema"]["$ref"] for s in data_schema["anyOf"] if "contentSchema" in s)
+    ref = next(s["contentSchema"]["$ref"] for s in event["properties"]["data"]["anyOf"] if "contentSchema" in s)
     validator = _VALIDATORS.get(ref)
     if validator is None:
         validator = jsonschema_rs.validator_for({"$ref": ref, "components": doc["components"]})
         _VALIDATORS[ref] = validator
     lines = [l[len("data: "):] for l in response.text.splitlines() if l.startswith("data: ")]
-    if not cut_short and anthropic:
-        last = json.loads(lines[-1]) if lines else {}
-        assert last.get("type") in ("message_stop", "error"), f"the stream does not end with message_stop: {lines[-1:]}"
-    elif not cut_short:
+    # Chat streams end with [DONE] (the document lists it); Responses streams end with their
+    # terminal event instead.
+    ends_done = any(s.get("const") == "[DONE]" for s in event["properties"]["data"]["anyOf"])
+    if not cut_short and ends_done:
         assert lines and lines[-1] == "[DONE]", f"the stream does not end with data: [DONE]: {lines[-1:]}"
     for i, data in enumerate(lines):
         if data == "[DONE]":
             continue
         chunk = json.loads(data)
         if "error" in chunk:
-            continue  # an error event (e.g. shutdown mid-stream) is the API's error object
+            continue  # an error event (e.g. shutdown mid-stream) is OpenAI's error object
         errors = [e.message for e in validator.iter_errors(chunk)]
         assert not errors, f"stream chunk #{i} does not match {ref}: {errors[:3]}\n{data[:500]}"
     return True

@@ -47,6 +47,8 @@ def view(m):
     for b in m.content:
         if b.type == "text":
             blocks.append(("text", b.text))
+        elif b.type == "thinking":
+            blocks.append(("thinking", b.thinking))
         else:
             assert b.type == "tool_use" and b.id.startswith("toolu_"), b
             # A call cut by max_tokens: the SDK parses its partial input, the server gives {}.

@@ -6,7 +6,8 @@ assemble) are joined the plain way: texts concatenated, logprob arrays appended.
 
 Shapes: plain text, n > 1, stop strings, logprobs / top_logprobs, response_format json_object
 and json_schema, tools under auto / required / named / none with parallel_tool_calls true,
-false or unset, calls cut by a small max_tokens, /v1/completions with echo and logprobs.
+false or unset, calls cut by a small max_tokens, /v1/completions with echo and logprobs; under a
+reasoning template, the thinking too (`reasoning_content`).
 EQUIV_SEED fixes the draw (printed on every run, and with each failing case), EQUIV_CASES
 says how many cases are drawn."""
 
@@ -115,6 +116,7 @@ def chat_view(r):
         assert all(ids) and len(set(ids)) == len(ids), ids
         out.append({
             "index": ch.index, "finish_reason": ch.finish_reason, "content": ch.message.content,
+            "reasoning": [(ch.message.model_extra or {}).get(k) for k in ("reasoning_content", "reasoning")],
             "tool_calls": [(t.type, t.function.name, t.function.arguments) for t in calls] or None,
             "logprobs": logprobs_of(ch.logprobs),
         })

@@ -1,0 +1,326 @@
+//! Reasoning ("thinking") blocks as DeepSeek-R1 and Qwen3 write them: `<think>…</think>` at the
+//! start of the answer, or — when the template's generation prompt already opened the block —
+//! the answer starts inside it and only `</think>` follows.
+//!
+//! * [`ReasoningFormat`]: whether answers are read for a block (`--reasoning-format`).
+//! * [`ThinkSplitter`]: text in (as released, in any pieces), [`Split`]s out: the reasoning and
+//!   the answer, never given out before it is certain (a partial tag is held back). One block
+//!   only, at the start: a tag later in the answer (say, in a code block) is answer text.
+//! * [`ReasoningOptions`]: what a [`crate::Sequence`] does with a block — constraints (grammar,
+//!   token trie) wait until it ends, and a budget forces its end.
+
+use std::str::FromStr;
+
+/// The tag that opens a block.
+pub const THINK_OPEN: &str = "<think>";
+/// The tag that closes a block.
+pub const THINK_CLOSE: &str = "</think>";
+
+/// How answers are read for reasoning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReasoningFormat {
+    /// No reasoning: everything is the answer.
+    None,
+    /// `<think>…</think>` blocks (DeepSeek-R1, Qwen3, QwQ, and templates in their style).
+    Deepseek,
+    /// `Deepseek` when the chat template writes `<think>`, else `None`.
+    #[default]
+    Auto,
+}
+
+impl FromStr for ReasoningFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(ReasoningFormat::None),
+            "deepseek" => Ok(ReasoningFormat::Deepseek),
+            "auto" => Ok(ReasoningFormat::Auto),
+            other => Err(format!("'{other}' is not one of 'none', 'deepseek', 'auto'")),
+        }
+    }
+}
+
+impl ReasoningFormat {
+    /// Whether answers under a template with `template_source` are read for blocks.
+    pub fn reads_blocks(self, template_source: &str) -> bool {
+        match self {
+            ReasoningFormat::None => false,
+            ReasoningFormat::Deepseek => true,
+            ReasoningFormat::Auto => template_source.contains(THINK_OPEN),
+        }
+    }
+}
+
+/// Whether a prompt's text leaves the answer inside an opened block (the generation prompt ends
+/// with `<think>`, maybe followed by whitespace).
+pub fn prompt_opens_block(prompt_tail: &str) -> bool {
+    prompt_tail.trim_end().ends_with(THINK_OPEN)
+}
+
+/// What a sequence does with a reasoning block.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReasoningOptions {
+    /// The prompt opened the block: the answer starts inside it.
+    pub starts_inside: bool,
+    /// Most tokens of thinking; then the end is forced (`None`: no limit; 0: at once).
+    pub budget: Option<usize>,
+    /// Text forced before the closing tag when the budget is spent (llama.cpp's
+    /// `--reasoning-budget-message`), e.g. "Time to answer.".
+    pub budget_message: String,
+}
+
+impl ReasoningOptions {
+    /// The text forced when the budget is spent: the message, the closing tag and the blank
+    /// line the families write before their answer.
+    pub fn forced_end_text(&self) -> String {
+        let msg = self.budget_message.trim();
+        if msg.is_empty() {
+            format!("\n{THINK_CLOSE}\n\n")
+        } else {
+            format!("\n{msg}\n{THINK_CLOSE}\n\n")
+        }
+    }
+}
+
+/// A piece of an answer read for reasoning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// Thinking text.
+    Reasoning(String),
+    /// Answer text.
+    Answer(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// At the start: the text so far may still become `<think>`.
+    Start,
+    /// Inside the block.
+    Thinking,
+    /// Right after the block: whitespace before the answer is dropped.
+    AfterBlock,
+    /// The answer.
+    Answer,
+}
+
+/// Splits an answer's text into its reasoning and the answer proper.
+#[derive(Clone, Debug)]
+pub struct ThinkSplitter {
+    phase: Phase,
+    /// Text received and not yet given out.
+    buf: String,
+    /// Nothing has been given out since the block opened (leading whitespace is dropped).
+    fresh: bool,
+    /// The answer has (or had) a block.
+    opened: bool,
+}
+
+impl ThinkSplitter {
+    /// A splitter; `starts_inside` when the prompt opened the block.
+    pub fn new(starts_inside: bool) -> Self {
+        ThinkSplitter {
+            phase: if starts_inside { Phase::Thinking } else { Phase::Start },
+            buf: String::new(),
+            fresh: true,
+            opened: starts_inside,
+        }
+    }
+
+    /// Inside the block (or at the start, where it may still open).
+    pub fn thinking(&self) -> bool {
+        self.phase == Phase::Thinking
+    }
+
+    /// At the start, where the text so far is (after whitespace) a prefix of `<think>`.
+    pub fn undecided(&self) -> bool {
+        self.phase == Phase::Start
+    }
+
+    /// The block has ended (or there was none): the rest is answer.
+    pub fn answering(&self) -> bool {
+        matches!(self.phase, Phase::AfterBlock | Phase::Answer)
+    }
+
+    /// Whether the answer opened a block (it may have ended since).
+    pub fn opened(&self) -> bool {
+        self.opened
+    }
+
+    /// Whether `text`, received now, would keep the start undecided or open the block.
+    pub fn would_open(&self, text: &str) -> bool {
+        if self.phase != Phase::Start {
+            return false;
+        }
+        let t = format!("{}{text}", self.buf);
+        let t = t.trim_start();
+        t.starts_with(THINK_OPEN) || THINK_OPEN.starts_with(t)
+    }
+
+    /// Feeds released text; what became certain is appended to `out`.
+    pub fn push(&mut self, text: &str, out: &mut Vec<Split>) {
+        self.buf.push_str(text);
+        loop {
+            match self.phase {
+                Phase::Start => {
+                    let t = self.buf.trim_start();
+                    if let Some(rest) = t.strip_prefix(THINK_OPEN) {
+                        self.buf = rest.to_string();
+                        self.phase = Phase::Thinking;
+                        self.opened = true;
+                    } else if THINK_OPEN.starts_with(t) {
+                        return;
+                    } else {
+                        self.phase = Phase::Answer;
+                    }
+                }
+                Phase::Thinking => {
+                    if self.fresh {
+                        let n = self.buf.len() - self.buf.trim_start().len();
+                        self.buf.drain(..n);
+                    }
+                    if let Some(at) = self.buf.find(THINK_CLOSE) {
+                        let before = self.buf[..at].trim_end().to_string();
+                        self.buf.drain(..at + THINK_CLOSE.len());
+                        self.emit_reasoning(before, out);
+                        self.phase = Phase::AfterBlock;
+                        continue;
+                    }
+                    // Hold back a tail that could still become `</think>`, and the whitespace
+                    // before it (the reasoning is given out trimmed).
+                    let keep = (1..THINK_CLOSE.len().min(self.buf.len() + 1))
+                        .rev()
+                        .find(|&k| {
+                            self.buf.is_char_boundary(self.buf.len() - k)
+                                && THINK_CLOSE.starts_with(&self.buf[self.buf.len() - k..])
+                        })
+                        .unwrap_or(0);
+                    let head = self.buf[..self.buf.len() - keep].trim_end().len();
+                    let free: String = self.buf.drain(..head).collect();
+                    self.emit_reasoning(free, out);
+                    return;
+                }
+                Phase::AfterBlock => {
+                    let n = self.buf.len() - self.buf.trim_start().len();
+                    self.buf.drain(..n);
+                    if self.buf.is_empty() {
+                        return;
+                    }
+                    self.phase = Phase::Answer;
+                }
+                Phase::Answer => {
+                    if !self.buf.is_empty() {
+                        out.push(Split::Answer(std::mem::take(&mut self.buf)));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The answer ended: what was held back is given out (an unclosed block is all reasoning;
+    /// a start that was never decided is answer text).
+    pub fn finish(&mut self, out: &mut Vec<Split>) {
+        let rest = std::mem::take(&mut self.buf);
+        match self.phase {
+            Phase::Start | Phase::Answer if !rest.is_empty() => out.push(Split::Answer(rest)),
+            Phase::Thinking => self.emit_reasoning(rest.trim_end().to_string(), out),
+            _ => {}
+        }
+        if self.phase == Phase::Start {
+            self.phase = Phase::Answer;
+        }
+    }
+
+    fn emit_reasoning(&mut self, text: String, out: &mut Vec<Split>) {
+        if !text.is_empty() {
+            self.fresh = false;
+            out.push(Split::Reasoning(text));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `text` in pieces of `step` bytes and joins what comes out.
+    fn split(starts_inside: bool, text: &str, step: usize) -> (String, String) {
+        let mut s = ThinkSplitter::new(starts_inside);
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < text.len() {
+            let mut j = (i + step).min(text.len());
+            while !text.is_char_boundary(j) {
+                j += 1;
+            }
+            s.push(&text[i..j], &mut out);
+            i = j;
+        }
+        s.finish(&mut out);
+        let (mut r, mut a) = (String::new(), String::new());
+        for p in out {
+            match p {
+                Split::Reasoning(t) => r.push_str(&t),
+                Split::Answer(t) => a.push_str(&t),
+            }
+        }
+        (r, a)
+    }
+
+    #[test]
+    fn a_block_the_model_opens() {
+        for step in [1, 2, 3, 5, 100] {
+            let (r, a) = split(false, "<think>\nLet me see: {a}.\n</think>\n\n{\"x\": 1}", step);
+            assert_eq!((r.as_str(), a.as_str()), ("Let me see: {a}.", "{\"x\": 1}"), "{step}");
+        }
+    }
+
+    #[test]
+    fn a_block_the_prompt_opened() {
+        for step in [1, 4, 100] {
+            let (r, a) = split(true, "\nHmm </thi nk> no.\n</think>\n\nAnswer", step);
+            assert_eq!((r.as_str(), a.as_str()), ("Hmm </thi nk> no.", "Answer"), "{step}");
+        }
+    }
+
+    #[test]
+    fn no_block_and_later_tags_are_answer() {
+        for step in [1, 3, 100] {
+            let (r, a) = split(false, "Use `<think>x</think>` in code.", step);
+            assert_eq!((r.as_str(), a.as_str()), ("", "Use `<think>x</think>` in code."));
+            let (r, a) = split(false, "<think>a</think>B ```</think>```", step);
+            assert_eq!((r.as_str(), a.as_str()), ("a", "B ```</think>```"));
+            let (r, a) = split(false, "<thi", step);
+            assert_eq!((r.as_str(), a.as_str()), ("", "<thi"));
+        }
+    }
+
+    #[test]
+    fn an_unclosed_block_is_reasoning() {
+        for step in [1, 7] {
+            let (r, a) = split(true, "Still thinking </thi", step);
+            assert_eq!((r.as_str(), a.as_str()), ("Still thinking </thi", ""));
+        }
+    }
+
+    #[test]
+    fn would_open_follows_the_start() {
+        let s = ThinkSplitter::new(false);
+        assert!(s.would_open("<"));
+        assert!(s.would_open(" <thi"));
+        assert!(s.would_open("<think>Hi"));
+        assert!(!s.would_open("{"));
+        assert!(!ThinkSplitter::new(true).would_open("<"));
+    }
+
+    #[test]
+    fn formats() {
+        assert!(ReasoningFormat::Auto.reads_blocks("{{ '<think>' }}"));
+        assert!(!ReasoningFormat::Auto.reads_blocks("chatml"));
+        assert!(!ReasoningFormat::None.reads_blocks("<think>"));
+        assert_eq!("deepseek".parse(), Ok(ReasoningFormat::Deepseek));
+        assert!("r1".parse::<ReasoningFormat>().is_err());
+        assert!(prompt_opens_block("<|im_start|>assistant\n<think>\n"));
+        assert!(!prompt_opens_block("<think>\n\n</think>\n\n"));
+    }
+}

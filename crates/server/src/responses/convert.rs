@@ -1,0 +1,484 @@
+//! A Responses request as the chat request the engine runs: `input` items (after the stored
+//! conversation of `previous_response_id`) become chat messages, `instructions` the system
+//! message, function tools and `tool_choice` the chat shapes, `text.format` the
+//! `response_format`, `max_output_tokens` the token limit; every other field (sampling
+//! extensions) is the chat endpoint's. The chat parser then checks the values, and its errors
+//! are renamed to the Responses fields ([`responses_name`]), so a 400 names what was sent.
+
+use serde_json::{json, Map, Value};
+
+use super::body::{Content, Format, Input, Item, ResponsesBody, ToolChoiceIn, ToolIn};
+use crate::errors::ApiError;
+
+/// Responses fields read here and not passed to the chat parser.
+const OWN: &[&str] = &[
+    "input",
+    "instructions",
+    "max_output_tokens",
+    "tools",
+    "tool_choice",
+    "text",
+    "store",
+    "previous_response_id",
+    "metadata",
+    "include",
+    "reasoning",
+    "truncation",
+    "user",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+    "background",
+    "top_logprobs",
+    "stream_options",
+];
+
+/// Chat fields with a Responses counterpart (or none): refused, naming what to use.
+const CHAT_ONLY: &[(&str, &str)] = &[
+    ("messages", "use 'input' (a string or a list of items) on /v1/responses"),
+    ("max_tokens", "use 'max_output_tokens' on /v1/responses"),
+    ("max_completion_tokens", "use 'max_output_tokens' on /v1/responses"),
+    ("response_format", "use 'text.format' on /v1/responses"),
+    ("n", "a response has one output; send several requests"),
+    ("n_cmpl", "a response has one output; send several requests"),
+    ("best_of", "a response has one output"),
+    ("logprobs", "log-probabilities are not supported on /v1/responses; use /v1/chat/completions"),
+    ("echo", "'echo' is for /v1/completions"),
+    ("trace_steps", "'trace_steps' is supported on /v1/chat/completions only"),
+];
+
+/// What `include` may ask for: nothing is produced that it would add.
+const INCLUDABLE: &[&str] = &["reasoning.encrypted_content"];
+
+/// One request, converted.
+#[derive(Debug)]
+pub struct Turn {
+    /// The chat request body the engine runs.
+    pub chat: Map<String, Value>,
+    /// The conversation so far in Responses items (stored conversation, then this input),
+    /// without `instructions`; the answer's items are appended when it is stored.
+    pub items: Vec<Item>,
+    /// The request's settings the response echoes.
+    pub echo: super::types::Echo,
+    /// Keep the response (`store`, default true).
+    pub store: bool,
+}
+
+/// Converts `body` (its typed form `b`) after the conversation `history` of
+/// `previous_response_id` (empty without one).
+pub fn convert(map: &Map<String, Value>, b: ResponsesBody, history: Vec<Item>) -> Result<Turn, ApiError> {
+    for (name, why) in CHAT_ONLY {
+        if map.get(*name).is_some_and(|v| !v.is_null()) {
+            return Err(ApiError::unsupported(name, format!("'{name}' is not a Responses field: {why}.")));
+        }
+    }
+    refuse_unsupported(&b)?;
+    let mut chat: Map<String, Value> =
+        map.iter().filter(|(k, _)| !OWN.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+
+    let new_items = match b.input {
+        None if history.is_empty() => return Err(ApiError::missing("input")),
+        None => Vec::new(),
+        Some(Input::Text(s)) => vec![Item {
+            kind: Some("message".into()),
+            role: Some("user".into()),
+            content: Some(Content::Text(s)),
+            ..Item::default()
+        }],
+        Some(Input::Items(items)) => items,
+    };
+    let mut messages = Vec::new();
+    if let Some(i) = &b.instructions {
+        messages.push(json!({"role": "system", "content": i}));
+    }
+    // Stored items were checked when they came in (or were this server's output).
+    for (i, item) in history.iter().enumerate() {
+        add_item(&mut messages, item, &format!("previous_response_id (item {i})"))?;
+    }
+    for (i, item) in new_items.iter().enumerate() {
+        add_item(&mut messages, item, &format!("input[{i}]"))?;
+    }
+    if messages.is_empty() {
+        return Err(ApiError::invalid("input", "empty_array", "Invalid 'input': no messages to answer."));
+    }
+    chat.insert("messages".into(), Value::Array(messages));
+
+    if let Some(m) = &b.max_output_tokens {
+        chat.insert("max_completion_tokens".into(), m.value());
+    }
+    let tools_echo = match &b.tools {
+        None => Vec::new(),
+        Some(tools) => {
+            let chat_tools = tools.iter().enumerate().map(|(i, t)| chat_tool(i, t)).collect::<Result<Vec<_>, _>>()?;
+            if !chat_tools.is_empty() {
+                chat.insert("tools".into(), Value::Array(chat_tools));
+            }
+            tools.iter().map(echo_tool).collect()
+        }
+    };
+    let choice_echo = match &b.tool_choice {
+        None => json!("auto"),
+        Some(ToolChoiceIn::Mode(m)) => {
+            chat.insert("tool_choice".into(), json!(m));
+            json!(m)
+        }
+        Some(ToolChoiceIn::Named(n)) => {
+            match n.kind.as_deref() {
+                Some("function") => {}
+                Some(other) => {
+                    return Err(ApiError::unsupported(
+                        "tool_choice.type",
+                        format!("tool_choice of type '{other}' is not supported; only 'function'."),
+                    ))
+                }
+                None => return Err(ApiError::missing("tool_choice.type")),
+            }
+            let name = n.name.clone().ok_or_else(|| ApiError::missing("tool_choice.name"))?;
+            chat.insert("tool_choice".into(), json!({"type": "function", "function": {"name": name}}));
+            json!({"type": "function", "name": name})
+        }
+    };
+    let format = b.text.as_ref().and_then(|t| t.format.as_ref());
+    let format_echo = match format {
+        None => json!({"type": "text"}),
+        Some(f) => {
+            if let Some(rf) = response_format(f)? {
+                chat.insert("response_format".into(), rf);
+            }
+            echo_format(f)
+        }
+    };
+    if let Some(m) = &b.metadata {
+        check_metadata(m)?;
+    }
+    let echo = super::types::Echo {
+        instructions: b.instructions.clone(),
+        metadata: b.metadata.clone().unwrap_or_default(),
+        parallel_tool_calls: b.parallel_tool_calls.unwrap_or(true),
+        temperature: b.temperature.as_ref().map(|t| t.0),
+        top_p: b.top_p.as_ref().map(|t| t.0),
+        tool_choice: choice_echo,
+        tools: tools_echo,
+        max_output_tokens: b.max_output_tokens.as_ref().and_then(|m| m.value().as_u64()),
+        previous_response_id: b.previous_response_id.clone(),
+        text: json!({"format": format_echo}),
+        truncation: b.truncation.clone().unwrap_or_else(|| "disabled".into()),
+        store: b.store.unwrap_or(true),
+        user: b.user.clone(),
+        reasoning: b.reasoning.clone().map(Value::Object),
+    };
+    let mut items = history;
+    items.extend(new_items);
+    Ok(Turn { chat, items, store: echo.store, echo })
+}
+
+/// Fields whose values ask for what this server cannot do.
+fn refuse_unsupported(b: &ResponsesBody) -> Result<(), ApiError> {
+    if b.background == Some(true) {
+        return Err(ApiError::unsupported("background", "'background': background mode is not supported."));
+    }
+    if let Some(k) = &b.top_logprobs {
+        if k.value().as_i64() != Some(0) {
+            return Err(ApiError::unsupported("top_logprobs", "'top_logprobs' is not supported on /v1/responses."));
+        }
+    }
+    for (i, inc) in b.include.iter().flatten().enumerate() {
+        if !INCLUDABLE.contains(&inc.as_str()) {
+            return Err(ApiError::unsupported(
+                &format!("include[{i}]"),
+                format!("'{inc}' cannot be included: this server does not produce it."),
+            ));
+        }
+    }
+    if let Some(t) = b.truncation.as_deref() {
+        if t != "disabled" && t != "auto" {
+            return Err(ApiError::invalid_value("truncation", format!("'{t}' is not one of 'disabled', 'auto'")));
+        }
+    }
+    if b.stream_options.is_some() && b.stream != Some(true) {
+        return Err(ApiError::invalid_value("stream_options", "stream_options is only allowed when stream is true"));
+    }
+    Ok(())
+}
+
+/// `metadata`: at most 16 pairs, string values, keys up to 64 and values up to 512 characters.
+fn check_metadata(m: &Map<String, Value>) -> Result<(), ApiError> {
+    if m.len() > 16 {
+        return Err(ApiError::invalid_value("metadata", "at most 16 key-value pairs"));
+    }
+    for (k, v) in m {
+        if k.chars().count() > 64 {
+            return Err(ApiError::invalid_value("metadata", format!("the key '{k}' is longer than 64 characters")));
+        }
+        match v {
+            Value::String(s) if s.chars().count() <= 512 => {}
+            Value::String(_) => {
+                return Err(ApiError::invalid_value(&format!("metadata.{k}"), "values are at most 512 characters"))
+            }
+            _ => return Err(ApiError::wrong_type(&format!("metadata.{k}"), "a string")),
+        }
+    }
+    Ok(())
+}
+
+/// Text of content parts (`input_text`, `output_text`, `refusal`), joined.
+fn content_text(c: &Content, name: &str) -> Result<String, ApiError> {
+    let parts = match c {
+        Content::Text(s) => return Ok(s.clone()),
+        Content::Parts(p) => p,
+    };
+    let mut text = String::new();
+    for (j, p) in parts.iter().enumerate() {
+        let pname = format!("{name}[{j}]");
+        match p.kind.as_deref() {
+            Some("input_text" | "output_text" | "text") => {
+                text.push_str(p.text.as_deref().ok_or_else(|| ApiError::missing(&format!("{pname}.text")))?)
+            }
+            Some("refusal") => text.push_str(p.refusal.as_deref().unwrap_or_default()),
+            Some(other) => {
+                return Err(ApiError::unsupported(
+                    &format!("{pname}.type"),
+                    format!("content parts of type '{other}' are not supported: this model reads text only"),
+                ))
+            }
+            None => return Err(ApiError::missing(&format!("{pname}.type"))),
+        }
+    }
+    Ok(text)
+}
+
+/// Appends `item` to the chat `messages`: a message; a function call (joined to the assistant
+/// message before it, so parallel calls are one turn); a call's output (a `tool` message).
+fn add_item(messages: &mut Vec<Value>, item: &Item, name: &str) -> Result<(), ApiError> {
+    let field = |f: &str| format!("{name}.{f}");
+    match item.kind.as_deref() {
+        None | Some("message") => {
+            let role = match item.role.as_deref() {
+                None => return Err(ApiError::missing(&field("role"))),
+                Some(r @ ("user" | "system" | "assistant")) => r,
+                Some("developer") => "system",
+                Some(other) => {
+                    return Err(ApiError::invalid_value(
+                        &field("role"),
+                        format!("'{other}' is not one of 'user', 'system', 'developer', 'assistant'"),
+                    ))
+                }
+            };
+            let content = match &item.content {
+                Some(c) => content_text(c, &field("content"))?,
+                None => return Err(ApiError::missing(&field("content"))),
+            };
+            messages.push(json!({"role": role, "content": content}));
+        }
+        Some("function_call") => {
+            let call_id = item.call_id.clone().ok_or_else(|| ApiError::missing(&field("call_id")))?;
+            let fname = item.name.clone().ok_or_else(|| ApiError::missing(&field("name")))?;
+            let arguments = item.arguments.clone().unwrap_or_else(|| "{}".into());
+            let call = json!({"id": call_id, "type": "function", "function": {"name": fname, "arguments": arguments}});
+            let joins = messages.last().is_some_and(|m| m["role"] == "assistant");
+            if !joins {
+                messages.push(json!({"role": "assistant", "content": ""}));
+            }
+            if let Some(Value::Object(last)) = messages.last_mut() {
+                match last.get_mut("tool_calls") {
+                    Some(Value::Array(calls)) => calls.push(call),
+                    _ => {
+                        last.insert("tool_calls".into(), json!([call]));
+                    }
+                }
+            }
+        }
+        Some("function_call_output") => {
+            let call_id = item.call_id.clone().ok_or_else(|| ApiError::missing(&field("call_id")))?;
+            let output = match &item.output {
+                Some(c) => content_text(c, &field("output"))?,
+                None => return Err(ApiError::missing(&field("output"))),
+            };
+            messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+        }
+        // Reasoning this server never produced: nothing to render.
+        Some("reasoning") => {}
+        Some(other) => {
+            return Err(ApiError::unsupported(
+                &field("type"),
+                format!("input items of type '{other}' are not supported; only 'message', 'function_call', 'function_call_output'"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// A Responses function tool in the chat shape.
+fn chat_tool(i: usize, t: &ToolIn) -> Result<Value, ApiError> {
+    match t.kind.as_deref() {
+        Some("function") => {}
+        Some(other) => {
+            return Err(ApiError::unsupported(
+                &format!("tools[{i}].type"),
+                format!("tools of type '{other}' are not supported; only 'function' tools"),
+            ))
+        }
+        None => return Err(ApiError::missing(&format!("tools[{i}].type"))),
+    }
+    let mut f = Map::new();
+    f.insert(
+        "name".into(),
+        t.name.clone().map(Value::String).ok_or_else(|| ApiError::missing(&format!("tools[{i}].name")))?,
+    );
+    if let Some(d) = &t.description {
+        f.insert("description".into(), json!(d));
+    }
+    if let Some(p) = &t.parameters {
+        f.insert("parameters".into(), Value::Object(p.clone()));
+    }
+    if let Some(s) = t.strict {
+        f.insert("strict".into(), json!(s));
+    }
+    Ok(json!({"type": "function", "function": f}))
+}
+
+/// A tool as the response echoes it.
+fn echo_tool(t: &ToolIn) -> Value {
+    json!({
+        "type": "function",
+        "name": t.name,
+        "description": t.description,
+        "parameters": t.parameters,
+        "strict": t.strict.unwrap_or(true),
+    })
+}
+
+/// `text.format` as the chat `response_format` (`None` for plain text).
+fn response_format(f: &Format) -> Result<Option<Value>, ApiError> {
+    match f.kind.as_deref() {
+        None => Err(ApiError::missing("text.format.type")),
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(json!({"type": "json_object"}))),
+        Some("json_schema") => {
+            let schema = f.schema.clone().ok_or_else(|| ApiError::missing("text.format.schema"))?;
+            let name = f.name.clone().ok_or_else(|| ApiError::missing("text.format.name"))?;
+            let mut js = json!({"name": name, "schema": schema, "strict": f.strict.unwrap_or(true)});
+            if let Some(d) = &f.description {
+                js["description"] = json!(d);
+            }
+            Ok(Some(json!({"type": "json_schema", "json_schema": js})))
+        }
+        Some(other) => Err(ApiError::invalid_value(
+            "text.format.type",
+            format!("'{other}' is not one of 'text', 'json_object', 'json_schema'"),
+        )),
+    }
+}
+
+fn echo_format(f: &Format) -> Value {
+    match f.kind.as_deref() {
+        Some("json_schema") => json!({
+            "type": "json_schema",
+            "name": f.name,
+            "schema": f.schema,
+            "strict": f.strict.unwrap_or(true),
+            "description": f.description,
+        }),
+        Some(k) => json!({"type": k}),
+        None => json!({"type": "text"}),
+    }
+}
+
+/// A chat field's name as the Responses API spells it (the chat parser's errors name the chat
+/// request built here).
+pub fn responses_name(param: &str) -> String {
+    if param == "max_completion_tokens" {
+        return "max_output_tokens".into();
+    }
+    if let Some(rest) = param.strip_prefix("response_format") {
+        let rest = rest.strip_prefix(".json_schema").unwrap_or(rest);
+        return format!("text.format{rest}");
+    }
+    if let Some(rest) = param.strip_prefix("tool_choice.function") {
+        return format!("tool_choice{rest}");
+    }
+    if let Some(rest) = param.strip_prefix("tools[") {
+        if let Some((index, tail)) = rest.split_once(']') {
+            let tail = tail.strip_prefix(".function").unwrap_or(tail);
+            return format!("tools[{index}]{tail}");
+        }
+    }
+    if param.starts_with("messages") {
+        return "input".into();
+    }
+    param.to_string()
+}
+
+/// `e` with its field named as the Responses API spells it (in `param` and the message).
+pub fn rename_error(mut e: ApiError) -> ApiError {
+    if let Some(p) = e.param.take() {
+        let new = responses_name(&p);
+        if new != p {
+            e.message = e.message.replace(&format!("'{p}'"), &format!("'{new}'"));
+        }
+        e.param = Some(new);
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_names_become_responses_names() {
+        assert_eq!(responses_name("max_completion_tokens"), "max_output_tokens");
+        assert_eq!(responses_name("response_format.json_schema.schema"), "text.format.schema");
+        assert_eq!(responses_name("response_format"), "text.format");
+        assert_eq!(responses_name("tools[2].function.parameters"), "tools[2].parameters");
+        assert_eq!(responses_name("tool_choice.function.name"), "tool_choice.name");
+        assert_eq!(responses_name("temperature"), "temperature");
+    }
+
+    fn body(text: &str) -> (Map<String, Value>, ResponsesBody) {
+        let m: Map<String, Value> = serde_json::from_str(text).unwrap();
+        let b = crate::body::decode(&m).unwrap();
+        (m, b)
+    }
+
+    #[test]
+    fn calls_join_the_assistant_turn_and_outputs_are_tool_messages() {
+        let (m, b) = body(
+            r#"{"instructions": "Be brief.", "input": [
+                {"role": "user", "content": "Weather?"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+                {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+                {"type": "function_call", "call_id": "c2", "name": "w", "arguments": "{\"a\":1}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "sunny"}
+            ]}"#,
+        );
+        let t = convert(&m, b, Vec::new()).unwrap();
+        let msgs = t.chat["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 4);
+        assert_eq!(msgs[0], json!({"role": "system", "content": "Be brief."}));
+        assert_eq!(msgs[2]["content"], "Checking.");
+        assert_eq!(msgs[2]["tool_calls"].as_array().unwrap().len(), 2);
+        assert_eq!(msgs[3], json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"}));
+        assert_eq!(t.items.len(), 5);
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let cases = [
+            (r#"{"input": "x", "tools": [{"type": "web_search"}]}"#, "tools[0].type"),
+            (r#"{"input": [{"role": "user", "content": [{"type": "input_image"}]}]}"#, "input[0].content[0].type"),
+            (r#"{"input": [{"type": "item_reference", "id": "x"}]}"#, "input[0].type"),
+            (r#"{"input": [{"type": "function_call_output"}]}"#, "input[0].call_id"),
+            (r#"{"input": "x", "messages": []}"#, "messages"),
+            (r#"{"input": "x", "include": ["file_search_call.results"]}"#, "include[0]"),
+            (r#"{"input": "x", "text": {"format": {"type": "json_schema", "name": "n"}}}"#, "text.format.schema"),
+            (r#"{}"#, "input"),
+        ];
+        for (text, param) in cases {
+            let (m, b) = body(text);
+            let e = convert(&m, b, Vec::new()).unwrap_err();
+            assert_eq!(e.param.as_deref(), Some(param), "{text}");
+            assert_eq!(e.status.as_u16(), 400, "{text}");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+"""Reasoning through the official client, with SmolLM2 under a template whose generation prompt
+opens a <think> block (testdata/templates/think-chatml.jinja) and a thinking budget: the block
+goes to `reasoning_content` (and `reasoning`), the budget forces its end, constraints start when
+it ends (a `{` while thinking does not start them), the same answer streamed and whole, and
+what the fields and /metrics report."""
+
+import json
+
+import openai
+from openai.lib.streaming.chat import ChatCompletionStreamState
+
+from common import MODEL, client, done, expect_api_error, raw
+
+c = client()
+ASK = [{"role": "user", "content": "Give me a name and a number."}]
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["name", "n"],
+          "properties": {"name": {"type": "string", "maxLength": 12}, "n": {"type": "integer"}}}
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "strict": True,
+    "parameters": {"type": "object", "additionalProperties": False, "required": ["city"],
+                   "properties": {"city": {"type": "string", "maxLength": 20}}}}}
+
+
+EXTRA = ("reasoning_budget", "reasoning_format", "chat_template_kwargs")
+
+
+def ask(**kw):
+    extra = {k: kw.pop(k) for k in EXTRA if k in kw}
+    if extra:
+        kw["extra_body"] = extra
+    kw.setdefault("model", MODEL)
+    kw.setdefault("messages", ASK)
+    kw.setdefault("max_tokens", 80)
+    kw.setdefault("seed", 3)
+    return c.chat.completions.create(**kw)
+
+
+def thought(msg):
+    return (msg.model_extra or {}).get("reasoning_content")
+
+
+def streamed(**kw):
+    state = ChatCompletionStreamState()
+    for chunk in ask(**kw, stream=True, stream_options={"include_usage": True}):
+        state.handle_chunk(chunk)
+    return state.current_completion_snapshot
+
+
+def same(whole, snap):
+    for a, b in zip(whole.choices, snap.choices):
+        assert thought(a.message) == thought(b.message), (a, b)
+        assert a.message.content == b.message.content, (a, b)
+        calls = lambda m: [(t.function.name, t.function.arguments) for t in m.tool_calls or []]  # noqa: E731
+        assert calls(a.message) == calls(b.message) and a.finish_reason == b.finish_reason, (a, b)
+    assert whole.usage.completion_tokens == snap.usage.completion_tokens, (whole.usage, snap.usage)
+
+
+def metric(name):
+    _, _, body = raw("GET", "/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+# The budget holds: 12 tokens of thinking, then the end is forced; both names carry the text.
+forced_before = metric("nucleus_reasoning_forced_ends_total")
+r = ask(reasoning_budget=12, temperature=0.8)
+m = r.choices[0].message
+assert thought(m) and m.model_extra.get("reasoning") == thought(m), m
+assert "<think>" not in (m.content or "") and "</think>" not in (m.content or ""), m
+details = r.usage.completion_tokens_details
+assert details is not None and details.reasoning_tokens >= 12, r.usage
+assert details.reasoning_tokens < r.usage.completion_tokens or r.choices[0].finish_reason == "length", r.usage
+assert metric("nucleus_reasoning_forced_ends_total") >= forced_before + 1
+same(r, streamed(reasoning_budget=12, temperature=0.8))
+done("budget forces the end")
+
+# Constraints start when thinking ends: json_schema gives valid JSON in content after free
+# thinking, also with '{' made likely while thinking (it must not start the grammar).
+for seed, bias in [(1, {}), (2, {}), (4, "brace")]:
+    kw = dict(seed=seed, temperature=0.9, reasoning_budget=24,
+              response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": SCHEMA, "strict": True}})
+    if bias:
+        kw["logit_bias"] = {"{": 12}  # llama-server's form: a text key
+    r = ask(**kw)
+    m = r.choices[0].message
+    assert thought(m), m
+    if bias:
+        assert "{" in thought(m), thought(m)
+    if r.choices[0].finish_reason == "stop":
+        assert m.content.strip().startswith("{"), (m.content, thought(m))
+        v = json.loads(m.content)
+        assert set(v) == {"name", "n"} and isinstance(v["n"], int), v
+    same(r, streamed(**kw))
+done("json_schema after thinking")
+
+# A required tool call after thinking.
+for seed in (1, 5):
+    kw = dict(seed=seed, temperature=0.9, reasoning_budget=16, tools=[WEATHER], tool_choice="required",
+              parallel_tool_calls=False, messages=[{"role": "user", "content": "Weather in Oslo?"}])
+    r = ask(**kw)
+    ch = r.choices[0]
+    assert thought(ch.message) and ch.message.tool_calls, ch
+    assert ch.finish_reason == "tool_calls", ch
+    assert set(json.loads(ch.message.tool_calls[0].function.arguments)) == {"city"}, ch
+    same(r, streamed(**kw))
+done("tool call after thinking")
+
+# Budget 0: the block is closed at once; reasoning_effort maps to a budget.
+r = ask(reasoning_budget=0)
+assert not thought(r.choices[0].message), r
+assert r.usage.completion_tokens_details.reasoning_tokens > 0, r.usage  # the forced end's tokens
+r = ask(reasoning_effort="none")
+assert not thought(r.choices[0].message), r
+done("budget 0 and reasoning_effort")
+
+# Template switches: enable_thinking false closes the block in the prompt.
+r = ask(chat_template_kwargs={"enable_thinking": False}, temperature=0)
+assert not thought(r.choices[0].message) and r.choices[0].message.content, r
+assert r.usage.completion_tokens_details.reasoning_tokens == 0, r.usage
+done("chat_template_kwargs")
+
+# reasoning_format none: everything is content and nothing is forced, as before.
+r = ask(reasoning_format="none", reasoning_budget=8)
+assert not thought(r.choices[0].message) and r.choices[0].message.content, r
+assert r.usage.completion_tokens_details is None and r.usage.completion_tokens > 8, r.usage
+done("reasoning_format none")
+
+# Determinism: the same seeded request gives the same thinking and answer (cache warm).
+a, b = ask(reasoning_budget=20, temperature=1.0, seed=9), ask(reasoning_budget=20, temperature=1.0, seed=9)
+assert thought(a.choices[0].message) == thought(b.choices[0].message), (a, b)
+assert a.choices[0].message.content == b.choices[0].message.content, (a, b)
+done("seeded reasoning is reproducible")
+
+# Bad fields are 400s naming them.
+for kw, param in [({"reasoning_format": "r1"}, "reasoning_format"), ({"reasoning_budget": -2}, "reasoning_budget"),
+                  ({"reasoning_effort": "max"}, "reasoning_effort"), ({"chat_template_kwargs": 3}, "chat_template_kwargs")]:
+    expect_api_error(openai.BadRequestError, 400, lambda: ask(**kw), param=param)
+done("reasoning errors")
