@@ -11,6 +11,8 @@
 
 use std::str::FromStr;
 
+use crate::stop::partial_suffix;
+
 /// The tag that opens a block.
 pub const THINK_OPEN: &str = "<think>";
 /// The tag that closes a block.
@@ -187,13 +189,7 @@ impl ThinkSplitter {
                     }
                     // Hold back a tail that could still become `</think>`, and the whitespace
                     // before it (the reasoning is given out trimmed).
-                    let keep = (1..THINK_CLOSE.len().min(self.buf.len() + 1))
-                        .rev()
-                        .find(|&k| {
-                            self.buf.is_char_boundary(self.buf.len() - k)
-                                && THINK_CLOSE.starts_with(&self.buf[self.buf.len() - k..])
-                        })
-                        .unwrap_or(0);
+                    let keep = partial_suffix(&self.buf, THINK_CLOSE);
                     let head = self.buf[..self.buf.len() - keep].trim_end().len();
                     let free: String = self.buf.drain(..head).collect();
                     self.emit_reasoning(free, out);

@@ -53,8 +53,10 @@ impl StopMatcher {
     }
 }
 
-/// Length of the longest proper prefix of `stop` that `text` ends with.
-fn partial_suffix(text: &str, stop: &str) -> usize {
+/// Length of the longest proper prefix of `stop` that `text` ends with: how much of `text` to
+/// hold back because it could still become `stop` (stop strings, and the tags answers are read
+/// for: `</think>`, `<tool_call>`).
+pub fn partial_suffix(text: &str, stop: &str) -> usize {
     let max = stop.len().saturating_sub(1).min(text.len());
     (1..=max)
         .rev()

@@ -9,6 +9,8 @@
 
 use super::grammar::{HERMES_CLOSE, HERMES_OPEN};
 use super::ToolFormat;
+use nucleus_runtime::stop::partial_suffix;
+
 use crate::answer::Piece;
 use crate::openai_types::new_id;
 
@@ -132,13 +134,7 @@ impl ToolParser {
                 }
                 // Hold back a tail that could still become `<tool_call>`, and the whitespace
                 // before it (dropped if a call follows).
-                let keep = (1..HERMES_OPEN.len().min(self.buf.len() + 1))
-                    .rev()
-                    .find(|&k| {
-                        self.buf.is_char_boundary(self.buf.len() - k)
-                            && HERMES_OPEN.starts_with(&self.buf[self.buf.len() - k..])
-                    })
-                    .unwrap_or(0);
+                let keep = partial_suffix(&self.buf, HERMES_OPEN);
                 let head = self.buf[..self.buf.len() - keep].trim_end().len();
                 let free = self.consume(head);
                 self.emit_content(free, out);

@@ -59,6 +59,8 @@ def norm(r):
     for o in d["output"]:
         o.pop("id", None)
         o.pop("call_id", None)
+        # The SDK's stream helper parses a strict tool's arguments on the client side.
+        o.pop("parsed_arguments", None)
         for p in o.get("content", []):
             p.pop("parsed", None)
     return d
