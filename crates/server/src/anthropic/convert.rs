@@ -9,7 +9,8 @@
 //! user message's text blocks become a user message (joined with newlines) and each
 //! `tool_result` a tool message (`is_error` results start with `Error: `), in block order; an
 //! assistant message's text blocks become its content and its `tool_use` blocks its calls;
-//! thinking blocks are left out (a later thinking block has its place in [`super::events`]).
+//! thinking blocks are left out (a later thinking block has its place in [`super::events`]);
+//! `thinking` sets the reasoning budget.
 
 use nucleus_runtime::Model;
 use nucleus_sampler::SamplingParams;
@@ -123,8 +124,17 @@ pub fn chat_request(map: &Map<String, Value>, b: &MessagesBody) -> Result<Map<St
 
 /// `system`, `messages`, `tools` and `tool_choice` into `chat` (and `thinking` checked).
 fn conversation(b: &MessagesBody, chat: &mut Map<String, Value>) -> Result<(), ApiError> {
-    if let Some(ThinkingIn::Enabled { budget_tokens }) = &b.thinking {
-        int_in("thinking.budget_tokens", budget_tokens.as_ref(), 1, i32::MAX as i64)?;
+    // `thinking` is the reasoning budget (docs/reasoning.md), unless the request set
+    // Nucleus's own `reasoning_budget`: enabled with `budget_tokens`, disabled as budget 0.
+    let budget = match &b.thinking {
+        Some(ThinkingIn::Enabled { budget_tokens }) => {
+            int_in("thinking.budget_tokens", budget_tokens.as_ref(), 1, i32::MAX as i64)?
+        }
+        Some(ThinkingIn::Disabled) => Some(0),
+        Some(ThinkingIn::Adaptive) | None => None,
+    };
+    if let Some(n) = budget {
+        chat.entry("reasoning_budget").or_insert(json!(n));
     }
     let mut messages = Vec::new();
     match &b.system {
@@ -364,7 +374,7 @@ mod tests {
         assert_eq!(
             Value::Object(chat),
             json!({
-                "max_tokens": 9, "stop": ["\n"], "min_p": 0.1,
+                "max_tokens": 9, "stop": ["\n"], "min_p": 0.1, "reasoning_budget": 100,
                 "messages": [
                     {"role": "system", "content": "A\n\nB"},
                     {"role": "user", "content": "hi"},
