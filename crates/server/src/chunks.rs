@@ -61,6 +61,19 @@ pub struct ChunkMaker {
     done: bool,
 }
 
+impl crate::sse::EventSource for ChunkMaker {
+    type Item = Chunk;
+    fn on_event(&mut self, ev: Event, out: &mut Vec<Chunk>) {
+        ChunkMaker::on_event(self, ev, out)
+    }
+    fn engine_gone(&mut self, out: &mut Vec<Chunk>) {
+        ChunkMaker::engine_gone(self, out)
+    }
+    fn done(&self) -> bool {
+        ChunkMaker::done(self)
+    }
+}
+
 impl ChunkMaker {
     /// A maker for `meta`'s request and the chunks that open its stream (the role chunk of every
     /// chat choice; with echo and without logprobs, each completions choice's prompt text).

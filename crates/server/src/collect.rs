@@ -27,18 +27,10 @@ pub fn failure(message: String, bad_input: bool, shutting_down: bool) -> ApiErro
 }
 
 /// Waits for every choice, then answers.
-pub async fn collect(meta: ResponseMeta, mut rx: UnboundedReceiver<Event>) -> Result<Response, ApiError> {
-    let (mut maker, opening) = ChunkMaker::new(meta, true);
+pub async fn collect(meta: ResponseMeta, rx: UnboundedReceiver<Event>) -> Result<Response, ApiError> {
+    let (maker, opening) = ChunkMaker::new(meta, true);
     let mut acc = Assembler::default();
-    opening.into_iter().for_each(|c| acc.add(c));
-    let mut chunks = Vec::new();
-    while !maker.done() {
-        match rx.recv().await {
-            Some(ev) => maker.on_event(ev, &mut chunks),
-            None => maker.engine_gone(&mut chunks),
-        }
-        chunks.drain(..).for_each(|c| acc.add(c));
-    }
+    let maker = crate::sse::drain(maker, opening, rx, |c| acc.add(c)).await;
     let meta = maker.meta();
     Ok(match meta.endpoint {
         Endpoint::Chat => json_response(StatusCode::OK, &acc.chat(meta)?),
