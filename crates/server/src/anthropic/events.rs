@@ -181,10 +181,12 @@ pub enum Out {
     Failed(ApiError),
 }
 
-/// Anthropic's `stop_reason` for an ending, and the stop sequence met.
+/// Anthropic's `stop_reason` for an ending, and the stop sequence met. A stop sequence met
+/// after calls began is still `stop_sequence`: it may have cut the last call, as `max_tokens`
+/// does.
 pub fn stop_reason(e: &Ending) -> (&'static str, Option<String>) {
     match &e.reason {
-        StopReason::EndOfGeneration | StopReason::StopString(_) if e.calls > 0 => ("tool_use", None),
+        StopReason::EndOfGeneration if e.calls > 0 => ("tool_use", None),
         StopReason::EndOfGeneration => ("end_turn", None),
         StopReason::StopString(s) => ("stop_sequence", Some(s.clone())),
         StopReason::MaxTokens | StopReason::ContextFull | StopReason::Cancelled => ("max_tokens", None),
@@ -356,6 +358,7 @@ mod tests {
         assert_eq!(r(StopReason::EndOfGeneration, 0), ("end_turn", None));
         assert_eq!(r(StopReason::EndOfGeneration, 1), ("tool_use", None));
         assert_eq!(r(StopReason::StopString("\n".into()), 0), ("stop_sequence", Some("\n".into())));
+        assert_eq!(r(StopReason::StopString("}".into()), 1), ("stop_sequence", Some("}".into())));
         assert_eq!(r(StopReason::MaxTokens, 1), ("max_tokens", None));
         assert_eq!(r(StopReason::ContextFull, 0), ("max_tokens", None));
     }

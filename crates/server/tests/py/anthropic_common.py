@@ -51,8 +51,10 @@ def view(m):
             blocks.append(("thinking", b.thinking))
         else:
             assert b.type == "tool_use" and b.id.startswith("toolu_"), b
-            # A call cut by max_tokens: the SDK parses its partial input, the server gives {}.
-            blocks.append(("tool_use", b.name, b.input if m.stop_reason != "max_tokens" else None))
+            # A call cut by max_tokens or a stop sequence: the SDK parses its partial input, the
+            # server gives {}.
+            cut = m.stop_reason in ("max_tokens", "stop_sequence")
+            blocks.append(("tool_use", b.name, None if cut else b.input))
     u = m.usage
     return {"type": m.type, "role": m.role, "model": m.model, "content": blocks, "stop_reason": m.stop_reason,
             "stop_sequence": m.stop_sequence,
