@@ -23,7 +23,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{config, python, TestServer};
+use common::{config, pip_install, python, TestServer};
 use serde_json::{json, Value};
 
 /// The schemathesis release the contract run is written against.
@@ -262,18 +262,8 @@ fn every_documented_request_field_is_read_by_the_parser() {
 fn ensure_schemathesis() {
     let check =
         format!("import schemathesis, sys; sys.exit(0 if schemathesis.__version__ == '{SCHEMATHESIS_VERSION}' else 1)");
-    let ok = Command::new(python()).args(["-c", &check]).status().is_ok_and(|s| s.success());
-    if !ok {
-        let spec = format!("schemathesis=={SCHEMATHESIS_VERSION}");
-        let installed = [&[][..], &["--break-system-packages"][..]].iter().any(|extra| {
-            Command::new(python())
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-                .args(*extra)
-                .arg(&spec)
-                .status()
-                .is_ok_and(|s| s.success())
-        });
-        assert!(installed, "`{} -m pip install {spec}` failed", python());
+    if !Command::new(python()).args(["-c", &check]).status().is_ok_and(|s| s.success()) {
+        pip_install(&format!("schemathesis=={SCHEMATHESIS_VERSION}"));
     }
 }
 

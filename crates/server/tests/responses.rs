@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{config, python, TestServer};
+use common::{config, pip_install, python, TestServer};
 
 /// The `openai-agents` release the Agents SDK test is written against.
 const AGENTS_VERSION: &str = "0.24.0";
@@ -23,16 +23,7 @@ fn ensure_agents() {
         if Command::new(python()).args(["-c", &check]).status().is_ok_and(|s| s.success()) {
             return;
         }
-        let spec = format!("openai-agents=={AGENTS_VERSION}");
-        let installed = [&[][..], &["--break-system-packages"][..]].iter().any(|extra| {
-            Command::new(python())
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-                .args(*extra)
-                .arg(&spec)
-                .status()
-                .is_ok_and(|s| s.success())
-        });
-        assert!(installed, "`{} -m pip install {spec}` failed", python());
+        pip_install(&format!("openai-agents=={AGENTS_VERSION}"));
     });
 }
 

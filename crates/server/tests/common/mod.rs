@@ -117,18 +117,21 @@ pub fn ensure_anthropic() {
 /// importable.
 fn ensure_package(module: &str, accept: &str, version: &str) {
     let check = format!("import {module}, sys; sys.exit(0 if {module}.__version__.startswith('{accept}') else 1)");
-    let ok = Command::new(python()).args(["-c", &check]).status().is_ok_and(|s| s.success());
-    if !ok {
-        let spec = format!("{module}=={version}");
-        // A distribution's own Python may refuse plain installs (PEP 668): then say so.
-        let installed = [&[][..], &["--break-system-packages"][..]].iter().any(|extra| {
-            Command::new(python())
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-                .args(*extra)
-                .arg(&spec)
-                .status()
-                .is_ok_and(|s| s.success())
-        });
-        assert!(installed, "`{} -m pip install {spec}` failed", python());
+    if !Command::new(python()).args(["-c", &check]).status().is_ok_and(|s| s.success()) {
+        pip_install(&format!("{module}=={version}"));
     }
+}
+
+/// `python -m pip install spec`; panics (saying the command) when it fails. A distribution's own
+/// Python may refuse plain installs (PEP 668): then it is tried with `--break-system-packages`.
+pub fn pip_install(spec: &str) {
+    let installed = [&[][..], &["--break-system-packages"][..]].iter().any(|extra| {
+        Command::new(python())
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .args(*extra)
+            .arg(spec)
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    assert!(installed, "`{} -m pip install {spec}` failed", python());
 }
