@@ -1,4 +1,4 @@
-//! The README's "Use from C" examples are complete programs: the first compiles against the
+//! The C page's examples (docs/c-abi.md) are complete programs: the first compiles against the
 //! header, links statically with libnucleus, runs, and ends with a leaf of its token trie; the
 //! second (the streaming handle) is built with the flags of `nucleus.pc.in` (through pkg-config
 //! when installed) against `libnucleus.so` and generates on SmolLM2, ending with one of its
@@ -16,11 +16,10 @@ fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The `n`-th (1-based) ```c block of the README's "Use from C" section, written to a file.
+/// The `n`-th (1-based) ```c block of docs/c-abi.md, written to a file.
 fn example(n: usize, name: &str) -> PathBuf {
-    let readme = std::fs::read_to_string(crate_dir().join("../../README.md")).unwrap();
-    let section = readme.split("## Use from C").nth(1).expect("README has a \"Use from C\" section");
-    let code = section.split("```c\n").nth(n).and_then(|s| s.split("```").next()).expect("a ```c block");
+    let page = std::fs::read_to_string(crate_dir().join("../../docs/c-abi.md")).unwrap();
+    let code = page.split("```c\n").nth(n).and_then(|s| s.split("```").next()).expect("a ```c block");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("nucleus-ffi-c");
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join(format!("{name}.c"));
@@ -88,7 +87,7 @@ fn readme_streaming_example_builds_with_pkg_config_and_runs() {
         .unwrap();
     assert!(
         out.status.success(),
-        "compiling the README's streaming example failed:\n{}",
+        "compiling docs/c-abi.md's streaming example failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = common::run(&exe, &[path.to_str().unwrap()]);

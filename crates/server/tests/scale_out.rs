@@ -1,6 +1,6 @@
 //! Scale-out behind a standard proxy: two server replicas (separate processes: this test
 //! binary re-run as a replica) behind nginx from Debian's package, on loopback, with the
-//! configuration the README's "Scaling out" section shows. The test checks that
+//! configuration docs/scaling-out.md shows. The test checks that
 //! (d) a replica still loading answers `/health` with 503 and nginx sends its requests to the
 //! ready one; (a) load spreads over both once both are ready; (b) a seeded request gets the
 //! same answer whichever replica serves it; (c) when a replica is killed (SIGKILL), requests
@@ -101,7 +101,7 @@ fn nginx_binary() -> PathBuf {
         })
 }
 
-/// The README's configuration, with this test's ports and a private prefix for nginx's files.
+/// The configuration of docs/scaling-out.md, with this test's ports and a private prefix for nginx's files.
 fn nginx_conf(dir: &Path, listen: u16, replicas: &[u16]) -> String {
     let d = dir.display();
     let servers: String = replicas

@@ -1,4 +1,4 @@
-"""Schemathesis hooks for the contract run (crates/server/tests/contract.rs, README "API contract").
+"""Schemathesis hooks for the contract run (crates/server/tests/contract.rs, docs/server.md, "The API contract").
 
 A generated `model` string is dropped (the server then uses the one model it serves; any other
 id is a 404, which would end most examples before the body is read).
