@@ -294,6 +294,24 @@ fn format_beside_const_and_enum() {
     assert!(schema_to_gbnf(&json!({"format": "uuid", "const": "x"}), &SchemaOptions::default()).is_err());
 }
 
+/// Issue 31: `format` beside `minLength`/`maxLength`/`pattern` (refused before as "cannot be
+/// enforced together"): the format's language, the bounds and the pattern are intersected as
+/// automata, so all hold at once.
+#[test]
+fn format_beside_lengths_and_pattern() {
+    let s = json!({"type": "string", "format": "date", "maxLength": 10});
+    check(s, &[r#""2024-02-29""#], &[r#""2023-02-29""#, r#""2024-2-29""#, r#""x""#]);
+    let s = json!({"type": "string", "format": "ipv4", "maxLength": 9});
+    check(s, &[r#""1.2.3.4""#, r#""10.0.0.10""#], &[r#""10.0.0.100""#, r#""1.2.3""#]);
+    let s = json!({"type": "string", "format": "email", "pattern": "@example\\.com$", "minLength": 14});
+    check(s, &[r#""ab@example.com""#], &[r#""a@example.com""#, r#""ab@example.org""#]);
+    let s = json!({"format": "uuid", "pattern": "^0"});
+    check(s, &[r#""0bcdef01-2345-6789-abcd-ef0123456789""#, "1"], &[r#""abcdef01-2345-6789-abcd-ef0123456789""#]);
+    // Bounds the format's strings never meet: no value satisfies the schema.
+    assert!(schema_to_gbnf(&json!({"type": "string", "format": "date", "maxLength": 9}), &SchemaOptions::default())
+        .is_err());
+}
+
 /// Issue 31: `oneOf` alternatives proved disjoint by their numeric ranges or by their string
 /// languages (patterns, lengths, constants intersected as automata).
 #[test]

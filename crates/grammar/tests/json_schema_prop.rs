@@ -127,6 +127,28 @@ fn leaf() -> impl Strategy<Value = Value> {
             )
         )
             .prop_map(|(f, v)| json!({ "format": f, "enum": v })),
+        // `format` beside lengths and a pattern: intersected as automata.
+        (
+            prop::sample::select(vec!["date", "ipv4"]),
+            prop::option::of(6u64..12),
+            prop::option::of(7u64..11),
+            prop::option::of(prop::sample::select(vec!["^2", "9$", "^1\\.", "-29$"])),
+        )
+            .prop_map(|(f, min, max, pat)| {
+                let mut m = Map::new();
+                m.insert("type".into(), "string".into());
+                m.insert("format".into(), f.into());
+                if let Some(n) = min {
+                    m.insert("minLength".into(), n.into());
+                }
+                if let Some(n) = max {
+                    m.insert("maxLength".into(), n.into());
+                }
+                if let Some(p) = pat {
+                    m.insert("pattern".into(), p.into());
+                }
+                Value::Object(m)
+            }),
         prop::collection::vec("[ab]{0,2}", 1..3).prop_map(|v| json!({"type": "string", "not": {"enum": v}})),
         string_schema(),
         prop::collection::vec(scalar(), 1..4).prop_map(|v| json!({ "enum": v })),

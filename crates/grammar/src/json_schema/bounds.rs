@@ -1,10 +1,9 @@
-//! Numeric bounds (integer digit ranges, non-negative number bounds) and repetition counts
+//! Compat-mode integer bounds (digit ranges) and repetition counts
 //! beyond the GBNF limit.
 
 use serde_json::{Map, Value};
 
-use super::converter::{err, Converter};
-use super::int_range::min_max_int;
+use super::converter::Converter;
 use crate::error::SchemaError;
 
 impl Converter<'_> {
@@ -50,63 +49,6 @@ impl Converter<'_> {
         let lo = lo.map(|v| v.clamp(-1e16, 1e16));
         let hi = hi.map(|v| v.clamp(-1e16, 1e16));
         Ok((lo.map(|v| v as i64), hi.map(|v| v as i64)))
-    }
-
-    /// Strict mode: a `number` with integral, non-negative bounds (no exponent form).
-    pub(super) fn number_bounds(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<String, SchemaError> {
-        let get = |k: &str| obj.get(k).and_then(Value::as_f64);
-        let mut lo: Option<(f64, bool)> =
-            get("minimum").map(|v| (v, obj.get("exclusiveMinimum") == Some(&Value::Bool(true))));
-        if let Some(v) = get("exclusiveMinimum") {
-            if lo.is_none_or(|(l, _)| v >= l) {
-                lo = Some((v, true));
-            }
-        }
-        let mut hi: Option<(f64, bool)> =
-            get("maximum").map(|v| (v, obj.get("exclusiveMaximum") == Some(&Value::Bool(true))));
-        if let Some(v) = get("exclusiveMaximum") {
-            if hi.is_none_or(|(h, _)| v <= h) {
-                hi = Some((v, true));
-            }
-        }
-        for (b, k) in [(lo, "minimum"), (hi, "maximum")] {
-            if let Some((v, _)) = b {
-                if v.fract() != 0.0 || !(0.0..=1e15).contains(&v) {
-                    self.refuse(k, ptr, "number bounds must be integers between 0 and 10^15")?;
-                    let n = self.add_primitive("number", "number")?;
-                    return Ok(n);
-                }
-            }
-        }
-        let frac = "(\".\" [0-9]{1,16})?";
-        let nonzero_frac = "\".\" [0]{0,15} [1-9] [0-9]{0,15}";
-        let zero_frac = "(\".\" [0]{1,16})?";
-        let mut alts = Vec::new();
-        if lo.is_none() {
-            alts.push(format!("\"-\" ([0] | [1-9] [0-9]{{0,15}}) {frac}"));
-        }
-        let l = lo.map(|(v, _)| v as i64).unwrap_or(0);
-        let l_excl = lo.is_some_and(|(_, e)| e);
-        let int_lo = if l_excl { l + 1 } else { l };
-        let int_hi = hi.map(|(v, _)| v as i64 - 1);
-        if int_hi.is_none_or(|h| h >= int_lo) {
-            let mut r = String::new();
-            min_max_int(&mut r, Some(int_lo), int_hi);
-            alts.push(format!("({r}) {frac}"));
-        }
-        if l_excl && hi.is_none_or(|(h, _)| (h as i64) > l) {
-            alts.push(format!("\"{l}\" {nonzero_frac}"));
-        }
-        if let Some((h, excl)) = hi {
-            let h = h as i64;
-            if !excl && (h > l || (h == l && !l_excl)) {
-                alts.push(format!("\"{h}\" {zero_frac}"));
-            }
-        }
-        if alts.is_empty() {
-            return Err(err("maximum", ptr, "no number satisfies the bounds"));
-        }
-        Ok(format!("({}) space", alts.join(" | ")))
     }
 
     /// `item{min,max}` for counts beyond the GBNF limit of 2000, with shared helper rules:

@@ -8,10 +8,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::any_of::absorbing;
-use super::dependencies::has_dependencies;
 use super::enum_filter::{format_accepts, satisfies};
 use super::int_range::min_max_int;
 use super::keywords::{applies_to, ENFORCED_FORMATS, STANDARD_FORMATS, SUPPORTED, UNSUPPORTED};
+use super::model::{AllOf, Form, Keywords};
 use super::objects::ObjectExtras;
 use super::one_of::make_exclusive;
 use super::pattern_llama::{pattern_to_rule, RuleSink};
@@ -19,7 +19,6 @@ use super::pattern_strict::pattern_to_gbnf;
 use super::primitives::{is_reserved, primitive, SPACE_RULE};
 use super::relayout::MemberOrders;
 use super::shape::{is_annotation_only, json_type_matches};
-use super::strings::needs_automaton;
 use super::{repetition, SchemaOptions};
 use crate::error::SchemaError;
 
@@ -52,6 +51,9 @@ const MAX_NAME: usize = 24;
 
 /// Deepest schema nesting visited.
 const MAX_DEPTH: usize = 100;
+
+/// Every JSON type, as `check_honored` names the types a branch produces.
+const ALL_TYPES: [&str; 6] = ["object", "array", "string", "number", "boolean", "null"];
 
 pub(super) fn err(keyword: &str, ptr: &str, reason: impl Into<String>) -> SchemaError {
     SchemaError {
@@ -332,29 +334,24 @@ impl<'a> Converter<'a> {
     }
 
     /// Strict mode: keywords we never enforce, and formats we cannot check.
-    fn check_keywords(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<(), SchemaError> {
+    fn check_keywords(&mut self, kw: &Keywords, ptr: &str) -> Result<(), SchemaError> {
+        let obj = kw.map;
         for k in obj.keys() {
             if UNSUPPORTED.contains(&k.as_str()) {
                 self.refuse(k, ptr, "keyword not supported")?;
             }
             // Vacuous for at most one item; checked value by value next to enum/const.
             let decidable = || {
-                obj.contains_key("enum")
-                    || obj.contains_key("const")
+                kw.enumeration.is_some()
+                    || kw.constant.is_some()
                     || super::arrays::unique_items_supported(self.root, obj)
             };
             if k == "uniqueItems" && obj[k] == Value::Bool(true) && !decidable() {
                 self.refuse(k, ptr, "uniqueItems cannot be enforced by a grammar")?;
             }
         }
-        if let Some(f) = obj.get("format").and_then(Value::as_str) {
-            let strings_possible = match obj.get("type") {
-                None => true,
-                Some(Value::String(t)) => t == "string",
-                Some(Value::Array(a)) => a.iter().any(|t| t == "string"),
-                _ => true,
-            };
-            if strings_possible
+        if let Some(f) = kw.format {
+            if kw.ty.allows_strings()
                 && STANDARD_FORMATS.contains(&f)
                 && !ENFORCED_FORMATS.contains(&f)
                 && !f.starts_with("uuid")
@@ -369,20 +366,30 @@ impl<'a> Converter<'a> {
     /// that constrain only some types (`items` constrains arrays and admits every non-array).
     /// `None` when it has none, or lists values (`enum`/`const` are checked value by value).
     /// Types an `allOf` component rules out are left out (a smaller grammar, same language).
-    fn implied_types(&self, obj: &Map<String, Value>) -> Option<Vec<&'static str>> {
-        if obj.contains_key("enum") || obj.contains_key("const") {
+    fn implied_types(&self, kw: &Keywords) -> Option<Vec<&'static str>> {
+        if kw.enumeration.is_some() || kw.constant.is_some() {
             return None;
         }
-        if super::ir::Node::of_map(obj).constrained_types().is_empty() {
+        if super::ir::Node::of_map(kw.map).constrained_types().is_empty() {
             return None;
         }
         let mut types = vec!["object", "array", "string", "number", "boolean", "null"];
-        for c in obj.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+        for c in kw.all_of.and_then(Value::as_array).into_iter().flatten() {
             if let Some(ts) = super::shape::declared_types(self.root, c) {
                 types.retain(|t| super::shape::overlaps(t, &ts));
             }
         }
         Some(types)
+    }
+
+    /// Strict `allOf` as one schema, when it can be written exactly: a lone titled reference
+    /// (its target's own rule, written once however often it is used; merging would copy the
+    /// target in and convert it again at every use), or the components merged.
+    fn exact_all_of<'v>(&self, kw: &Keywords<'v>, ptr: &str) -> Option<AllOf<'v>> {
+        if let Some((r, rptr)) = lone_ref_in_all_of(kw.map, ptr) {
+            return Some(AllOf::Reference(r, rptr));
+        }
+        super::shape::merge_all_of(self.root, kw.map).map(AllOf::Merged)
     }
 
     /// Converts `schema` (at JSON pointer `ptr`) into a rule; returns the rule name.
@@ -427,429 +434,429 @@ impl<'a> Converter<'a> {
             Value::Bool(false) if strict => return Err(err("(schema)", ptr, format!("{UNSAT} (the schema is false)"))),
             _ => return Err(err("(schema)", ptr, "a schema must be an object")),
         };
+        let kw = Keywords::parse(obj);
         if strict {
-            self.check_keywords(obj, ptr)?;
-            if obj.get("not").is_some_and(is_annotation_only) {
+            self.check_keywords(&kw, ptr)?;
+            if kw.not.is_some_and(is_annotation_only) {
                 return Err(err("not", ptr, format!("{UNSAT} (not of a schema every value satisfies)")));
             }
         }
-        let ty = obj.get("type");
-        let ty_str = ty.and_then(Value::as_str);
-        let fmt = obj.get("format").and_then(Value::as_str).unwrap_or("");
-
-        if let Some(r) = obj.get("$ref") {
-            let r = r.as_str().ok_or_else(|| err("$ref", ptr, "must be a string"))?;
-            if strict && !self.draft7_or_older {
-                self.check_honored(obj, ptr, &["object", "array", "string", "number", "boolean", "null"], &["$ref"])?;
+        let form = kw.form(strict, |k| self.implied_types(k), |k| self.exact_all_of(k, ptr));
+        let ty_str = kw.ty.name();
+        match form {
+            Form::Ref(r) => {
+                let r = r.as_str().ok_or_else(|| err("$ref", ptr, "must be a string"))?;
+                if strict && !self.draft7_or_older {
+                    self.check_honored(obj, ptr, &ALL_TYPES, &["$ref"])?;
+                }
+                let target = self.resolve_ref(r, ptr)?;
+                Ok(self.add_rule(&rule_name, &target))
             }
-            let target = self.resolve_ref(r, ptr)?;
-            return Ok(self.add_rule(&rule_name, &target));
-        }
-        if obj.contains_key("oneOf") || obj.contains_key("anyOf") {
-            let kw = if obj.contains_key("oneOf") { "oneOf" } else { "anyOf" };
-            let alts = obj[kw].as_array().ok_or_else(|| err(kw, ptr, "must be an array"))?;
-            if strict {
-                // Next to `oneOf`, an `anyOf` is one more sibling assertion merged into each
-                // alternative (exclusivity is then proved on the conjoined alternatives).
-                // Sibling assertions apply to every alternative: merge them into each one.
-                let mut sib = Map::new();
-                for (k, v) in obj {
-                    if k != kw && (SUPPORTED.contains(&k.as_str())) {
-                        sib.insert(k.clone(), v.clone());
-                    }
+            Form::Union { kw: which, alts } => {
+                let alts = alts.as_array().ok_or_else(|| err(which, ptr, "must be an array"))?;
+                if strict {
+                    return self.strict_union(obj, which, alts, name, &rule_name, ptr);
                 }
-                let mut merged = Vec::with_capacity(alts.len());
-                for (i, a) in alts.iter().enumerate() {
-                    if sib.is_empty() {
-                        merged.push(a.clone());
-                        continue;
-                    }
-                    let mut a = a.clone();
-                    if let Some(r) = a.get("$ref").and_then(Value::as_str).filter(|_| self.draft7_or_older) {
-                        // Up to draft 7 a `$ref`'s siblings are ignored; later drafts apply them,
-                        // and the merge refuses a `$ref` with sibling assertions.
-                        a = self.resolve_pointer(r, ptr)?.clone();
-                    }
-                    match super::shape::merge_schemas(self.root, &Value::Object(sib.clone()), &a) {
-                        Ok(m) => merged.push(m),
-                        Err(reason) => {
-                            self.refuse(
-                                kw,
-                                &format!("{ptr}/{kw}/{i}"),
-                                &format!("cannot combine with the sibling keywords: {reason}"),
-                            )?;
-                            merged.push(a);
-                        }
-                    }
-                }
-                if kw == "anyOf" {
-                    if let Some(i) = absorbing(self.root, &merged) {
-                        let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
-                        let r = self.visit(&merged[i], &sub, &format!("{ptr}/{kw}/{i}"))?;
-                        return Ok(self.add_rule(&rule_name, &r));
-                    }
-                }
-                if kw == "oneOf" {
-                    match make_exclusive(self.root, &merged) {
-                        Ok(narrowed) => merged = narrowed,
-                        Err(reason) => self.refuse("oneOf", &format!("{ptr}/oneOf"), &reason)?,
-                    }
-                    if merged.iter().all(|a| *a == Value::Bool(false)) {
-                        let why = "no alternative can match alone (identical or unsatisfiable alternatives)";
-                        return Err(err("oneOf", &format!("{ptr}/oneOf"), format!("{UNSAT}: {why}")));
-                    }
-                }
-                let mut rules = Vec::new();
-                let mut last_err = None;
-                for (i, a) in merged.iter().enumerate() {
-                    let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
-                    match self.visit(a, &sub, &format!("{ptr}/{kw}/{i}")) {
-                        Ok(r) => rules.push(r),
-                        Err(e) if is_unsatisfiable(&e) => last_err = Some(e),
-                        Err(e) => return Err(e),
-                    }
-                }
-                if rules.is_empty() {
-                    return Err(last_err.unwrap_or_else(|| err(kw, ptr, UNSAT)));
-                }
-                return Ok(self.add_rule(&rule_name, &rules.join(" | ")));
+                let body = self.union(name, alts, ptr, which)?;
+                Ok(self.add_rule(&rule_name, &body))
             }
-            let body = self.union(name, alts, ptr, kw)?;
-            return Ok(self.add_rule(&rule_name, &body));
-        }
-        if strict && ty.is_none() {
-            if let Some(types) = self.implied_types(obj) {
+            Form::ImpliedTypes(types) => {
                 // Keywords constrain only instances of their own type: a schema without
                 // `type` accepts every other type unconstrained. Written as a type union, each
                 // branch then honours only the keywords of its type.
                 let mut m = obj.clone();
                 m.insert("type".into(), Value::Array(types.into_iter().map(Value::from).collect()));
-                let r = self.visit(&Value::Object(m), name, ptr)?;
-                return Ok(if r == rule_name { r } else { self.add_rule(&rule_name, &r) });
+                self.visit_as(&Value::Object(m), name, &rule_name, ptr)
             }
-        }
-        if let Some(Value::Array(types)) = ty {
-            let alts: Vec<Value> = types
-                .iter()
-                .map(|t| match (strict, t.as_str()) {
-                    // Strict: the branch of one type carries only that type's keywords (and
-                    // those of every type), so no other type's keyword can steer it.
-                    (true, Some(name)) => Value::Object(super::ir::project(obj, name)),
-                    _ => {
-                        let mut m = obj.clone();
-                        m.insert("type".into(), t.clone());
-                        Value::Object(m)
-                    }
-                })
-                .collect();
-            let mut rules = Vec::new();
-            let mut last_err = None;
-            for (i, a) in alts.iter().enumerate() {
-                let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
-                match self.visit(a, &sub, ptr) {
-                    Ok(r) => rules.push(r),
-                    Err(e) if strict && is_unsatisfiable(&e) => last_err = Some(e),
-                    Err(e) => return Err(e),
-                }
-            }
-            if rules.is_empty() {
-                return Err(last_err.unwrap_or_else(|| err("type", ptr, UNSAT)));
-            }
-            return Ok(self.add_rule(&rule_name, &rules.join(" | ")));
-        }
-        if let Some(ty) = ty {
-            if !ty.is_string() {
-                return Err(err("type", ptr, format!("unrecognized type {ty}")));
-            }
-        }
-        if strict && obj.contains_key("allOf") {
-            // `allOf: [{$ref}]` beside annotations only (how generators attach a title to a
-            // reference): the reference's own rule, written once however often it is used
-            // (merging would copy the target in and convert it again at every use).
-            if let Some((r, rptr)) = lone_ref_in_all_of(obj, ptr) {
+            Form::TypeList(types) => self.type_union(obj, types, name, &rule_name, ptr),
+            Form::BadType(ty) => Err(err("type", ptr, format!("unrecognized type {ty}"))),
+            Form::AllOfExact(AllOf::Reference(r, rptr)) => {
                 let target = self.resolve_ref(r, &rptr)?;
-                return Ok(self.add_rule(&rule_name, &target));
+                Ok(self.add_rule(&rule_name, &target))
             }
-            // The conjunction written as one schema, when it can be (exactly).
-            if let Some(merged) = super::shape::merge_all_of(self.root, obj) {
-                let r = self.visit(&merged, name, ptr)?;
-                return Ok(if r == rule_name { r } else { self.add_rule(&rule_name, &r) });
-            }
-        }
-        if let Some(c) = obj.get("const") {
-            if strict {
-                self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
-            }
-            let lit = if strict { canonical_constant(c) } else { constant(c) };
-            self.member_orders.record_constant(c);
-            return Ok(self.add_rule(&rule_name, &format!("{lit} space")));
-        }
-        if let Some(e) = obj.get("enum") {
-            let vals = e.as_array().ok_or_else(|| err("enum", ptr, "must be an array"))?;
-            let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
-            let lit = if strict { canonical_constant } else { constant };
-            let body = format!("({}) space", vals.iter().map(lit).collect::<Vec<_>>().join(" | "));
-            vals.iter().for_each(|v| self.member_orders.record_constant(v));
-            return Ok(self.add_rule(&rule_name, &body));
-        }
-        let addl = obj.get("additionalProperties");
-        let is_objecty = matches!(ty_str, None | Some("object"));
-        if strict && is_objecty && has_dependencies(obj) {
-            let expanded = self.expand_dependencies(obj, ptr)?;
-            let r = self.visit(&expanded, name, ptr)?;
-            return Ok(if r == rule_name { r } else { self.add_rule(&rule_name, &r) });
-        }
-        let object_keywords = ["patternProperties", "propertyNames", "minProperties", "maxProperties"];
-        if is_objecty
-            && (obj.contains_key("properties")
-                || (addl.is_some() && addl != Some(&Value::Bool(true)))
-                || (strict && ty_str == Some("object") && obj.contains_key("required"))
-                || (strict && object_keywords.iter().any(|k| obj.contains_key(*k))))
-        {
-            if strict {
-                let honored: &[&str] = &[
-                    "type",
-                    "properties",
-                    "required",
-                    "additionalProperties",
-                    "patternProperties",
-                    "propertyNames",
-                    "minProperties",
-                    "maxProperties",
-                ];
-                self.check_honored(obj, ptr, &["object"], honored)?;
-                if obj.contains_key("allOf") {
-                    self.refuse("allOf", ptr, "allOf next to properties is not supported")?;
+            Form::AllOfExact(AllOf::Merged(merged)) => self.visit_as(&merged, name, &rule_name, ptr),
+            Form::Const(c) => {
+                if strict {
+                    self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
                 }
+                let lit = if strict { canonical_constant(c) } else { constant(c) };
+                self.member_orders.record_constant(c);
+                Ok(self.add_rule(&rule_name, &format!("{lit} space")))
             }
-            let required: BTreeSet<String> = obj
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                .unwrap_or_default();
-            // Borrowed from the schema (a deep copy per nesting level added up on big schemas).
-            let mut props: Vec<(String, Cow<Value>)> = match obj.get("properties") {
-                Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), Cow::Borrowed(v))).collect(),
-                Some(_) => return Err(err("properties", ptr, "must be an object")),
-                None => vec![],
-            };
-            let addl: Option<Cow<Value>> = if strict {
-                match addl {
-                    None if self.opts.closed_objects => Some(Cow::Owned(Value::Bool(false))),
-                    None => Some(Cow::Owned(Value::Bool(true))),
-                    other => other.map(Cow::Borrowed),
-                }
-            } else {
-                addl.map(Cow::Borrowed)
-            };
-            let mut extras = ObjectExtras::default();
-            if strict {
-                for r in &required {
-                    if props.iter().any(|(k, _)| k == r) {
-                        continue;
-                    }
-                    // Its value takes the schemas of the patterns its name matches (`key_space`
-                    // conjoins them with the value schema named here), or `additionalProperties`
-                    // when it matches none, as any unlisted name's does.
-                    let value = match self.matches_pattern_property(obj, r, ptr)? {
-                        true => Cow::Owned(Value::Bool(true)),
-                        false => addl.clone().unwrap_or(Cow::Owned(Value::Bool(true))),
+            Form::Enum(e) => {
+                let vals = e.as_array().ok_or_else(|| err("enum", ptr, "must be an array"))?;
+                let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
+                let lit = if strict { canonical_constant } else { constant };
+                let body = format!("({}) space", vals.iter().map(lit).collect::<Vec<_>>().join(" | "));
+                vals.iter().for_each(|v| self.member_orders.record_constant(v));
+                Ok(self.add_rule(&rule_name, &body))
+            }
+            Form::Dependencies => {
+                let expanded = self.expand_dependencies(obj, ptr)?;
+                self.visit_as(&expanded, name, &rule_name, ptr)
+            }
+            Form::Object => self.object(&kw, name, &rule_name, ptr),
+            Form::AllOf => self.all_of(obj, name, &rule_name, ptr),
+            Form::StrictArray => self.strict_array(obj, name, &rule_name, ptr),
+            Form::Array => self.array(&kw, name, &rule_name, ptr),
+            Form::StringAutomaton => self.string_automaton(schema, &rule_name, ptr),
+            Form::Pattern(pat) => {
+                let pat = pat.as_str().ok_or_else(|| err("pattern", ptr, "must be a string"))?;
+                if !strict {
+                    return match pattern_to_rule(pat, &rule_name, self) {
+                        Ok(body) => Ok(self.add_rule(&rule_name, &body)),
+                        Err(e) => Err(err("pattern", ptr, e)),
                     };
-                    props.push((r.clone(), value));
                 }
-                if let Some(space) = self.key_space(obj, &props, addl.as_deref(), ptr)? {
-                    props = space.props.into_iter().map(|(k, v)| (k, Cow::Owned(v))).collect();
-                    extras.classes = Some(space.classes);
+                self.check_honored(obj, ptr, &["string"], &["type", "pattern"])?;
+                let ch = self.add_primitive("char", "char")?;
+                let body = pattern_to_gbnf(pat, &ch).map_err(|e| err("pattern", ptr, e))?;
+                Ok(self.add_rule(&rule_name, &format!("\"\\\"\" {body} \"\\\"\" space")))
+            }
+            Form::Uuid => {
+                if strict {
+                    self.check_honored(obj, ptr, &["string"], &["type", "format"])?;
                 }
-                let min = obj.get("minProperties").map(|v| as_count(Some(v))).unwrap_or(0);
-                let max = obj.get("maxProperties").map(|v| as_count(Some(v)));
-                if min > 0 || max.is_some() {
-                    extras.count = Some((min, max));
+                let n = if rule_name == "root" { "root".to_string() } else { kw.format_name().to_string() };
+                self.add_primitive(&n, "uuid")
+            }
+            Form::FormatPrimitive => {
+                if strict {
+                    self.check_honored(obj, ptr, &["string"], &["type", "format"])?;
+                }
+                let fmt_rule = format!("{}-string", kw.format_name());
+                let p = self.add_primitive(&fmt_rule, &fmt_rule)?;
+                Ok(self.add_rule(&rule_name, &p))
+            }
+            Form::StringLength => self.string_length(&kw, &rule_name, ptr),
+            Form::MultipleOf => {
+                if super::numeric_range::multiple_supported(obj) {
+                    let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
+                    self.check_honored(obj, ptr, &[ty_str.unwrap_or("number")], &honored)?;
+                    let body = self.numeric_range(obj, ty_str == Some("integer"), &rule_name, ptr)?;
+                    return Ok(self.add_rule(&rule_name, &body));
+                }
+                match self.multiple_of(obj, ty_str == Some("integer"), &rule_name, ptr)? {
+                    Ok(rule) => Ok(rule),
+                    Err(rest) => self.visit(&rest, name, ptr),
                 }
             }
-            let body = self.object_rule(&props, &required, name, addl.as_deref(), ptr, &extras)?;
-            return Ok(self.add_rule(&rule_name, &body));
-        }
-        if matches!(ty_str, None | Some("object") | Some("string")) && obj.contains_key("allOf") {
-            return self.all_of(obj, name, &rule_name, ptr);
-        }
-        if strict && ty_str == Some("array") {
-            return self.strict_array(obj, name, &rule_name, ptr);
-        }
-        if matches!(ty_str, None | Some("array")) && (obj.contains_key("items") || obj.contains_key("prefixItems")) {
-            if strict {
-                self.check_honored(
-                    obj,
-                    ptr,
-                    &["array"],
-                    &["type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "additionalItems"],
-                )?;
-                if obj.contains_key("items") && obj.contains_key("prefixItems") {
-                    self.refuse("prefixItems", ptr, "prefixItems together with items is not supported")?;
-                }
-            }
-            let (items, kw) = match obj.get("items").filter(|v| !v.is_null()) {
-                Some(i) => (i.clone(), "items"),
-                None => (obj.get("prefixItems").cloned().unwrap_or(Value::Null), "prefixItems"),
-            };
-            if let Value::Array(list) = &items {
-                if strict && (obj.contains_key("minItems") || obj.contains_key("maxItems")) {
-                    self.refuse("minItems", ptr, "minItems/maxItems with a tuple are not supported")?;
-                }
-                let mut parts = Vec::new();
-                for (i, it) in list.iter().enumerate() {
-                    let sub = format!("{name}{}tuple-{i}", if name.is_empty() { "" } else { "-" });
-                    parts.push(self.visit(it, &sub, &format!("{ptr}/{kw}/{i}"))?);
-                }
-                let body = format!("\"[\" space {} \"]\" space", parts.join(" \",\" space "));
-                return Ok(self.add_rule(&rule_name, &body));
-            }
-            let sub = format!("{name}{}item", if name.is_empty() { "" } else { "-" });
-            let item = self.visit(&items, &sub, &format!("{ptr}/{kw}"))?;
-            let min = as_count(obj.get("minItems"));
-            let max = obj.get("maxItems").map(|v| as_count(Some(v)));
-            if strict
-                && (min > crate::parse::MAX_REPETITIONS as usize
-                    || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize))
-            {
-                self.refuse("maxItems", ptr, "item counts above 2000 are not supported")?;
-            }
-            if max.is_some_and(|m| m < min) {
-                return Err(err("maxItems", ptr, "maxItems is below minItems: no array is valid"));
-            }
-            let body = format!("\"[\" space {} \"]\" space", repetition(&item, min, max, Some("\",\" space")));
-            return Ok(self.add_rule(&rule_name, &body));
-        }
-        if strict && ty_str == Some("string") && needs_automaton(obj) {
-            return self.string_automaton(schema, &rule_name, ptr);
-        }
-        if matches!(ty_str, None | Some("string")) && obj.contains_key("pattern") {
-            let pat = obj["pattern"].as_str().ok_or_else(|| err("pattern", ptr, "must be a string"))?.to_string();
-            if !strict {
-                return match pattern_to_rule(&pat, &rule_name, self) {
-                    Ok(body) => Ok(self.add_rule(&rule_name, &body)),
-                    Err(e) => Err(err("pattern", ptr, e)),
-                };
-            }
-            self.check_honored(obj, ptr, &["string"], &["type", "pattern"])?;
-            let ch = self.add_primitive("char", "char")?;
-            let body = pattern_to_gbnf(&pat, &ch).map_err(|e| err("pattern", ptr, e))?;
-            return Ok(self.add_rule(&rule_name, &format!("\"\\\"\" {body} \"\\\"\" space")));
-        }
-        let uuid_fmt =
-            fmt == "uuid" || (fmt.len() == 5 && fmt.starts_with("uuid") && matches!(fmt.as_bytes()[4], b'1'..=b'5'));
-        if matches!(ty_str, None | Some("string")) && uuid_fmt {
-            if strict {
-                self.check_honored(obj, ptr, &["string"], &["type", "format"])?;
-            }
-            let n = if rule_name == "root" { "root".to_string() } else { fmt.to_string() };
-            return self.add_primitive(&n, "uuid");
-        }
-        let fmt_rule = format!("{fmt}-string");
-        if matches!(ty_str, None | Some("string")) && primitive(&fmt_rule, strict).is_some() && !fmt.is_empty() {
-            if strict {
-                self.check_honored(obj, ptr, &["string"], &["type", "format"])?;
-            }
-            let p = self.add_primitive(&fmt_rule, &fmt_rule)?;
-            return Ok(self.add_rule(&rule_name, &p));
-        }
-        if ty_str == Some("string") && (obj.contains_key("minLength") || obj.contains_key("maxLength")) {
-            if strict {
-                self.check_honored(obj, ptr, &["string"], &["type", "minLength", "maxLength", "format"])?;
-            }
-            let ch = self.add_primitive("char", "char")?;
-            let min = as_count(obj.get("minLength"));
-            let max = obj.get("maxLength").map(|v| as_count(Some(v)));
-            if max.is_some_and(|m| m < min) {
-                return Err(err("maxLength", ptr, "maxLength is below minLength: no string is valid"));
-            }
-            if strict
-                && (min > crate::parse::MAX_REPETITIONS as usize
-                    || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize))
-            {
-                if min > 2_000_000 || max.is_some_and(|m| m > 2_000_000) {
-                    self.refuse("maxLength", ptr, "lengths above 2,000,000 are not supported")?;
-                }
-                let rep = self.big_repetition(&ch, min, max, &rule_name);
-                return Ok(self.add_rule(&rule_name, &format!("\"\\\"\" {rep} \"\\\"\" space")));
-            }
-            let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
-            return Ok(self.add_rule(&rule_name, &body));
-        }
-        if strict && obj.contains_key("multipleOf") && matches!(ty_str, Some("integer") | Some("number")) {
-            if super::numeric_range::multiple_supported(obj) {
-                let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
+            Form::NumericRange => {
+                let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
                 self.check_honored(obj, ptr, &[ty_str.unwrap_or("number")], &honored)?;
                 let body = self.numeric_range(obj, ty_str == Some("integer"), &rule_name, ptr)?;
-                return Ok(self.add_rule(&rule_name, &body));
+                Ok(self.add_rule(&rule_name, &body))
             }
-            return match self.multiple_of(obj, ty_str == Some("integer"), &rule_name, ptr)? {
-                Ok(rule) => Ok(rule),
-                Err(rest) => self.visit(&rest, name, ptr),
-            };
-        }
-        let has_bounds =
-            ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"].iter().any(|k| obj.contains_key(*k));
-        if strict && matches!(ty_str, Some("integer") | Some("number")) && has_bounds {
-            let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
-            self.check_honored(obj, ptr, &[ty_str.unwrap_or("number")], &honored)?;
-            let body = self.numeric_range(obj, ty_str == Some("integer"), &rule_name, ptr)?;
-            return Ok(self.add_rule(&rule_name, &body));
-        }
-        if matches!(ty_str, None | Some("integer")) && has_bounds && (ty_str.is_some() || !strict) {
-            if strict {
-                self.check_honored(
-                    obj,
-                    ptr,
-                    &["integer"],
-                    &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"],
-                )?;
+            Form::IntegerBounds => {
+                if strict {
+                    let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+                    self.check_honored(obj, ptr, &["integer"], &honored)?;
+                }
+                let (lo, hi) = self.int_bounds(obj, ptr)?;
+                if let (Some(l), Some(h)) = (lo, hi) {
+                    if l > h {
+                        return Err(err("minimum", ptr, "minimum is above maximum: no integer is valid"));
+                    }
+                }
+                let mut body = String::from("(");
+                min_max_int(&mut body, lo, hi);
+                body.push_str(") space");
+                Ok(self.add_rule(&rule_name, &body))
             }
-            let (lo, hi) = self.int_bounds(obj, ptr)?;
-            if let (Some(l), Some(h)) = (lo, hi) {
-                if l > h {
-                    return Err(err("minimum", ptr, "minimum is above maximum: no integer is valid"));
+            Form::AnyValue => {
+                // No type: any value, minus what the assertions exclude; we only allow it when no
+                // assertion keyword is present.
+                self.check_honored(obj, ptr, &ALL_TYPES, &[])?;
+                let v = self.add_primitive("value", "value")?;
+                Ok(self.add_rule(&rule_name, &v))
+            }
+            Form::AnyObject => {
+                if strict {
+                    self.check_honored(obj, ptr, &["object"], &["type", "additionalProperties"])?;
+                }
+                let o = self.add_primitive("object", "object")?;
+                Ok(self.add_rule(&rule_name, &o))
+            }
+            Form::Primitive(t) => {
+                if !matches!(t, "boolean" | "number" | "integer" | "string" | "null" | "array") {
+                    return Err(err("type", ptr, format!("unrecognized schema type {t:?}")));
+                }
+                if strict {
+                    self.check_honored(obj, ptr, &[t], &["type", "format"])?;
+                }
+                let n = if rule_name == "root" { "root".to_string() } else { t.to_string() };
+                self.add_primitive(&n, t)
+            }
+        }
+    }
+
+    /// `schema`, a rewriting of the node being converted, converted under its name: its rule,
+    /// or a rule of the node's name pointing at it.
+    fn visit_as(&mut self, schema: &Value, name: &str, rule_name: &str, ptr: &str) -> Result<String, SchemaError> {
+        let r = self.visit(schema, name, ptr)?;
+        Ok(if r == rule_name { r } else { self.add_rule(rule_name, &r) })
+    }
+
+    /// Strict `anyOf`/`oneOf` (`which`): the sibling keywords merged into each alternative,
+    /// an absorbing `anyOf` alternative alone, `oneOf` alternatives made exclusive;
+    /// alternatives no value satisfies are left out.
+    fn strict_union(
+        &mut self,
+        obj: &Map<String, Value>,
+        which: &'static str,
+        alts: &[Value],
+        name: &str,
+        rule_name: &str,
+        ptr: &str,
+    ) -> Result<String, SchemaError> {
+        let kw = which;
+        // Next to `oneOf`, an `anyOf` is one more sibling assertion merged into each
+        // alternative (exclusivity is then proved on the conjoined alternatives).
+        // Sibling assertions apply to every alternative: merge them into each one.
+        let mut sib = Map::new();
+        for (k, v) in obj {
+            if k != kw && (SUPPORTED.contains(&k.as_str())) {
+                sib.insert(k.clone(), v.clone());
+            }
+        }
+        let mut merged = Vec::with_capacity(alts.len());
+        for (i, a) in alts.iter().enumerate() {
+            if sib.is_empty() {
+                merged.push(a.clone());
+                continue;
+            }
+            let mut a = a.clone();
+            if let Some(r) = a.get("$ref").and_then(Value::as_str).filter(|_| self.draft7_or_older) {
+                // Up to draft 7 a `$ref`'s siblings are ignored; later drafts apply them,
+                // and the merge refuses a `$ref` with sibling assertions.
+                a = self.resolve_pointer(r, ptr)?.clone();
+            }
+            match super::shape::merge_schemas(self.root, &Value::Object(sib.clone()), &a) {
+                Ok(m) => merged.push(m),
+                Err(reason) => {
+                    self.refuse(
+                        kw,
+                        &format!("{ptr}/{kw}/{i}"),
+                        &format!("cannot combine with the sibling keywords: {reason}"),
+                    )?;
+                    merged.push(a);
                 }
             }
-            let mut body = String::from("(");
-            min_max_int(&mut body, lo, hi);
-            body.push_str(") space");
-            return Ok(self.add_rule(&rule_name, &body));
         }
-        if strict && ty_str == Some("number") && has_bounds {
-            self.check_honored(
-                obj,
-                ptr,
-                &["number"],
-                &["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"],
-            )?;
-            let body = self.number_bounds(obj, ptr)?;
-            return Ok(self.add_rule(&rule_name, &body));
-        }
-        if strict && ty_str.is_none() {
-            // No type: any value, minus what the assertions exclude; we only allow it when no
-            // assertion keyword is present.
-            self.check_honored(obj, ptr, &["object", "array", "string", "number", "boolean", "null"], &[])?;
-            let v = self.add_primitive("value", "value")?;
-            return Ok(self.add_rule(&rule_name, &v));
-        }
-        if ty_str == Some("object") || obj.is_empty() {
-            if strict {
-                self.check_honored(obj, ptr, &["object"], &["type", "additionalProperties"])?;
+        if kw == "anyOf" {
+            if let Some(i) = absorbing(self.root, &merged) {
+                let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+                let r = self.visit(&merged[i], &sub, &format!("{ptr}/{kw}/{i}"))?;
+                return Ok(self.add_rule(rule_name, &r));
             }
-            let o = self.add_primitive("object", "object")?;
-            return Ok(self.add_rule(&rule_name, &o));
         }
-        let t = ty_str.unwrap_or("");
-        if !matches!(t, "boolean" | "number" | "integer" | "string" | "null" | "array") {
-            return Err(err("type", ptr, format!("unrecognized schema type {t:?}")));
+        if kw == "oneOf" {
+            match make_exclusive(self.root, &merged) {
+                Ok(narrowed) => merged = narrowed,
+                Err(reason) => self.refuse("oneOf", &format!("{ptr}/oneOf"), &reason)?,
+            }
+            if merged.iter().all(|a| *a == Value::Bool(false)) {
+                let why = "no alternative can match alone (identical or unsatisfiable alternatives)";
+                return Err(err("oneOf", &format!("{ptr}/oneOf"), format!("{UNSAT}: {why}")));
+            }
         }
+        let mut rules = Vec::new();
+        let mut last_err = None;
+        for (i, a) in merged.iter().enumerate() {
+            let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+            match self.visit(a, &sub, &format!("{ptr}/{kw}/{i}")) {
+                Ok(r) => rules.push(r),
+                Err(e) if is_unsatisfiable(&e) => last_err = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        if rules.is_empty() {
+            return Err(last_err.unwrap_or_else(|| err(kw, ptr, UNSAT)));
+        }
+        Ok(self.add_rule(rule_name, &rules.join(" | ")))
+    }
+
+    /// `type` listing several types: one branch per type (strict: each carrying only its own
+    /// type's keywords and those of every type, so no other type's keyword can steer it);
+    /// strict branches no value satisfies are left out.
+    fn type_union(
+        &mut self,
+        obj: &Map<String, Value>,
+        types: &[Value],
+        name: &str,
+        rule_name: &str,
+        ptr: &str,
+    ) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        let alts: Vec<Value> = types
+            .iter()
+            .map(|t| match (strict, t.as_str()) {
+                (true, Some(name)) => Value::Object(super::ir::project(obj, name)),
+                _ => {
+                    let mut m = obj.clone();
+                    m.insert("type".into(), t.clone());
+                    Value::Object(m)
+                }
+            })
+            .collect();
+        let mut rules = Vec::new();
+        let mut last_err = None;
+        for (i, a) in alts.iter().enumerate() {
+            let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
+            match self.visit(a, &sub, ptr) {
+                Ok(r) => rules.push(r),
+                Err(e) if strict && is_unsatisfiable(&e) => last_err = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        if rules.is_empty() {
+            return Err(last_err.unwrap_or_else(|| err("type", ptr, UNSAT)));
+        }
+        Ok(self.add_rule(rule_name, &rules.join(" | ")))
+    }
+
+    /// An object rule: named members (required, optional), extra keys, key spaces from
+    /// `patternProperties`/`propertyNames`, member counts.
+    fn object(&mut self, kw: &Keywords, name: &str, rule_name: &str, ptr: &str) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        let obj = kw.map;
         if strict {
-            let honored: &[&str] = &["type", "format"];
-            self.check_honored(obj, ptr, &[t], honored)?;
+            let honored: &[&str] = &[
+                "type",
+                "properties",
+                "required",
+                "additionalProperties",
+                "patternProperties",
+                "propertyNames",
+                "minProperties",
+                "maxProperties",
+            ];
+            self.check_honored(obj, ptr, &["object"], honored)?;
+            if kw.all_of.is_some() {
+                self.refuse("allOf", ptr, "allOf next to properties is not supported")?;
+            }
         }
-        let n = if rule_name == "root" { "root".to_string() } else { t.to_string() };
-        self.add_primitive(&n, t)
+        let required: BTreeSet<String> = kw
+            .required
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        // Borrowed from the schema (a deep copy per nesting level added up on big schemas).
+        let mut props: Vec<(String, Cow<Value>)> = match kw.properties {
+            Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), Cow::Borrowed(v))).collect(),
+            Some(_) => return Err(err("properties", ptr, "must be an object")),
+            None => vec![],
+        };
+        let addl = kw.additional_properties;
+        let addl: Option<Cow<Value>> = if strict {
+            match addl {
+                None if self.opts.closed_objects => Some(Cow::Owned(Value::Bool(false))),
+                None => Some(Cow::Owned(Value::Bool(true))),
+                other => other.map(Cow::Borrowed),
+            }
+        } else {
+            addl.map(Cow::Borrowed)
+        };
+        let mut extras = ObjectExtras::default();
+        if strict {
+            for r in &required {
+                if props.iter().any(|(k, _)| k == r) {
+                    continue;
+                }
+                // Its value takes the schemas of the patterns its name matches (`key_space`
+                // conjoins them with the value schema named here), or `additionalProperties`
+                // when it matches none, as any unlisted name's does.
+                let value = match self.matches_pattern_property(obj, r, ptr)? {
+                    true => Cow::Owned(Value::Bool(true)),
+                    false => addl.clone().unwrap_or(Cow::Owned(Value::Bool(true))),
+                };
+                props.push((r.clone(), value));
+            }
+            if let Some(space) = self.key_space(obj, &props, addl.as_deref(), ptr)? {
+                props = space.props.into_iter().map(|(k, v)| (k, Cow::Owned(v))).collect();
+                extras.classes = Some(space.classes);
+            }
+            let min = kw.min_properties.unwrap_or(0);
+            let max = kw.max_properties;
+            if min > 0 || max.is_some() {
+                extras.count = Some((min, max));
+            }
+        }
+        let body = self.object_rule(&props, &required, name, addl.as_deref(), ptr, &extras)?;
+        Ok(self.add_rule(rule_name, &body))
+    }
+
+    /// `items`/`prefixItems` outside strict `type: array`: a tuple, or items with counts.
+    fn array(&mut self, kw: &Keywords, name: &str, rule_name: &str, ptr: &str) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        if strict {
+            self.check_honored(
+                kw.map,
+                ptr,
+                &["array"],
+                &["type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "additionalItems"],
+            )?;
+            if kw.items.is_some() && kw.prefix_items.is_some() {
+                self.refuse("prefixItems", ptr, "prefixItems together with items is not supported")?;
+            }
+        }
+        let (items, key) = match kw.items.filter(|v| !v.is_null()) {
+            Some(i) => (i.clone(), "items"),
+            None => (kw.prefix_items.cloned().unwrap_or(Value::Null), "prefixItems"),
+        };
+        if let Value::Array(list) = &items {
+            if strict && (kw.min_items.is_some() || kw.max_items.is_some()) {
+                self.refuse("minItems", ptr, "minItems/maxItems with a tuple are not supported")?;
+            }
+            let mut parts = Vec::new();
+            for (i, it) in list.iter().enumerate() {
+                let sub = format!("{name}{}tuple-{i}", if name.is_empty() { "" } else { "-" });
+                parts.push(self.visit(it, &sub, &format!("{ptr}/{key}/{i}"))?);
+            }
+            let body = format!("\"[\" space {} \"]\" space", parts.join(" \",\" space "));
+            return Ok(self.add_rule(rule_name, &body));
+        }
+        let sub = format!("{name}{}item", if name.is_empty() { "" } else { "-" });
+        let item = self.visit(&items, &sub, &format!("{ptr}/{key}"))?;
+        let min = kw.min_items.unwrap_or(0);
+        let max = kw.max_items;
+        if strict
+            && (min > crate::parse::MAX_REPETITIONS as usize
+                || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize))
+        {
+            self.refuse("maxItems", ptr, "item counts above 2000 are not supported")?;
+        }
+        if max.is_some_and(|m| m < min) {
+            return Err(err("maxItems", ptr, "maxItems is below minItems: no array is valid"));
+        }
+        let body = format!("\"[\" space {} \"]\" space", repetition(&item, min, max, Some("\",\" space")));
+        Ok(self.add_rule(rule_name, &body))
+    }
+
+    /// `minLength`/`maxLength` on a `type: string` (long ones through counted helper rules).
+    fn string_length(&mut self, kw: &Keywords, rule_name: &str, ptr: &str) -> Result<String, SchemaError> {
+        let strict = self.opts.strict;
+        if strict {
+            self.check_honored(kw.map, ptr, &["string"], &["type", "minLength", "maxLength", "format"])?;
+        }
+        let ch = self.add_primitive("char", "char")?;
+        let min = kw.min_length.unwrap_or(0);
+        let max = kw.max_length;
+        if max.is_some_and(|m| m < min) {
+            return Err(err("maxLength", ptr, "maxLength is below minLength: no string is valid"));
+        }
+        if strict
+            && (min > crate::parse::MAX_REPETITIONS as usize
+                || max.is_some_and(|m| m > crate::parse::MAX_REPETITIONS as usize))
+        {
+            if min > 2_000_000 || max.is_some_and(|m| m > 2_000_000) {
+                self.refuse("maxLength", ptr, "lengths above 2,000,000 are not supported")?;
+            }
+            let rep = self.big_repetition(&ch, min, max, rule_name);
+            return Ok(self.add_rule(rule_name, &format!("\"\\\"\" {rep} \"\\\"\" space")));
+        }
+        let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
+        Ok(self.add_rule(rule_name, &body))
     }
 
     /// Strict mode: keeps the enum values that satisfy the sibling assertions we can check.

@@ -34,11 +34,6 @@ fn cannot_appear(m: &Map<String, Value>, k: &str) -> bool {
     }
 }
 
-/// Whether the object schema has any dependency keyword.
-pub(super) fn has_dependencies(m: &Map<String, Value>) -> bool {
-    KEYWORDS.iter().any(|k| m.contains_key(*k))
-}
-
 impl Converter<'_> {
     /// `obj` rewritten without its dependency keywords (as cases under `anyOf` where needed).
     pub(super) fn expand_dependencies(&mut self, obj: &Map<String, Value>, ptr: &str) -> Result<Value, SchemaError> {

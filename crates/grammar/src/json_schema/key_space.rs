@@ -232,7 +232,10 @@ mod tests {
         check(s, &[r#"{"abc":1}"#, "{}"], &[r#"{"abcd":1}"#, r#"{"A":1}"#, r#"{"":1}"#]);
         let s = json!({"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {"type": "integer"}});
         check(s, &[r#"{"a":1,"b":2}"#], &[r#"{"c":1}"#, r#"{"a":"s"}"#]);
-        refused(json!({"type": "object", "propertyNames": {"format": "email"}}), "propertyNames");
+        // An enforced format is one more language for the names; one without a rule is refused.
+        let s = json!({"type": "object", "propertyNames": {"format": "ipv4"}});
+        check(s, &[r#"{"1.2.3.4":1}"#, "{}"], &[r#"{"1.2.3":1}"#, r#"{"a":1}"#]);
+        refused(json!({"type": "object", "propertyNames": {"format": "hostname"}}), "propertyNames");
     }
 
     #[test]

@@ -13,13 +13,15 @@
 //!   `pattern` with lengths on strings (`strings`), `dependencies`/`dependentRequired`/
 //!   `dependentSchemas` as presence cases (`dependencies`), `minProperties`/`maxProperties`
 //!   by counting (`counting`), decimal `multipleOf` (`multiple_of`), `enum` next to other
-//!   assertions by checking each value (`enum_filter`), `allOf` by merging, and the `ipv6`
-//!   format; numeric bounds of any sign and scale and `multipleOf` steps as digit automata
+//!   assertions by checking each value (`enum_filter`), `allOf` by merging, the `ipv6`
+//!   format, and enforced formats beside `pattern`/lengths/`not` as automata (`formats`); numeric bounds of any sign and scale and `multipleOf` steps as digit automata
 //!   (`numeric_range`); open-ended tuples and `uniqueItems` over small finite item sets
 //!   (`arrays`). Keywords constrain only their own type: a schema without `type` admits every
 //!   other type (the typed view in `ir` sorts each keyword into its type's group). Object keys
 //!   and string constants are written in canonical JSON text (one spelling per key, escapes
 //!   included), and the output is compacted (`compact`: equal rules merged, short names).
+//! * Each schema object is read once into typed keywords (`model::Keywords`) and converted by
+//!   the one construction its keywords select (`model::Form`).
 
 mod any_of;
 mod arrays;
@@ -30,10 +32,12 @@ mod converter;
 mod counting;
 mod dependencies;
 mod enum_filter;
+mod formats;
 mod int_range;
 mod ir;
 mod key_space;
 mod keywords;
+mod model;
 mod multiple_of;
 mod numeric_range;
 mod objects;

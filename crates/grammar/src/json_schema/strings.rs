@@ -1,21 +1,17 @@
 //! String languages as automata: the strings a schema accepts, when its keywords are ones an
 //! automaton expresses exactly (`enum`/`const`, `pattern`, `minLength`/`maxLength`, `not` of
-//! those). Used for `propertyNames`, and for string schemas whose keywords a single
-//! translation cannot combine (`pattern` with a length, or `not`).
+//! those, the enforced formats). Used for `propertyNames`, and for string schemas whose
+//! keywords a single translation cannot combine (`pattern` or a format with a length, a
+//! format with a `pattern`, or `not`).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::any_of::custom_format;
 use super::automaton::Dfa;
 use super::converter::{as_count, err, Converter};
+use super::formats::format_regex;
 use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use crate::error::SchemaError;
-
-/// Whether a `type: string` schema needs the automaton: `not`, or `pattern` with a length.
-pub(super) fn needs_automaton(m: &Map<String, Value>) -> bool {
-    let has = |k: &str| m.contains_key(k);
-    has("not") || (has("pattern") && (has("minLength") || has("maxLength")))
-}
 
 impl Converter<'_> {
     /// The strings `schema` accepts (`None` = every string); `kw` names the keyword in errors.
@@ -57,6 +53,10 @@ impl Converter<'_> {
                     Some(d) => Dfa::any_string().minus(&d).map_err(|e| fail(k, e))?,
                 },
                 "format" if v.as_str().is_some_and(custom_format) => continue,
+                "format" => match v.as_str().and_then(format_regex) {
+                    Some(re) => Dfa::from_pattern(&re).map_err(|e| fail(k, e))?,
+                    None => return Err(fail(k, "cannot be enforced on strings here".into())),
+                },
                 k if ANNOTATIONS.contains(&k) || (!SUPPORTED.contains(&k) && !UNSUPPORTED.contains(&k)) => continue,
                 k => return Err(fail(k, "cannot be enforced on strings here".into())),
             };
@@ -75,7 +75,11 @@ impl Converter<'_> {
         rule_name: &str,
         ptr: &str,
     ) -> Result<String, SchemaError> {
-        let kw = if schema.get("not").is_some() { "not" } else { "pattern" };
+        let kw = match (schema.get("not"), schema.get("pattern")) {
+            (Some(_), _) => "not",
+            (None, Some(_)) => "pattern",
+            (None, None) => "format",
+        };
         let d = self.string_language(schema, ptr, kw)?.unwrap_or_else(Dfa::any_string);
         if d.is_empty() {
             return Err(err(kw, ptr, super::converter::UNSAT));
