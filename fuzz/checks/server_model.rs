@@ -45,7 +45,12 @@ impl Vocab for Bytes {
 }
 
 impl Tokenizer for Bytes {
-    fn encode(&self, text: &str, _add_special: bool, parse_special: bool) -> nucleus_runtime::error::Result<Vec<Token>> {
+    fn encode(
+        &self,
+        text: &str,
+        _add_special: bool,
+        parse_special: bool,
+    ) -> nucleus_runtime::error::Result<Vec<Token>> {
         let mut out = Vec::new();
         let mut rest = text;
         'outer: while !rest.is_empty() {

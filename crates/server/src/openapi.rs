@@ -22,9 +22,7 @@ use crate::openai_types::{ChatChunk, ChatCompletion, ModelList, TextCompletion};
 use crate::responses::body::ResponsesBody;
 use crate::responses::types::{ResponseObject, Sequenced};
 use crate::routes::health::HealthStatus;
-use crate::utility::body::{
-    ApplyTemplateResponse, DetokenizeBody, DetokenizeResponse, TokenizeBody, TokenizeResponse,
-};
+use crate::utility::body::{ApplyTemplateResponse, DetokenizeBody, DetokenizeResponse, TokenizeBody, TokenizeResponse};
 use crate::utility::props::Props;
 
 /// The document, built once.

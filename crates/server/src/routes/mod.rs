@@ -71,8 +71,16 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// Paths served under a second name (listed once in the 404's list of routes).
-const ALIASES: &[&str] =
-    &["/chat/completions", "/completions", "/responses", "/models", "/v1/health", "/playground", "/playground.js", "/playground.css"];
+const ALIASES: &[&str] = &[
+    "/chat/completions",
+    "/completions",
+    "/responses",
+    "/models",
+    "/v1/health",
+    "/playground",
+    "/playground.js",
+    "/playground.css",
+];
 
 /// The routes a 404 lists, `METHOD /path` each, aliases left out: from the table, so the list
 /// is always current.

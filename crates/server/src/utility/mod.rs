@@ -91,9 +91,7 @@ pub async fn get_props(State(state): State<Arc<AppState>>) -> Response {
 }
 
 /// Runs `f` off the async threads (tokenizing a long text takes a while).
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, ApiError> + Send + 'static) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::internal(format!("the request failed: {e}")))?
 }
 
