@@ -33,6 +33,7 @@ pub mod constraint;
 pub mod engine;
 pub mod error;
 pub mod generate;
+#[cfg(feature = "llama")]
 pub mod llama;
 pub mod model;
 pub mod prompt;
@@ -52,11 +53,12 @@ pub use constraint::{grammar_sampler, token_trie, tool_arguments_gbnf, Constrain
 pub use engine::{Engine, SlotJob, SlotSink};
 pub use error::RuntimeError;
 pub use generate::{generate, generate_sequence, GenerationStats, PREFILL_CHUNK};
+#[cfg(feature = "llama")]
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SavedSequence, SeqId, SpecialTokens, Tokenizer};
 pub use nucleus_grammar::continuations::TrieConstraint;
 pub use nucleus_grammar::DescriptorError;
-pub use prompt::{chat_prompt_tokens, prompt_tokens, Prompt};
+pub use prompt::{chat_prompt_tokens, prompt_tokens, rendered_chat_tokens, Prompt};
 pub use pull::{models_dir, Pip, PullEvent};
 pub use reasoning::{ReasoningFormat, ReasoningOptions, Split, ThinkSplitter};
 pub use resolve::{locate, ModelRef};

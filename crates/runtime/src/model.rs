@@ -222,7 +222,8 @@ pub struct SavedSequence {
     pub(crate) len: usize,
     /// Size of the copy in bytes.
     pub(crate) bytes: usize,
-    /// The backend's own state object.
+    /// The backend's own state object (read only by a backend: none without `llama`).
+    #[cfg_attr(not(feature = "llama"), allow(dead_code))]
     pub(crate) state: Box<dyn std::any::Any + Send + Sync>,
 }
 

@@ -47,9 +47,16 @@ pub fn chat_prompt_tokens(
     messages: &[ChatMessage],
     tools: Option<&serde_json::Value>,
 ) -> Result<Vec<Token>> {
-    let tok = model.tokenizer();
     let text = template.render_with_tools(messages, true, tools)?;
-    let tokens = tok.encode(strip_bos(&text, template.bos_token(), tok.special().add_bos), true, true)?;
+    rendered_chat_tokens(model, template, &text)
+}
+
+/// The tokens of a chat prompt `template` rendered as `text`: tokenized with the model's
+/// automatic tokens and special-token parsing, a BOS the template wrote not doubled. (The
+/// server's `/apply-template` answers `text`; its generation routes run these tokens.)
+pub fn rendered_chat_tokens(model: &dyn Model, template: &ChatTemplate, text: &str) -> Result<Vec<Token>> {
+    let tok = model.tokenizer();
+    let tokens = tok.encode(strip_bos(text, template.bos_token(), tok.special().add_bos), true, true)?;
     if tokens.is_empty() {
         return Err(RuntimeError::EmptyPrompt);
     }

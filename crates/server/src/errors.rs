@@ -114,13 +114,13 @@ impl ApiError {
         .param("model")
     }
 
-    /// 404 for an unknown route.
-    pub fn no_route(method: &str, path: &str) -> Self {
+    /// 404 for an unknown route; `routes` lists the served ones.
+    pub fn no_route(method: &str, path: &str, routes: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
             Some("unknown_url"),
-            format!("Unknown request URL: {method} {path}. Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, GET /metrics."),
+            format!("Unknown request URL: {method} {path}. Routes: {routes}."),
         )
     }
 

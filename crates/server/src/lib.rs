@@ -59,6 +59,7 @@ pub mod state;
 pub mod step_trace;
 pub mod streaming;
 pub mod tools;
+pub mod utility;
 
 use std::net::SocketAddr;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};

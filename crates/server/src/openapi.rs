@@ -22,6 +22,8 @@ use crate::openai_types::{ChatChunk, ChatCompletion, ModelList, TextCompletion};
 use crate::responses::body::ResponsesBody;
 use crate::responses::types::{ResponseObject, Sequenced};
 use crate::routes::health::HealthStatus;
+use crate::utility::body::{ApplyTemplateResponse, DetokenizeBody, DetokenizeResponse, TokenizeBody, TokenizeResponse};
+use crate::utility::props::Props;
 
 /// The document, built once.
 pub fn document() -> &'static str {
@@ -58,6 +60,12 @@ struct Schemas {
     message_event: Value,
     token_count: Value,
     anthropic_error: Value,
+    tokenize_request: Value,
+    tokenize_response: Value,
+    detokenize_request: Value,
+    detokenize_response: Value,
+    apply_template_response: Value,
+    props: Value,
     components: Map<String, Value>,
 }
 
@@ -85,6 +93,12 @@ fn schemas() -> Schemas {
         message_event: sub::<StreamEvent>(&mut ser),
         token_count: sub::<TokenCount>(&mut ser),
         anthropic_error: sub::<AnthropicErrorResponse>(&mut ser),
+        tokenize_request: sub::<TokenizeBody>(&mut de),
+        tokenize_response: sub::<TokenizeResponse>(&mut ser),
+        detokenize_request: sub::<DetokenizeBody>(&mut de),
+        detokenize_response: sub::<DetokenizeResponse>(&mut ser),
+        apply_template_response: sub::<ApplyTemplateResponse>(&mut ser),
+        props: sub::<Props>(&mut ser),
         components: Map::new(),
     };
     s.components = de.take_definitions(true);
@@ -248,6 +262,42 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
                 "404": error(s, "No response with this id is kept.")
             }
         }),
+        ("POST", "/tokenize") => utility_operation(
+            s,
+            "Tokenize a text (llama-server's)",
+            "tokenize",
+            &s.tokenize_request,
+            &s.tokenize_response,
+            "The token ids, or with `with_pieces` each id with its piece (a string, or the byte values when the piece is not valid UTF-8).",
+            "A field has the wrong type, `content` is missing, or a token id of a mixed `content` is not in the vocabulary (`param` names it).",
+        ),
+        ("POST", "/detokenize") => utility_operation(
+            s,
+            "Turn token ids back into text (llama-server's)",
+            "detokenize",
+            &s.detokenize_request,
+            &s.detokenize_response,
+            "The tokens' text.",
+            "`tokens` is missing or not an array of integers, or an id is not in the vocabulary (`param` names it, e.g. `tokens[2]`).",
+        ),
+        ("POST", "/apply-template") => utility_operation(
+            s,
+            "Render a chat request's prompt without generating (llama-server's)",
+            "applyTemplate",
+            &s.chat_request,
+            &s.apply_template_response,
+            "The prompt `/v1/chat/completions` would render for this body (template, template variables, tools).",
+            "A field is missing, of the wrong type or out of range, as `/v1/chat/completions` checks it (`param` names it), or the template cannot render the messages.",
+        ),
+        ("GET", "/props") => json!({
+            "summary": "The server's properties (llama-server's)",
+            "operationId": "props",
+            "responses": {
+                "200": { "description": "Sampling defaults, each slot's context, slots, model, chat template.", "content": json_content(&s.props) },
+                "401": unauthorized,
+                "503": loading
+            }
+        }),
         ("POST", "/v1/messages") => messages_operation(s),
         ("POST", "/v1/messages/count_tokens") => count_operation(s),
         ("GET", "/v1/models" | "/models") => json!({
@@ -308,6 +358,31 @@ fn operation(s: &Schemas, method: &Method, path: &str) -> Option<Value> {
         _ => return None,
     };
     Some(op)
+}
+
+/// A llama-server utility route taking `request` and answering `response` (no generation).
+fn utility_operation(
+    s: &Schemas,
+    summary: &str,
+    id: &str,
+    request: &Value,
+    response: &Value,
+    ok: &str,
+    bad: &str,
+) -> Value {
+    json!({
+        "summary": summary,
+        "operationId": id,
+        "requestBody": { "required": true, "content": json_content(request) },
+        "responses": {
+            "200": { "description": ok, "content": json_content(response) },
+            "400": error(s, bad),
+            "401": error(s, "The server has an API key and the request did not send it."),
+            "404": error(s, "The model asked for is not the one served (`model_not_found`)."),
+            "413": error(s, "The body is larger than `--max-body`."),
+            "503": error(s, "The model is still loading, or the server is shutting down (with `Retry-After`).")
+        }
+    })
 }
 
 /// The errors of the Messages routes (Anthropic's shape), by status.
@@ -380,7 +455,7 @@ pub fn build() -> Value {
         "info": {
             "title": "Nucleus",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "An OpenAI-compatible server (chat and legacy completions, with llama-server's and vLLM's sampling extras) whose every token is sampled by Nucleus. Errors are OpenAI's error object. With --api-key, every route but /health needs `Authorization: Bearer <key>`.",
+            "description": "An OpenAI-compatible server (chat and legacy completions, the Responses API, with llama-server's and vLLM's sampling extras), Anthropic's Messages API, and llama-server's utility routes (/tokenize, /detokenize, /apply-template, /props), whose every token is sampled by Nucleus. Errors are OpenAI's error object (Anthropic's on the Messages routes). With --api-key, every route but /health needs `Authorization: Bearer <key>` (or `x-api-key`).",
             "license": { "name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0" }
         },
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -411,6 +486,8 @@ mod tests {
         de.subschema_for::<ResponsesBody>();
         de.subschema_for::<MessagesBody>();
         de.subschema_for::<CountBody>();
+        de.subschema_for::<TokenizeBody>();
+        de.subschema_for::<DetokenizeBody>();
         for f in [
             SchemaGenerator::subschema_for::<ChatCompletion>,
             SchemaGenerator::subschema_for::<ChatChunk>,
@@ -424,6 +501,10 @@ mod tests {
             SchemaGenerator::subschema_for::<StreamEvent>,
             SchemaGenerator::subschema_for::<TokenCount>,
             SchemaGenerator::subschema_for::<AnthropicErrorResponse>,
+            SchemaGenerator::subschema_for::<TokenizeResponse>,
+            SchemaGenerator::subschema_for::<DetokenizeResponse>,
+            SchemaGenerator::subschema_for::<ApplyTemplateResponse>,
+            SchemaGenerator::subschema_for::<Props>,
         ] {
             f(&mut ser);
         }

@@ -2,6 +2,7 @@
 //! limits checked (a prompt that does not fit is a 400, never a failure later), and one
 //! [`Sequence`] per choice with its own seed, built here so the engine thread only decodes.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use nucleus_runtime::reasoning::prompt_opens_block;
@@ -77,13 +78,7 @@ pub fn prepare(
             req.n
         )));
     }
-    let with_kwargs;
-    let template = if reasoning.template_kwargs.is_empty() {
-        template
-    } else {
-        with_kwargs = template.clone().with_kwargs(&reasoning.template_kwargs);
-        &with_kwargs
-    };
+    let template = &*request_template(template, reasoning);
     let reads_blocks = req.endpoint == Endpoint::Chat && reasoning.format.reads_blocks(template.source());
     let format = ToolFormat::for_template(template);
     let active_tools = req.tools.as_ref().filter(|t| t.active());
@@ -183,6 +178,16 @@ pub fn prepare(
     Ok(out)
 }
 
+/// The chat template a request renders with: the server's, with the request's template
+/// variables (over `--chat-template-kwargs`) when there are any.
+pub fn request_template<'a>(template: &'a ChatTemplate, reasoning: &ReasoningSettings) -> Cow<'a, ChatTemplate> {
+    if reasoning.template_kwargs.is_empty() {
+        Cow::Borrowed(template)
+    } else {
+        Cow::Owned(template.clone().with_kwargs(&reasoning.template_kwargs))
+    }
+}
+
 /// The text of a prompt's last tokens, control tokens included (where a generation prompt
 /// shows whether it opened a reasoning block).
 fn tail_text(model: &dyn Model, tokens: &[Token]) -> String {
@@ -204,7 +209,7 @@ pub fn detokenize(model: &dyn Model, tokens: &[Token]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-fn prompt_error(e: RuntimeError, param: &str) -> ApiError {
+pub(crate) fn prompt_error(e: RuntimeError, param: &str) -> ApiError {
     match e {
         RuntimeError::EmptyPrompt => ApiError::invalid_value(param, "the prompt is empty (it tokenized to no tokens)"),
         RuntimeError::BadToken { .. } => ApiError::invalid_value(param, e.to_string()),

@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub defaults: SamplingParams,
     /// The id `/v1/models` reports and requests name.
     pub model_id: String,
+    /// The model file, as `GET /props` reports it (`model_path`).
+    pub model_path: Option<String>,
     /// Other names requests may use for the model (file name, path).
     pub model_aliases: Vec<String>,
     /// After a shutdown signal, running generations get this long to finish.
@@ -82,6 +84,7 @@ impl Default for ServerConfig {
             max_body: 8 << 20,
             defaults: SamplingParams::default(),
             model_id: "model".into(),
+            model_path: None,
             model_aliases: Vec::new(),
             shutdown_grace: Duration::from_secs(30),
             handle_signals: false,

@@ -161,6 +161,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         max_body: args.max_body,
         defaults,
         model_id: model_id.clone(),
+        model_path: Some(path.display().to_string()),
         model_aliases: aliases,
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace),
         handle_signals: true,

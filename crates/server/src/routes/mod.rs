@@ -31,6 +31,10 @@ fn table() -> Vec<(&'static str, Method, MethodRouter<Arc<AppState>>)> {
         ("/v1/responses/{id}", Method::DELETE, delete(crate::responses::delete)),
         ("/v1/messages", Method::POST, post(crate::anthropic::messages)),
         ("/v1/messages/count_tokens", Method::POST, post(crate::anthropic::count_tokens)),
+        ("/tokenize", Method::POST, post(crate::utility::tokenize)),
+        ("/detokenize", Method::POST, post(crate::utility::detokenize)),
+        ("/apply-template", Method::POST, post(crate::utility::apply_template)),
+        ("/props", Method::GET, get(crate::utility::get_props)),
         ("/v1/models", Method::GET, get(models::list)),
         ("/models", Method::GET, get(models::list)),
         ("/health", Method::GET, get(health::health)),
@@ -66,8 +70,27 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
+/// Paths served under a second name (listed once in the 404's list of routes).
+const ALIASES: &[&str] = &[
+    "/chat/completions",
+    "/completions",
+    "/responses",
+    "/models",
+    "/v1/health",
+    "/playground",
+    "/playground.js",
+    "/playground.css",
+];
+
+/// The routes a 404 lists, `METHOD /path` each, aliases left out: from the table, so the list
+/// is always current.
+fn route_list() -> String {
+    let routes = served().into_iter().filter(|(path, _)| !ALIASES.contains(path));
+    routes.map(|(path, method)| format!("{method} {path}")).collect::<Vec<_>>().join(", ")
+}
+
 async fn no_route(method: Method, uri: Uri) -> ApiError {
-    ApiError::no_route(method.as_str(), uri.path())
+    ApiError::no_route(method.as_str(), uri.path(), &route_list())
 }
 
 async fn wrong_method(method: Method, uri: Uri) -> ApiError {
@@ -112,6 +135,10 @@ async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next) -> 
         p if p.starts_with("/v1/responses/") => "/v1/responses/{id}",
         "/v1/messages" => "/v1/messages",
         "/v1/messages/count_tokens" => "/v1/messages/count_tokens",
+        "/tokenize" => "/tokenize",
+        "/detokenize" => "/detokenize",
+        "/apply-template" => "/apply-template",
+        "/props" => "/props",
         "/v1/models" | "/models" => "/v1/models",
         "/health" | "/v1/health" => "/health",
         "/metrics" => "/metrics",

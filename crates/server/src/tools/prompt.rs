@@ -6,13 +6,14 @@
 //!   are described in the system message, an assistant's earlier calls are written as the JSON
 //!   object it would have answered, and tool results become user messages quoting them.
 
-use nucleus_runtime::{chat_prompt_tokens, ChatMessage, ChatTemplate, Model, RuntimeError};
+use nucleus_runtime::{rendered_chat_tokens, ChatMessage, ChatTemplate, Model, RuntimeError};
 use nucleus_sampler::Token;
 use serde_json::{json, Value};
 
 use super::{ToolChoice, ToolFormat, ToolRequest};
 
-/// The prompt's tokens for `messages` with `tools` (when given and in use) in `format`.
+/// The prompt's tokens for `messages` with `tools` (when given and in use) in `format`: the
+/// tokens of [`chat_text`].
 pub fn chat_tokens(
     model: &dyn Model,
     template: &ChatTemplate,
@@ -20,11 +21,23 @@ pub fn chat_tokens(
     tools: Option<&ToolRequest>,
     format: ToolFormat,
 ) -> Result<Vec<Token>, RuntimeError> {
+    let text = chat_text(template, messages, tools, format)?;
+    rendered_chat_tokens(model, template, &text)
+}
+
+/// The prompt's text for `messages` with `tools` (when given and in use) in `format`, as the
+/// template renders it (ending with the assistant's turn); `/apply-template` answers it.
+pub fn chat_text(
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+    tools: Option<&ToolRequest>,
+    format: ToolFormat,
+) -> Result<String, RuntimeError> {
     let active = tools.filter(|t| t.active());
     match format {
         ToolFormat::Hermes => {
             let list = active.map(|t| Value::Array(t.tools.iter().map(|s| s.tool.clone()).collect()));
-            chat_prompt_tokens(model, template, messages, list.as_ref())
+            template.render_with_tools(messages, true, list.as_ref())
         }
         ToolFormat::Generic => {
             let mut msgs = generic_history(messages);
@@ -35,7 +48,7 @@ pub fn chat_tokens(
                     _ => msgs.insert(0, ChatMessage::system(text)),
                 }
             }
-            chat_prompt_tokens(model, template, &msgs, None)
+            template.render_with_tools(&msgs, true, None)
         }
     }
 }
