@@ -79,7 +79,7 @@ fn run_codex(server: &common::TestServer, extra: &str, limit: Duration) -> Outpu
         .args(["exec", "--strict-config", "--skip-git-repo-check", "--ephemeral", "--color", "never"])
         .arg("-C")
         .arg(&work)
-        .arg("Say hello.")
+        .arg("What is 2 + 2? Answer with a number.")
         .env("CODEX_HOME", &home)
         .env("HOME", &home)
         .env("NUCLEUS_API_KEY", "anything")
