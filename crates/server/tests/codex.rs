@@ -73,7 +73,8 @@ fn run_codex(server: &common::TestServer, extra: &str, limit: Duration) -> Outpu
     std::fs::create_dir_all(&home).expect("scratch CODEX_HOME");
     std::fs::create_dir_all(&work).expect("scratch workdir");
     let instructions = home.join("instructions.md");
-    std::fs::write(&instructions, "You are a helpful assistant. Answer in one short sentence.\n").expect("instructions");
+    std::fs::write(&instructions, "You are a helpful assistant. Answer in one short sentence.\n")
+        .expect("instructions");
     std::fs::write(home.join("config.toml"), config_toml(&server.base_url(), &instructions, extra)).expect("config");
     let child = Command::new(codex_dir().join("node_modules/.bin/codex"))
         .args(["exec", "--strict-config", "--skip-git-repo-check", "--ephemeral", "--color", "never"])

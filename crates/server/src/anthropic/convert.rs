@@ -22,8 +22,8 @@ use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 
 use super::body::{
-    Block, CountBody, Effort, MessageIn, MessagesBody, OutputFormat, Role, TextBlock, TextOr, ThinkingIn,
-    ToolChoiceIn, ToolIn,
+    Block, CountBody, Effort, MessageIn, MessagesBody, OutputFormat, Role, TextBlock, TextOr, ThinkingIn, ToolChoiceIn,
+    ToolIn,
 };
 use crate::body;
 use crate::errors::ApiError;

@@ -19,7 +19,11 @@ use crate::render::ResponseMeta;
 use crate::sse::{self, EventSource, SseWriter};
 
 /// Waits for the answer, then sends it whole (thinking without its text when `omit_thinking`).
-pub async fn collect(meta: ResponseMeta, rx: UnboundedReceiver<Event>, omit_thinking: bool) -> Result<Response, ApiError> {
+pub async fn collect(
+    meta: ResponseMeta,
+    rx: UnboundedReceiver<Event>,
+    omit_thinking: bool,
+) -> Result<Response, ApiError> {
     let (maker, opening) = EventMaker::new(meta);
     let maker = maker.omitting_thinking(omit_thinking);
     let mut acc = Assembler::default();

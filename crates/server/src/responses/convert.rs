@@ -602,8 +602,14 @@ mod tests {
         let cases = [
             (r#"{"input": "x", "tools": [{"type": "custom", "name": "c"}]}"#, "tools[0].type"),
             (r#"{"input": "x", "tools": [{"type": "web_search"}], "tool_choice": "required"}"#, "tools[0].type"),
-            (r#"{"input": "x", "tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}}"#, "tool_choice.type"),
-            (r#"{"input": "x", "tools": [{"type": "namespace", "name": "n", "tools": [{"type": "custom", "name": "c"}]}]}"#, "tools[0].tools[0].type"),
+            (
+                r#"{"input": "x", "tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}}"#,
+                "tool_choice.type",
+            ),
+            (
+                r#"{"input": "x", "tools": [{"type": "namespace", "name": "n", "tools": [{"type": "custom", "name": "c"}]}]}"#,
+                "tools[0].tools[0].type",
+            ),
             (r#"{"input": "x", "tools": [{"type": "namespace", "name": "n"}]}"#, "tools[0].tools"),
             (r#"{"input": [{"role": "user", "content": [{"type": "input_image"}]}]}"#, "input[0].content[0].type"),
             (r#"{"input": [{"type": "item_reference", "id": "x"}]}"#, "input[0].type"),

@@ -89,15 +89,11 @@ mod tests {
         };
         let mut ev = StreamEvent::ItemDone { output_index: 0, item: call("multi_agent__spawn") };
         ns.restore(&mut ev);
-        let StreamEvent::ItemDone { item: OutputItem::FunctionCall { name, namespace, .. }, .. } = ev else {
-            panic!()
-        };
+        let StreamEvent::ItemDone { item: OutputItem::FunctionCall { name, namespace, .. }, .. } = ev else { panic!() };
         assert_eq!((name.as_str(), namespace.as_deref()), ("spawn", Some("multi_agent")));
         let mut ev = StreamEvent::ItemDone { output_index: 0, item: call("get__weather") };
         ns.restore(&mut ev);
-        let StreamEvent::ItemDone { item: OutputItem::FunctionCall { name, namespace, .. }, .. } = ev else {
-            panic!()
-        };
+        let StreamEvent::ItemDone { item: OutputItem::FunctionCall { name, namespace, .. }, .. } = ev else { panic!() };
         assert_eq!((name.as_str(), namespace), ("get__weather", None));
     }
 }
