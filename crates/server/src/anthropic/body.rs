@@ -51,8 +51,15 @@ pub struct MessagesBody {
     pub tools: Option<Vec<ToolIn>>,
     /// Whether and which tool the model calls.
     pub tool_choice: Option<ToolChoiceIn>,
-    /// Extended thinking: accepted; answers have no thinking blocks yet.
+    /// Extended thinking: the reasoning budget (a reasoning model's thinking comes as
+    /// `thinking` blocks).
     pub thinking: Option<ThinkingIn>,
+    /// `effort` (the reasoning budget when `thinking` sets none) and `format` (a JSON Schema
+    /// the text follows).
+    pub output_config: Option<OutputConfig>,
+    /// Context editing (`clear_thinking_*`, `clear_tool_uses_*`): accepted; the prompt is
+    /// never edited (earlier thinking is never in it anyway).
+    pub context_management: Option<ContextManagement>,
     /// Stream the answer as Anthropic's server-sent events.
     pub stream: Option<bool>,
 }
@@ -75,6 +82,10 @@ pub struct CountBody {
     pub tool_choice: Option<ToolChoiceIn>,
     /// Accepted and ignored.
     pub thinking: Option<ThinkingIn>,
+    /// Accepted and ignored.
+    pub output_config: Option<OutputConfig>,
+    /// Accepted and ignored.
+    pub context_management: Option<ContextManagement>,
 }
 
 /// A string, or an array of blocks.
@@ -139,6 +150,9 @@ pub enum Role {
     User,
     /// The model (text and tool calls).
     Assistant,
+    /// A mid-conversation system instruction (text only): never first, right after a user
+    /// message, last or followed by an assistant message, never two in a row.
+    System,
 }
 
 /// One message of `messages`.
@@ -172,6 +186,14 @@ pub enum Block {
         name: String,
         /// Its input.
         input: JsonObject,
+        /// Accepted and ignored.
+        cache_control: Option<Value>,
+    },
+    /// In a `tool_result`'s content: the tool search found this (deferred) tool, which is
+    /// offered to the model from then on.
+    ToolReference {
+        /// The tool's name.
+        tool_name: String,
         /// Accepted and ignored.
         cache_control: Option<Value>,
     },
@@ -226,6 +248,8 @@ pub struct ToolIn {
     /// JSON Schema of its input (an object schema); calls are generated under it, strictly.
     #[schemars(with = "JsonObject")]
     pub input_schema: Option<JsonObject>,
+    /// Left out of the prompt until a `tool_reference` block names it (tool search).
+    pub defer_loading: Option<bool>,
     /// Accepted and ignored.
     pub cache_control: Option<Value>,
 }
@@ -266,9 +290,87 @@ pub enum ThinkingIn {
         /// Tokens the reasoning may take.
         #[schemars(range(min = 1, max = 2147483647))]
         budget_tokens: Option<Integer>,
+        /// `summarized` or `omitted` (thinking blocks come with empty text).
+        display: Option<ThinkingDisplay>,
     },
     /// Thinking off.
     Disabled,
-    /// The model decides.
-    Adaptive,
+    /// The model decides (the budget is `output_config.effort`'s, if given).
+    Adaptive {
+        /// `summarized` or `omitted` (thinking blocks come with empty text).
+        display: Option<ThinkingDisplay>,
+    },
+}
+
+impl ThinkingIn {
+    /// Thinking blocks come without their text (`display: "omitted"`).
+    pub fn omitted(&self) -> bool {
+        matches!(
+            self,
+            ThinkingIn::Enabled { display: Some(ThinkingDisplay::Omitted), .. }
+                | ThinkingIn::Adaptive { display: Some(ThinkingDisplay::Omitted) }
+        )
+    }
+}
+
+/// How thinking blocks are shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(rename = "AnthropicThinkingDisplay")]
+pub enum ThinkingDisplay {
+    /// With their text (here the whole reasoning: nothing is summarized).
+    Summarized,
+    /// Empty text.
+    Omitted,
+}
+
+/// `output_config`.
+#[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(expecting = "an output_config object")]
+#[schemars(rename = "AnthropicOutputConfig")]
+pub struct OutputConfig {
+    /// `low`, `medium`, `high`, `xhigh` or `max`: the reasoning budget (512, 2048, 8192 tokens,
+    /// no limit for the last two) unless `thinking` sets one.
+    pub effort: Option<Effort>,
+    /// `{"type": "json_schema", "schema": {...}}`: the text follows the schema.
+    pub format: Option<OutputFormat>,
+}
+
+/// `output_config.effort`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(rename = "AnthropicEffort")]
+pub enum Effort {
+    /// 512 tokens of thinking.
+    Low,
+    /// 2048.
+    Medium,
+    /// 8192.
+    High,
+    /// No limit.
+    Xhigh,
+    /// No limit.
+    Max,
+}
+
+/// `output_config.format`.
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", expecting = "a format object")]
+#[schemars(rename = "AnthropicOutputFormat")]
+pub enum OutputFormat {
+    /// The text is JSON valid under `schema` (generated under it, strictly).
+    JsonSchema {
+        /// The JSON Schema.
+        #[schemars(with = "JsonObject")]
+        schema: JsonObject,
+    },
+}
+
+/// `context_management`: the edits Anthropic would make to a long prompt.
+#[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(expecting = "a context_management object")]
+#[schemars(rename = "AnthropicContextManagement")]
+pub struct ContextManagement {
+    /// The edits (each with a `type` such as `clear_thinking_20251015`): accepted, not applied.
+    pub edits: Option<Vec<JsonObject>>,
 }

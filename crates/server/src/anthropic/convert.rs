@@ -10,14 +10,20 @@
 //! `tool_result` a tool message (`is_error` results start with `Error: `), in block order; an
 //! assistant message's text blocks become its content and its `tool_use` blocks its calls;
 //! thinking blocks are left out (a later thinking block has its place in [`super::events`]);
-//! `thinking` sets the reasoning budget.
+//! a mid-conversation `system` message is a system message at its place; `thinking` (or
+//! `output_config.effort`) sets the reasoning budget, `output_config.format` the
+//! `response_format`. Tools with `defer_loading` are left out until a `tool_reference` block
+//! (in a tool result: the client's tool search found them) names them, as Anthropic does.
 
 use nucleus_runtime::Model;
 use nucleus_sampler::SamplingParams;
 use serde_json::{json, Map, Value};
 
+use std::collections::HashSet;
+
 use super::body::{
-    Block, CountBody, MessageIn, MessagesBody, Role, TextBlock, TextOr, ThinkingIn, ToolChoiceIn, ToolIn,
+    Block, CountBody, Effort, MessageIn, MessagesBody, OutputFormat, Role, TextBlock, TextOr, ThinkingIn, ToolChoiceIn,
+    ToolIn,
 };
 use crate::body;
 use crate::errors::ApiError;
@@ -36,6 +42,8 @@ const OWN: &[&str] = &[
     "tools",
     "tool_choice",
     "thinking",
+    "output_config",
+    "context_management",
     "stream",
 ];
 
@@ -81,6 +89,7 @@ pub fn parse_count(
         tools: c.tools,
         tool_choice: c.tool_choice,
         thinking: c.thinking,
+        output_config: c.output_config,
         ..MessagesBody::default()
     };
     let mut chat = Map::new();
@@ -126,15 +135,21 @@ pub fn chat_request(map: &Map<String, Value>, b: &MessagesBody) -> Result<Map<St
 fn conversation(b: &MessagesBody, chat: &mut Map<String, Value>) -> Result<(), ApiError> {
     // `thinking` is the reasoning budget (docs/reasoning.md), unless the request set
     // Nucleus's own `reasoning_budget`: enabled with `budget_tokens`, disabled as budget 0.
+    // With adaptive (or no) thinking, `output_config.effort` sets it.
+    let effort = b.output_config.as_ref().and_then(|o| o.effort);
     let budget = match &b.thinking {
-        Some(ThinkingIn::Enabled { budget_tokens }) => {
+        Some(ThinkingIn::Enabled { budget_tokens, .. }) => {
             int_in("thinking.budget_tokens", budget_tokens.as_ref(), 1, i32::MAX as i64)?
         }
         Some(ThinkingIn::Disabled) => Some(0),
-        Some(ThinkingIn::Adaptive) | None => None,
+        Some(ThinkingIn::Adaptive { .. }) | None => effort.map(|e| effort_budget(e).map_or(-1, |n| n as i64)),
     };
     if let Some(n) = budget {
         chat.entry("reasoning_budget").or_insert(json!(n));
+    }
+    if let Some(OutputFormat::JsonSchema { schema }) = b.output_config.as_ref().and_then(|o| o.format.as_ref()) {
+        let js = json!({"name": "output", "schema": Value::Object(schema.0.clone()), "strict": true});
+        chat.insert("response_format".into(), json!({"type": "json_schema", "json_schema": js}));
     }
     let mut messages = Vec::new();
     match &b.system {
@@ -161,18 +176,28 @@ fn conversation(b: &MessagesBody, chat: &mut Map<String, Value>) -> Result<(), A
             "a final assistant message (prefill) is not supported: the last message must be the user's",
         ));
     }
+    check_system_turns(list)?;
     for (i, m) in list.iter().enumerate() {
         message(i, m, &mut messages)?;
     }
     chat.insert("messages".into(), Value::Array(messages));
+    // Deferred tools are offered once a tool search has referenced them.
+    let referenced = referenced_tools(list);
+    let offered = |t: &ToolIn| t.defer_loading != Some(true) || t.name.as_ref().is_some_and(|n| referenced.contains(n));
     if let Some(tools) = &b.tools {
-        let list = tools.iter().enumerate().map(|(i, t)| tool(i, t)).collect::<Result<Vec<_>, _>>()?;
+        let mut list = Vec::new();
+        for (i, t) in tools.iter().enumerate() {
+            let chat_tool = tool(i, t)?;
+            if offered(t) {
+                list.push(chat_tool);
+            }
+        }
         if !list.is_empty() {
             chat.insert("tools".into(), Value::Array(list));
         }
     }
     if let Some(choice) = &b.tool_choice {
-        let has_tools = b.tools.as_ref().is_some_and(|t| !t.is_empty());
+        let has_tools = b.tools.iter().flatten().any(offered);
         let (value, disable) = match choice {
             ToolChoiceIn::None => (json!("none"), None),
             _ if !has_tools => {
@@ -181,10 +206,10 @@ fn conversation(b: &MessagesBody, chat: &mut Map<String, Value>) -> Result<(), A
             ToolChoiceIn::Auto { disable_parallel_tool_use } => (json!("auto"), *disable_parallel_tool_use),
             ToolChoiceIn::Any { disable_parallel_tool_use } => (json!("required"), *disable_parallel_tool_use),
             ToolChoiceIn::Tool { name, .. } => {
-                if !b.tools.iter().flatten().any(|t| t.name.as_deref() == Some(name.as_str())) {
+                if !b.tools.iter().flatten().any(|t| offered(t) && t.name.as_deref() == Some(name.as_str())) {
                     return Err(ApiError::invalid_value(
                         "tool_choice.name",
-                        format!("'{name}' is not the name of a tool in 'tools'"),
+                        format!("'{name}' is not the name of a tool in 'tools' (deferred tools count once referenced)"),
                     ));
                 }
                 (json!({"type": "function", "function": {"name": name}}), None)
@@ -200,12 +225,66 @@ fn conversation(b: &MessagesBody, chat: &mut Map<String, Value>) -> Result<(), A
     Ok(())
 }
 
+/// The thinking budget of an `output_config.effort` (`None`: no limit).
+fn effort_budget(e: Effort) -> Option<usize> {
+    match e {
+        Effort::Low => Some(512),
+        Effort::Medium => Some(2048),
+        Effort::High => Some(8192),
+        Effort::Xhigh | Effort::Max => None,
+    }
+}
+
+/// Anthropic's placement rules for mid-conversation `system` messages: not first, right after
+/// a user message, last or followed by an assistant message, never two in a row.
+fn check_system_turns(list: &[MessageIn]) -> Result<(), ApiError> {
+    for (i, m) in list.iter().enumerate() {
+        if m.role != Role::System {
+            continue;
+        }
+        let at = format!("messages[{i}].role");
+        let why = if i == 0 {
+            "a system message cannot come first: use the top-level 'system' field"
+        } else if list[i - 1].role != Role::User {
+            "a system message must follow a user message"
+        } else if list.get(i + 1).is_some_and(|n| n.role != Role::Assistant) {
+            "a system message must be the last message or be followed by an assistant message"
+        } else {
+            continue;
+        };
+        return Err(ApiError::invalid_value(&at, why));
+    }
+    Ok(())
+}
+
+/// The names `tool_reference` blocks (in tool results) point at.
+fn referenced_tools(list: &[MessageIn]) -> HashSet<String> {
+    let mut names = HashSet::new();
+    for m in list {
+        let TextOr::Blocks(blocks) = &m.content else { continue };
+        for b in blocks {
+            if let Block::ToolResult { content: Some(TextOr::Blocks(inner)), .. } = b {
+                for r in inner {
+                    if let Block::ToolReference { tool_name, .. } = r {
+                        names.insert(tool_name.clone());
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
 /// One Anthropic message as chat messages (appended to `out`).
 fn message(i: usize, m: &MessageIn, out: &mut Vec<Value>) -> Result<(), ApiError> {
     let name = format!("messages[{i}]");
     let blocks = match &m.content {
         TextOr::Text(s) => {
-            let role = if m.role == Role::User { "user" } else { "assistant" };
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::System => "system",
+            };
             out.push(json!({"role": role, "content": s}));
             return Ok(());
         }
@@ -213,6 +292,20 @@ fn message(i: usize, m: &MessageIn, out: &mut Vec<Value>) -> Result<(), ApiError
     };
     let mut text: Vec<&str> = Vec::new();
     match m.role {
+        Role::System => {
+            for (j, block) in blocks.iter().enumerate() {
+                match block {
+                    Block::Text { text: t, .. } => text.push(t),
+                    other => {
+                        return Err(ApiError::invalid_value(
+                            &format!("{name}.content[{j}].type"),
+                            format!("a system message holds text blocks only, not '{}'", kind(other)),
+                        ))
+                    }
+                }
+            }
+            out.push(json!({"role": "system", "content": text.join("\n\n")}));
+        }
         Role::User => {
             for (j, block) in blocks.iter().enumerate() {
                 let at = format!("{name}.content[{j}]");
@@ -277,6 +370,8 @@ fn result_text(at: &str, blocks: &[Block]) -> Result<String, ApiError> {
     for (k, b) in blocks.iter().enumerate() {
         match b {
             Block::Text { text: t, .. } => text.push(t.as_str()),
+            // The tool it names is offered from now on ([`referenced_tools`]).
+            Block::ToolReference { .. } => {}
             _ => {
                 return Err(ApiError::unsupported(
                     &format!("{at}[{k}].type"),
@@ -309,6 +404,7 @@ fn kind(b: &Block) -> &'static str {
         Block::Text { .. } => "text",
         Block::ToolUse { .. } => "tool_use",
         Block::ToolResult { .. } => "tool_result",
+        Block::ToolReference { .. } => "tool_reference",
         Block::Thinking { .. } => "thinking",
         Block::RedactedThinking { .. } => "redacted_thinking",
         Block::Image { .. } => "image",
@@ -389,6 +485,46 @@ mod tests {
     }
 
     #[test]
+    fn claude_code_fields_mean_what_they_do_at_anthropic() {
+        // As Claude Code 2.1.332 sends them: a mid-conversation system message, adaptive
+        // thinking with omitted display, effort, context editing, a deferred tool.
+        let chat = convert(
+            r#"{"model": "m", "max_tokens": 9,
+                "messages": [
+                  {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                  {"role": "system", "content": [{"type": "text", "text": "env", "cache_control": {"type": "ephemeral"}}]}
+                ],
+                "tools": [{"name": "Read", "input_schema": {"type": "object"}},
+                          {"name": "Later", "input_schema": {"type": "object"}, "defer_loading": true}],
+                "thinking": {"type": "adaptive", "display": "omitted"},
+                "output_config": {"effort": "high"},
+                "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(chat["messages"], json!([{"role": "user", "content": "hi"}, {"role": "system", "content": "env"}]));
+        assert_eq!(chat["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(chat["reasoning_budget"], 8192);
+        assert!(!chat.contains_key("context_management") && !chat.contains_key("output_config"));
+
+        // Once a tool search references the deferred tool, it is offered.
+        let chat = convert(
+            r#"{"max_tokens": 9, "output_config": {"effort": "max", "format": {"type": "json_schema", "schema": {"type": "object"}}},
+                "messages": [
+                  {"role": "user", "content": "find it"},
+                  {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Search", "input": {}}]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "tool_reference", "tool_name": "Later"}]}]}
+                ],
+                "tools": [{"name": "Search", "input_schema": {"type": "object"}},
+                          {"name": "Later", "input_schema": {"type": "object"}, "defer_loading": true}]}"#,
+        )
+        .unwrap();
+        assert_eq!(chat["tools"].as_array().unwrap().len(), 2);
+        assert_eq!(chat["reasoning_budget"], -1);
+        assert_eq!(chat["response_format"]["type"], "json_schema");
+        assert_eq!(chat["messages"][2], json!({"role": "tool", "tool_call_id": "toolu_1", "content": ""}));
+    }
+
+    #[test]
     fn bad_fields_are_named() {
         let cases = [
             (r#"{"messages": [{"role": "user", "content": "x"}]}"#, "max_tokens"),
@@ -411,6 +547,23 @@ mod tests {
                 "messages[1].role",
             ),
             (r#"{"max_tokens": 5, "messages": [{"role": "robot", "content": "x"}]}"#, "messages[0].role"),
+            (r#"{"max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}"#, "messages[0].role"),
+            (
+                r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "s"}, {"role": "user", "content": "y"}]}"#,
+                "messages[1].role",
+            ),
+            (
+                r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}, {"role": "system", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}]}"#,
+                "messages[1].content[0].type",
+            ),
+            (
+                r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "thinking": {"type": "adaptive", "display": "full"}}"#,
+                "thinking",
+            ),
+            (
+                r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "output_config": {"effort": "huge"}}"#,
+                "output_config.effort",
+            ),
             (r#"{"max_tokens": 5, "messages": [{"role": "user", "content": 3}]}"#, "messages[0].content"),
             (
                 r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search_20250305", "name": "w"}]}"#,

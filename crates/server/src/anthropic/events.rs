@@ -210,6 +210,8 @@ pub struct EventMaker {
     /// Blocks begun.
     blocks: usize,
     done: bool,
+    /// `thinking.display: "omitted"`: thinking blocks without their text.
+    omit_thinking: bool,
 }
 
 impl EventMaker {
@@ -226,8 +228,14 @@ impl EventMaker {
             usage: Usage { input_tokens: meta.prompt_tokens, ..Usage::default() },
         };
         let reader = meta.answer_reader();
-        let m = EventMaker { meta, reader, open: None, blocks: 0, done: false };
+        let m = EventMaker { meta, reader, open: None, blocks: 0, done: false, omit_thinking: false };
         (m, vec![Out::Event(StreamEvent::MessageStart { message }), Out::Event(StreamEvent::Ping)])
+    }
+
+    /// Thinking blocks come with empty text (`thinking.display: "omitted"`).
+    pub fn omitting_thinking(mut self, omit: bool) -> Self {
+        self.omit_thinking = omit;
+        self
     }
 
     /// What the responses share.
@@ -291,7 +299,7 @@ impl EventMaker {
                 Piece::Reasoning(thinking) => {
                     let block = Block::Thinking { thinking: String::new(), signature: String::new() };
                     let index = self.begin(Open::Thinking, block, out);
-                    if !thinking.is_empty() {
+                    if !thinking.is_empty() && !self.omit_thinking {
                         out.push(delta(index, BlockDelta::ThinkingDelta { thinking }));
                     }
                 }

@@ -48,11 +48,14 @@ async fn run(state: Arc<AppState>, headers: HeaderMap, body: Body) -> Result<Res
     let received = Instant::now();
     let map = read_object(&state, &headers, body).await?;
     check_model(&state, &map)?;
+    // A body that does not decode is refused by `start`, naming the field.
+    let omit_thinking =
+        crate::body::decode::<body::MessagesBody>(&map).ok().and_then(|b| b.thinking).is_some_and(|t| t.omitted());
     let Running { req, meta, rx } = start(&state, map, convert::parse, "msg_", received).await?;
     if req.stream {
-        Ok(sse::response(meta, rx))
+        Ok(sse::response(meta, rx, omit_thinking))
     } else {
-        sse::collect(meta, rx).await
+        sse::collect(meta, rx, omit_thinking).await
     }
 }
 

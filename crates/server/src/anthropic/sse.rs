@@ -18,17 +18,23 @@ use crate::openai_types::json_response;
 use crate::render::ResponseMeta;
 use crate::sse::{self, EventSource, SseWriter};
 
-/// Waits for the answer, then sends it whole.
-pub async fn collect(meta: ResponseMeta, rx: UnboundedReceiver<Event>) -> Result<Response, ApiError> {
+/// Waits for the answer, then sends it whole (thinking without its text when `omit_thinking`).
+pub async fn collect(
+    meta: ResponseMeta,
+    rx: UnboundedReceiver<Event>,
+    omit_thinking: bool,
+) -> Result<Response, ApiError> {
     let (maker, opening) = EventMaker::new(meta);
+    let maker = maker.omitting_thinking(omit_thinking);
     let mut acc = Assembler::default();
     sse::drain(maker, opening, rx, |o| acc.add(o)).await;
     Ok(json_response(StatusCode::OK, &acc.message()?))
 }
 
-/// The streamed answer.
-pub fn response(meta: ResponseMeta, rx: UnboundedReceiver<Event>) -> Response {
+/// The streamed answer (thinking without its text when `omit_thinking`).
+pub fn response(meta: ResponseMeta, rx: UnboundedReceiver<Event>, omit_thinking: bool) -> Response {
     let (maker, opening) = EventMaker::new(meta);
+    let maker = maker.omitting_thinking(omit_thinking);
     sse::response(maker, opening, rx, NamedEvents)
 }
 

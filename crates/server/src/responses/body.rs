@@ -35,7 +35,8 @@ pub struct ResponsesBody {
     /// Seed of the sampler's random numbers (this server's extension, as on chat).
     #[schemars(range(min = -1, max = 4294967295u32))]
     pub seed: Option<Integer>,
-    /// Functions the model may call (only `type: "function"`).
+    /// Functions the model may call: `function` tools, `namespace` groups of them, and hosted
+    /// tools (`web_search`, …) that are left out when the model may leave them unused.
     pub tools: Option<Vec<ToolIn>>,
     /// `none`, `auto`, `required`, or `{"type": "function", "name": ...}`.
     pub tool_choice: Option<ToolChoiceIn>,
@@ -117,6 +118,9 @@ pub struct Item {
     /// function_call: the function.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// function_call: the `namespace` tool holding the function, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     /// function_call: the arguments (JSON text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<String>,
@@ -156,16 +160,18 @@ pub struct Part {
     pub refusal: Option<String>,
 }
 
-/// A tool: `{"type": "function", "name", "description", "parameters", "strict"}`.
+/// A tool: `{"type": "function", "name", "description", "parameters", "strict"}`, a
+/// `{"type": "namespace", "name", "description", "tools": [functions]}` group, or a hosted
+/// tool (`{"type": "web_search", …}`: this server runs none, see [`super::convert`]).
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[schemars(rename = "ResponseFunctionTool")]
 #[serde(expecting = "a tool object")]
 pub struct ToolIn {
-    /// Only `function`.
-    #[schemars(extend("enum" = ["function", null]))]
+    /// `function`, `namespace`, or a hosted tool's type.
+    #[schemars(extend("enum" = ["function", "namespace", "web_search", "web_search_preview", "file_search", "code_interpreter", "image_generation", "computer_use_preview", "mcp", null]))]
     #[serde(rename = "type")]
     pub kind: Option<String>,
-    /// The function's name.
+    /// The function's (or namespace's) name.
     #[schemars(regex(pattern = r"^[a-zA-Z0-9_-]{1,64}$"))]
     pub name: Option<String>,
     /// What it does.
@@ -174,6 +180,29 @@ pub struct ToolIn {
     pub parameters: Option<Map<String, Value>>,
     /// Accepted: arguments always follow the schema.
     pub strict: Option<bool>,
+    /// namespace: its function tools.
+    #[schemars(with = "Option<Vec<NamespaceMember>>")]
+    pub tools: Option<Vec<ToolIn>>,
+}
+
+/// A function inside a `namespace` tool (the schema's view; parsed as a [`ToolIn`]).
+#[derive(JsonSchema)]
+#[schemars(rename = "ResponseNamespaceMember")]
+#[allow(dead_code)]
+struct NamespaceMember {
+    /// Only `function`.
+    #[schemars(extend("enum" = ["function"]))]
+    #[serde(rename = "type")]
+    kind: String,
+    /// The function's name (called as this name with the namespace's).
+    #[schemars(regex(pattern = r"^[a-zA-Z0-9_-]{1,64}$"))]
+    name: String,
+    /// What it does.
+    description: Option<String>,
+    /// Its arguments' JSON Schema.
+    parameters: Option<Map<String, Value>>,
+    /// Accepted.
+    strict: Option<bool>,
 }
 
 /// `tool_choice`.

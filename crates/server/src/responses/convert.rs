@@ -8,7 +8,24 @@
 use serde_json::{json, Map, Value};
 
 use super::body::{Content, Format, Input, Item, ResponsesBody, ToolChoiceIn, ToolIn};
+use super::namespace::{flat_name, Namespaces};
 use crate::errors::ApiError;
+
+/// Hosted tools: run by OpenAI's servers, not by the client. This server runs none of them, so
+/// they are left out of the prompt when the model may leave them unused (`tool_choice` not
+/// naming one, and not `required` without another tool); a request that would need one is a
+/// 400 naming it. Codex sends `web_search` unless told `web_search = "disabled"`.
+const HOSTED: &[&str] = &[
+    "web_search",
+    "web_search_preview",
+    "web_search_2025_08_26",
+    "web_search_preview_2025_03_11",
+    "file_search",
+    "code_interpreter",
+    "image_generation",
+    "computer_use_preview",
+    "mcp",
+];
 
 /// Responses fields read here and not passed to the chat parser.
 const OWN: &[&str] = &[
@@ -62,6 +79,10 @@ pub struct Turn {
     pub echo: super::types::Echo,
     /// Keep the response (`store`, default true).
     pub store: bool,
+    /// The flat names of `namespace` members, split again on the way out.
+    pub names: Namespaces,
+    /// Each chat tool's path in the request (`tools[2]`, `tools[4].tools[1]`), for errors.
+    pub tool_paths: Vec<String>,
 }
 
 /// Converts `body` (its typed form `b`) after the conversation `history` of
@@ -87,6 +108,7 @@ pub fn convert(map: &Map<String, Value>, b: ResponsesBody, history: Vec<Item>) -
         }],
         Some(Input::Items(items)) => items,
     };
+    let tools = offered_tools(b.tools.as_deref().unwrap_or_default())?;
     let mut messages = Vec::new();
     if let Some(i) = &b.instructions {
         messages.push(json!({"role": "system", "content": i}));
@@ -106,19 +128,21 @@ pub fn convert(map: &Map<String, Value>, b: ResponsesBody, history: Vec<Item>) -
     if let Some(m) = &b.max_output_tokens {
         chat.insert("max_completion_tokens".into(), m.value());
     }
-    let tools_echo = match &b.tools {
-        None => Vec::new(),
-        Some(tools) => {
-            let chat_tools = tools.iter().enumerate().map(|(i, t)| chat_tool(i, t)).collect::<Result<Vec<_>, _>>()?;
-            if !chat_tools.is_empty() {
-                chat.insert("tools".into(), Value::Array(chat_tools));
-            }
-            tools.iter().map(echo_tool).collect()
-        }
-    };
+    let tools_echo: Vec<Value> = b.tools.iter().flatten().map(echo_tool).collect();
+    let Offered { chat: chat_tools, paths: tool_paths, names, hosted } = tools;
+    let has_chat_tools = !chat_tools.is_empty();
+    if has_chat_tools {
+        chat.insert("tools".into(), Value::Array(chat_tools));
+    }
     let choice_echo = match &b.tool_choice {
         None => json!("auto"),
         Some(ToolChoiceIn::Mode(m)) => {
+            if let (false, "required", Some((i, kind))) = (has_chat_tools, m.as_str(), &hosted) {
+                return Err(ApiError::unsupported(
+                    &format!("tools[{i}].type"),
+                    format!("'{kind}' is a hosted tool, which this server cannot run, and tool_choice 'required' needs a function tool"),
+                ));
+            }
             chat.insert("tool_choice".into(), json!(m));
             json!(m)
         }
@@ -169,7 +193,73 @@ pub fn convert(map: &Map<String, Value>, b: ResponsesBody, history: Vec<Item>) -
     };
     let mut items = history;
     items.extend(new_items);
-    Ok(Turn { chat, items, store: echo.store, echo })
+    Ok(Turn { chat, items, store: echo.store, echo, names, tool_paths })
+}
+
+/// The tools the model is offered, as chat tools.
+struct Offered {
+    /// The chat tools, in order.
+    chat: Vec<Value>,
+    /// Each one's path in the request.
+    paths: Vec<String>,
+    /// The flat names of namespace members.
+    names: Namespaces,
+    /// The first hosted tool left out (its index and type).
+    hosted: Option<(usize, String)>,
+}
+
+/// `tools` as the chat tools the model is offered: functions as they are, `namespace` members
+/// flattened ([`super::namespace`]), hosted tools left out ([`HOSTED`]); any other type is a
+/// 400 naming it.
+fn offered_tools(tools: &[ToolIn]) -> Result<Offered, ApiError> {
+    let mut o = Offered { chat: Vec::new(), paths: Vec::new(), names: Namespaces::default(), hosted: None };
+    for (i, t) in tools.iter().enumerate() {
+        let at = format!("tools[{i}]");
+        match t.kind.as_deref() {
+            Some("function") => {
+                o.chat.push(chat_tool(&at, t, None)?);
+                o.paths.push(at);
+            }
+            Some("namespace") => {
+                let ns = t.name.as_deref().ok_or_else(|| ApiError::missing(&format!("{at}.name")))?;
+                let members = t.tools.as_deref().ok_or_else(|| ApiError::missing(&format!("{at}.tools")))?;
+                for (j, m) in members.iter().enumerate() {
+                    let mat = format!("{at}.tools[{j}]");
+                    match m.kind.as_deref() {
+                        Some("function") => {}
+                        Some(other) => {
+                            return Err(ApiError::unsupported(
+                                &format!("{mat}.type"),
+                                format!("a namespace's tools of type '{other}' are not supported; only 'function' tools"),
+                            ))
+                        }
+                        None => return Err(ApiError::missing(&format!("{mat}.type"))),
+                    }
+                    let name = m.name.as_deref().ok_or_else(|| ApiError::missing(&format!("{mat}.name")))?;
+                    let flat = flat_name(ns, name);
+                    if flat.len() > 64 {
+                        return Err(ApiError::invalid_value(
+                            &format!("{mat}.name"),
+                            format!("the namespace and function names joined ('{flat}') must be at most 64 characters"),
+                        ));
+                    }
+                    o.chat.push(chat_tool(&mat, m, Some(o.names.add(ns, name)))?);
+                    o.paths.push(mat);
+                }
+            }
+            Some(k) if HOSTED.contains(&k) => {
+                o.hosted.get_or_insert((i, k.to_string()));
+            }
+            Some(other) => {
+                return Err(ApiError::unsupported(
+                    &format!("{at}.type"),
+                    format!("tools of type '{other}' are not supported; only 'function' and 'namespace' tools (hosted tools are left out)"),
+                ))
+            }
+            None => return Err(ApiError::missing(&format!("{at}.type"))),
+        }
+    }
+    Ok(o)
 }
 
 /// Fields whose values ask for what this server cannot do.
@@ -273,6 +363,11 @@ fn add_item(messages: &mut Vec<Value>, item: &Item, name: &str) -> Result<(), Ap
         Some("function_call") => {
             let call_id = item.call_id.clone().ok_or_else(|| ApiError::missing(&field("call_id")))?;
             let fname = item.name.clone().ok_or_else(|| ApiError::missing(&field("name")))?;
+            // A namespace member's call, as the model was offered it.
+            let fname = match &item.namespace {
+                Some(ns) => flat_name(ns, &fname),
+                None => fname,
+            };
             let arguments = item.arguments.clone().unwrap_or_else(|| "{}".into());
             let call = json!({"id": call_id, "type": "function", "function": {"name": fname, "arguments": arguments}});
             let joins = messages.last().is_some_and(|m| m["role"] == "assistant");
@@ -308,23 +403,12 @@ fn add_item(messages: &mut Vec<Value>, item: &Item, name: &str) -> Result<(), Ap
     Ok(())
 }
 
-/// A Responses function tool in the chat shape.
-fn chat_tool(i: usize, t: &ToolIn) -> Result<Value, ApiError> {
-    match t.kind.as_deref() {
-        Some("function") => {}
-        Some(other) => {
-            return Err(ApiError::unsupported(
-                &format!("tools[{i}].type"),
-                format!("tools of type '{other}' are not supported; only 'function' tools"),
-            ))
-        }
-        None => return Err(ApiError::missing(&format!("tools[{i}].type"))),
-    }
+/// A Responses function tool (at `at` in the request) in the chat shape, named `name` when
+/// given (a namespace member's flat name).
+fn chat_tool(at: &str, t: &ToolIn, name: Option<String>) -> Result<Value, ApiError> {
     let mut f = Map::new();
-    f.insert(
-        "name".into(),
-        t.name.clone().map(Value::String).ok_or_else(|| ApiError::missing(&format!("tools[{i}].name")))?,
-    );
+    let name = name.or_else(|| t.name.clone()).ok_or_else(|| ApiError::missing(&format!("{at}.name")))?;
+    f.insert("name".into(), Value::String(name));
     if let Some(d) = &t.description {
         f.insert("description".into(), json!(d));
     }
@@ -339,13 +423,22 @@ fn chat_tool(i: usize, t: &ToolIn) -> Result<Value, ApiError> {
 
 /// A tool as the response echoes it.
 fn echo_tool(t: &ToolIn) -> Value {
-    json!({
-        "type": "function",
-        "name": t.name,
-        "description": t.description,
-        "parameters": t.parameters,
-        "strict": t.strict.unwrap_or(true),
-    })
+    match t.kind.as_deref() {
+        Some("namespace") => json!({
+            "type": "namespace",
+            "name": t.name,
+            "description": t.description,
+            "tools": t.tools.iter().flatten().map(echo_tool).collect::<Vec<_>>(),
+        }),
+        Some(k) if HOSTED.contains(&k) => json!({"type": k}),
+        _ => json!({
+            "type": "function",
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.parameters,
+            "strict": t.strict.unwrap_or(true),
+        }),
+    }
 }
 
 /// `text.format` as the chat `response_format` (`None` for plain text).
@@ -385,7 +478,20 @@ fn echo_format(f: &Format) -> Value {
 }
 
 /// A chat field's name as the Responses API spells it (the chat parser's errors name the chat
-/// request built here).
+/// request built here), the chat tools at `tool_paths` (their paths in the request).
+pub fn responses_name_in(param: &str, tool_paths: &[String]) -> String {
+    if let Some(rest) = param.strip_prefix("tools[") {
+        if let Some((index, tail)) = rest.split_once(']') {
+            if let Some(path) = index.parse::<usize>().ok().and_then(|k| tool_paths.get(k)) {
+                let tail = tail.strip_prefix(".function").unwrap_or(tail);
+                return format!("{path}{tail}");
+            }
+        }
+    }
+    responses_name(param)
+}
+
+/// A chat field's name as the Responses API spells it, tools counted as sent.
 pub fn responses_name(param: &str) -> String {
     if param == "max_completion_tokens" {
         return "max_output_tokens".into();
@@ -409,10 +515,11 @@ pub fn responses_name(param: &str) -> String {
     param.to_string()
 }
 
-/// `e` with its field named as the Responses API spells it (in `param` and the message).
-pub fn rename_error(mut e: ApiError) -> ApiError {
+/// `e` with its field named as the Responses API spells it (in `param` and the message), the
+/// chat tools at `tool_paths`.
+pub fn rename_error(mut e: ApiError, tool_paths: &[String]) -> ApiError {
     if let Some(p) = e.param.take() {
-        let new = responses_name(&p);
+        let new = responses_name_in(&p, tool_paths);
         if new != p {
             e.message = e.message.replace(&format!("'{p}'"), &format!("'{new}'"));
         }
@@ -463,9 +570,47 @@ mod tests {
     }
 
     #[test]
+    fn namespaces_are_flattened_and_hosted_tools_left_out() {
+        let (m, b) = body(
+            r#"{"input": [
+                    {"role": "user", "content": "go"},
+                    {"type": "function_call", "call_id": "c1", "namespace": "agents", "name": "spawn", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+                ],
+                "tools": [
+                    {"type": "function", "name": "exec", "parameters": {"type": "object"}},
+                    {"type": "namespace", "name": "agents", "description": "Sub-agents.", "tools": [
+                        {"type": "function", "name": "spawn", "parameters": {"type": "object"}},
+                        {"type": "function", "name": "close", "parameters": {"type": "object"}}
+                    ]},
+                    {"type": "web_search", "external_web_access": false}
+                ]}"#,
+        );
+        let t = convert(&m, b, Vec::new()).unwrap();
+        let names: Vec<&str> =
+            t.chat["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["exec", "agents__spawn", "agents__close"]);
+        assert_eq!(t.tool_paths, ["tools[0]", "tools[1].tools[0]", "tools[1].tools[1]"]);
+        assert_eq!(t.chat["messages"][1]["tool_calls"][0]["function"]["name"], "agents__spawn");
+        assert_eq!(responses_name_in("tools[2].function.parameters", &t.tool_paths), "tools[1].tools[1].parameters");
+        assert_eq!(t.echo.tools[1]["tools"][0]["name"], "spawn");
+        assert_eq!(t.echo.tools[2], json!({"type": "web_search"}));
+    }
+
+    #[test]
     fn refusals_name_the_field() {
         let cases = [
-            (r#"{"input": "x", "tools": [{"type": "web_search"}]}"#, "tools[0].type"),
+            (r#"{"input": "x", "tools": [{"type": "custom", "name": "c"}]}"#, "tools[0].type"),
+            (r#"{"input": "x", "tools": [{"type": "web_search"}], "tool_choice": "required"}"#, "tools[0].type"),
+            (
+                r#"{"input": "x", "tools": [{"type": "web_search"}], "tool_choice": {"type": "web_search"}}"#,
+                "tool_choice.type",
+            ),
+            (
+                r#"{"input": "x", "tools": [{"type": "namespace", "name": "n", "tools": [{"type": "custom", "name": "c"}]}]}"#,
+                "tools[0].tools[0].type",
+            ),
+            (r#"{"input": "x", "tools": [{"type": "namespace", "name": "n"}]}"#, "tools[0].tools"),
             (r#"{"input": [{"role": "user", "content": [{"type": "input_image"}]}]}"#, "input[0].content[0].type"),
             (r#"{"input": [{"type": "item_reference", "id": "x"}]}"#, "input[0].type"),
             (r#"{"input": [{"type": "function_call_output"}]}"#, "input[0].call_id"),

@@ -204,6 +204,7 @@ impl EventMaker {
                     id: id.clone(),
                     call_id: call_id.clone(),
                     name: name.clone(),
+                    namespace: None,
                     arguments: String::new(),
                     status: Status::InProgress,
                 };
@@ -245,7 +246,7 @@ impl EventMaker {
                     arguments: args.clone(),
                 };
                 self.emit(ev, out);
-                let item = OutputItem::FunctionCall { id, call_id, name, arguments: args, status };
+                let item = OutputItem::FunctionCall { id, call_id, name, namespace: None, arguments: args, status };
                 self.emit(StreamEvent::ItemDone { output_index: index, item }, out);
             }
         }

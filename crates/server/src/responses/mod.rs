@@ -9,6 +9,7 @@
 pub mod body;
 pub mod convert;
 pub mod events;
+pub mod namespace;
 pub mod store;
 pub mod stream;
 pub mod types;
@@ -83,8 +84,9 @@ async fn run(state: Arc<AppState>, headers: HeaderMap, body: Body) -> Result<Res
         None => Vec::new(),
     };
     let turn = convert::convert(&map, b, history)?;
+    let paths = turn.tool_paths;
     let Running { req, meta, rx } =
-        start(&state, turn.chat, parse, "resp_", received).await.map_err(convert::rename_error)?;
+        start(&state, turn.chat, parse, "resp_", received).await.map_err(|e| convert::rename_error(e, &paths))?;
     let shell = ResponseObject {
         id: meta.id.clone(),
         object: "response",
@@ -100,9 +102,9 @@ async fn run(state: Arc<AppState>, headers: HeaderMap, body: Body) -> Result<Res
     };
     let on_done = keep(state.clone(), turn.items, turn.store);
     if req.stream {
-        Ok(stream::stream(meta, shell, rx, on_done))
+        Ok(stream::stream(meta, shell, rx, turn.names, on_done))
     } else {
-        stream::collect(meta, shell, rx, on_done).await
+        stream::collect(meta, shell, rx, turn.names, on_done).await
     }
 }
 
@@ -137,10 +139,11 @@ fn as_input(o: &OutputItem) -> Item {
             )),
             ..Item::default()
         },
-        OutputItem::FunctionCall { call_id, name, arguments, .. } => Item {
+        OutputItem::FunctionCall { call_id, name, namespace, arguments, .. } => Item {
             kind: Some("function_call".into()),
             call_id: Some(call_id.clone()),
             name: Some(name.clone()),
+            namespace: namespace.clone(),
             arguments: Some(arguments.clone()),
             ..Item::default()
         },

@@ -10,6 +10,7 @@ use axum::response::Response;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::events::{EventMaker, Fold};
+use super::namespace::Namespaces;
 use super::types::{ResponseObject, Sequenced, StreamEvent};
 use crate::engine::Event;
 use crate::errors::ApiError;
@@ -25,22 +26,66 @@ pub async fn collect(
     meta: ResponseMeta,
     shell: ResponseObject,
     rx: UnboundedReceiver<Event>,
+    names: Namespaces,
     on_done: OnDone,
 ) -> Result<Response, ApiError> {
-    let (maker, opening) = EventMaker::new(meta, shell.clone());
+    let (maker, opening) = Restoring::new(meta, shell.clone(), names);
     let mut fold = Fold::new(shell);
-    let maker = sse::drain(maker, opening, rx, |e| fold.apply(&e)).await;
+    let source = sse::drain(maker, opening, rx, |e| fold.apply(&e)).await;
     on_done(&fold.response);
-    match maker.failed() {
+    match source.maker.failed() {
         Some(e) => Err(e.clone()),
         None => Ok(json_response(StatusCode::OK, &fold.response)),
     }
 }
 
 /// The streamed response.
-pub fn stream(meta: ResponseMeta, shell: ResponseObject, rx: UnboundedReceiver<Event>, on_done: OnDone) -> Response {
-    let (maker, opening) = EventMaker::new(meta, shell);
+pub fn stream(
+    meta: ResponseMeta,
+    shell: ResponseObject,
+    rx: UnboundedReceiver<Event>,
+    names: Namespaces,
+    on_done: OnDone,
+) -> Response {
+    let (maker, opening) = Restoring::new(meta, shell, names);
     sse::response(maker, opening, rx, Numbered { sequence: 0, on_done: Some(on_done) })
+}
+
+/// The event maker, with calls to `namespace` members given back their own names
+/// ([`Namespaces::restore`]) before anything sees them.
+struct Restoring {
+    maker: EventMaker,
+    names: Namespaces,
+}
+
+impl Restoring {
+    fn new(meta: ResponseMeta, shell: ResponseObject, names: Namespaces) -> (Self, Vec<StreamEvent>) {
+        let (maker, opening) = EventMaker::new(meta, shell);
+        (Restoring { maker, names }, opening)
+    }
+
+    fn restore(&self, from: usize, out: &mut [StreamEvent]) {
+        if !self.names.is_empty() {
+            out[from..].iter_mut().for_each(|e| self.names.restore(e));
+        }
+    }
+}
+
+impl EventSource for Restoring {
+    type Item = StreamEvent;
+    fn on_event(&mut self, ev: Event, out: &mut Vec<StreamEvent>) {
+        let from = out.len();
+        self.maker.on_event(ev, out);
+        self.restore(from, out);
+    }
+    fn engine_gone(&mut self, out: &mut Vec<StreamEvent>) {
+        let from = out.len();
+        self.maker.engine_gone(out);
+        self.restore(from, out);
+    }
+    fn done(&self) -> bool {
+        self.maker.done()
+    }
 }
 
 /// The Responses SSE: `event: <type>` and `data: <event with sequence_number>`; the terminal
@@ -61,18 +106,5 @@ impl SseWriter<StreamEvent> for Numbered {
                 hook(r);
             }
         }
-    }
-}
-
-impl EventSource for EventMaker {
-    type Item = StreamEvent;
-    fn on_event(&mut self, ev: Event, out: &mut Vec<StreamEvent>) {
-        EventMaker::on_event(self, ev, out)
-    }
-    fn engine_gone(&mut self, out: &mut Vec<StreamEvent>) {
-        EventMaker::engine_gone(self, out)
-    }
-    fn done(&self) -> bool {
-        EventMaker::done(self)
     }
 }

@@ -143,6 +143,9 @@ pub enum OutputItem {
         call_id: String,
         /// The function.
         name: String,
+        /// The `namespace` tool holding the function, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        namespace: Option<String>,
         /// Its arguments (JSON text).
         arguments: String,
         /// Its status.
