@@ -15,6 +15,20 @@ fn mirostat_counts() -> std::sync::MutexGuard<'static, ()> {
     MIROSTAT_COUNTS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A proptest block's case count: `n`, divided by `NUCLEUS_FAST_PATH_CASES_DIV` when that is
+/// set (at least one case). The aarch64 build runs these tests under QEMU user-mode emulation
+/// in CI (`.ci/aarch64-tests`), where the full count, which compares the full path's sort of
+/// rows up to 300,000 logits, would take hours; natively every case runs.
+fn cases(n: u32) -> u32 {
+    match std::env::var("NUCLEUS_FAST_PATH_CASES_DIV") {
+        Ok(v) => {
+            let div: u32 = v.trim().parse().expect("NUCLEUS_FAST_PATH_CASES_DIV is a positive integer");
+            (n / div.max(1)).max(1)
+        }
+        Err(_) => n,
+    }
+}
+
 fn row_strategy() -> impl Strategy<Value = Vec<f32>> {
     (1024usize..6000, any::<u32>(), 1u32..4000, prop::bool::ANY).prop_map(|(n, seed, levels, spikes)| {
         let mut x = seed;
@@ -143,7 +157,7 @@ fn big_row_strategy() -> impl Strategy<Value = Vec<f32>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
 
     #[test]
     fn common_chains_match(row in row_strategy(), seed in any::<u32>(), k in 1i32..200, rep in 1.0f32..1.5,
@@ -177,7 +191,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
 
     /// Top-p over the whole row (chain d's shape) on rows at the size where llama.cpp's top-p
     /// changes sorts: arrays of at most 1024 candidates are sorted whole by `std::sort`,
@@ -202,7 +216,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(160), ..ProptestConfig::default() })]
 
     /// (b): dist alone, alone after penalties / logit bias, many seeds, several steps.
     #[test]
@@ -225,7 +239,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(160), ..ProptestConfig::default() })]
 
     /// (g): top-n-sigma then temperature then dist, with and without sparse samplers first,
     /// several n and temperatures (temp-ext without range, or plain temp).
@@ -250,7 +264,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(120), ..ProptestConfig::default() })]
 
     /// (f): temperature then mirostat v2 over many steps (mu moves), with and without sparse
     /// samplers first, several tau / eta / temperatures.
@@ -275,7 +289,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(160), ..ProptestConfig::default() })]
 
     /// (d): the default chain without top-k (top-p, min-p, temperature, dist), several p /
     /// min-p / min_keep, with and without sparse samplers first.
@@ -854,7 +868,7 @@ fn mirostat_bounded_draw_near_boundaries_matches() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
 
     /// Logits far outside a model's range (found by fuzzing): llama.cpp's bucket index
     /// truncates `6.4 v + 64` to an int, so a value past about 3.4e8 lands in bucket 0 and the
@@ -909,7 +923,7 @@ fn dist_params(seed: u32) -> SamplingParams {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
 
     /// (b) on confident rows, where the coarse bounds often leave the draw open and the staged
     /// near refinement of the widest blocks (`fast::dist::refine_widest`) decides it: same

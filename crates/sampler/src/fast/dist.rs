@@ -194,8 +194,10 @@ unsafe fn block_coarse_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
         let p = x.as_ptr();
         let cv = S::splat(c);
         // Four vectors a step, each with its own sum: the sums' latency would otherwise set
-        // the pace.
-        let (mut s01, mut s23) = (MaxScan::<S>::new(), MaxScan::<S>::new());
+        // the pace. One max scan for the four (two maxima, each taking two vectors a step):
+        // with two, AVX2's 16 registers could not hold the state and the constants, and the
+        // loop spilled and reloaded them every step.
+        let mut ms = MaxScan::<S>::new();
         let z = S::splat(0.0);
         let mut acc = [z; 4];
         let mut i = 0;
@@ -206,15 +208,15 @@ unsafe fn block_coarse_k<S: Simd>(x: &[f32], c: f32) -> (f32, bool, f64) {
                 S::load(p.add(i + 2 * S::N)),
                 S::load(p.add(i + 3 * S::N)),
             ];
-            s01.push(v[0], v[1]);
-            s23.push(v[2], v[3]);
+            ms.push(v[0], v[1]);
+            ms.push(v[2], v[3]);
             for j in 0..4 {
                 acc[j] = S::add(acc[j], exp_bound::<S>(S::sub(v[j], cv)));
             }
             i += 4 * S::N;
         }
-        let mut mx = S::hmax(S::max(s01.lanes_max(), s23.lanes_max()));
-        let mut badt = S::any(S::or_m(s01.bad(), s23.bad()));
+        let mut mx = S::hmax(ms.lanes_max());
+        let mut badt = S::any(ms.bad());
         // An f32 sum of at most BLOCK positive terms in some order (the bound the coarse tier
         // allows for); one f32 reduction, not 16 dependent f64 additions per accumulator.
         let mut sum = S::hsum_f32(S::add(S::add(acc[0], acc[1]), S::add(acc[2], acc[3]))) as f64;

@@ -154,6 +154,12 @@ impl Simd for Neon {
         unsafe { vceqq_f32(a, b) }
     }
     #[inline(always)]
+    unsafe fn unord(a: float32x4_t, b: float32x4_t) -> uint32x4_t {
+        // NEON has no unordered compare: a lane is ordered where both values equal themselves.
+        // SAFETY: register-only; NEON is available (kernel contract).
+        unsafe { vmvnq_u32(vandq_u32(vceqq_f32(a, a), vceqq_f32(b, b))) }
+    }
+    #[inline(always)]
     unsafe fn or_m(a: uint32x4_t, b: uint32x4_t) -> uint32x4_t {
         // SAFETY: register-only; NEON is available (kernel contract).
         unsafe { vorrq_u32(a, b) }

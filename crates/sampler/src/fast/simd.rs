@@ -230,6 +230,9 @@ pub(crate) trait Simd {
     unsafe fn nlt(a: Self::V, b: Self::V) -> Self::M;
     /// Lanes where `a == b`.
     unsafe fn eq(a: Self::V, b: Self::V) -> Self::M;
+    /// Lanes where `a` or `b` is NaN (one compare for two vectors: how the block scans find
+    /// NaN, [`MaxScan`]).
+    unsafe fn unord(a: Self::V, b: Self::V) -> Self::M;
     unsafe fn or_m(a: Self::M, b: Self::M) -> Self::M;
     unsafe fn and_m(a: Self::M, b: Self::M) -> Self::M;
     unsafe fn none() -> Self::M;
@@ -404,6 +407,10 @@ impl Simd for Scalar {
         a == b
     }
     #[inline(always)]
+    unsafe fn unord(a: f32, b: f32) -> bool {
+        a.is_nan() | b.is_nan()
+    }
+    #[inline(always)]
     unsafe fn or_m(a: bool, b: bool) -> bool {
         a | b
     }
@@ -503,13 +510,15 @@ impl Simd for Scalar {
 
 /// The part of a whole-row block scan that every fast path shares, two vectors per step:
 /// lane-wise maxima (one accumulator for the first vector of each pair, one for the second)
-/// and the lanes that held NaN or `+inf`. The maxima mean something only when no lane was
-/// flagged.
+/// and the lanes that held NaN, one unordered compare per pair. A `+inf` needs no compare of
+/// its own: it stays the lane's maximum unless a NaN came after it in that lane, and that NaN
+/// is flagged (so [`MaxScan::bad`] is the NaN lanes plus the lanes whose maximum is `+inf`).
+/// Three accumulators, not four: AVX2's 16 registers then hold a four-vector scan's state
+/// and its constants without spilling. The maxima mean something only when no lane is bad.
 pub(crate) struct MaxScan<S: Simd> {
     m0: S::V,
     m1: S::V,
-    bad: S::M,
-    inf: S::V,
+    nan: S::M,
 }
 
 impl<S: Simd> MaxScan<S> {
@@ -517,14 +526,7 @@ impl<S: Simd> MaxScan<S> {
     #[inline(always)]
     pub(crate) unsafe fn new() -> Self {
         // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
-        unsafe {
-            MaxScan {
-                m0: S::splat(f32::NEG_INFINITY),
-                m1: S::splat(f32::NEG_INFINITY),
-                bad: S::none(),
-                inf: S::splat(f32::INFINITY),
-            }
-        }
+        unsafe { MaxScan { m0: S::splat(f32::NEG_INFINITY), m1: S::splat(f32::NEG_INFINITY), nan: S::none() } }
     }
 
     /// Folds in the next pair of vectors, `a` then `b`.
@@ -532,7 +534,7 @@ impl<S: Simd> MaxScan<S> {
     pub(crate) unsafe fn push(&mut self, a: S::V, b: S::V) {
         // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
         unsafe {
-            self.bad = flag_nan_inf::<S>(self.bad, a, b, self.inf);
+            self.nan = S::or_m(self.nan, S::unord(a, b));
             self.m0 = S::max(self.m0, a);
             self.m1 = S::max(self.m1, b);
         }
@@ -545,17 +547,19 @@ impl<S: Simd> MaxScan<S> {
         unsafe { S::max(self.m0, self.m1) }
     }
 
-    /// The flagged lanes.
+    /// The flagged lanes: a NaN seen, or a maximum of `+inf` (`!(max < inf)`; a lane whose
+    /// `+inf` a later NaN displaced is flagged by the NaN).
     #[inline(always)]
-    pub(crate) fn bad(&self) -> S::M {
-        self.bad
+    pub(crate) unsafe fn bad(&self) -> S::M {
+        // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
+        unsafe { S::or_m(self.nan, S::nlt(self.lanes_max(), S::splat(f32::INFINITY))) }
     }
 
     /// (maximum, whether any lane held NaN or `+inf`).
     #[inline(always)]
     pub(crate) unsafe fn finish(&self) -> (f32, bool) {
         // SAFETY: register-only arithmetic on `S`'s vectors; the caller guarantees the CPU supports `S` (the kernel contract in `fast::simd`).
-        unsafe { (S::hmax(self.lanes_max()), S::any(self.bad)) }
+        unsafe { (S::hmax(self.lanes_max()), S::any(self.bad())) }
     }
 }
 
@@ -699,6 +703,10 @@ mod x86 {
             _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(a, b)
         }
         #[inline(always)]
+        unsafe fn unord(a: __m512, b: __m512) -> __mmask16 {
+            _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, b)
+        }
+        #[inline(always)]
         unsafe fn or_m(a: __mmask16, b: __mmask16) -> __mmask16 {
             a | b
         }
@@ -836,17 +844,19 @@ mod x86 {
         }
     }
 
-    /// For each 8-bit lane mask, the indices of its set lanes in order, 3 bits each in a
-    /// nibble (lane `j`'s index in bits `4 j ..`; the nibbles past the count are 0): AVX2 has
-    /// no compress instruction, so [`Avx2`]'s compressing stores permute by these.
-    static COMPRESS8: [u32; 256] = {
-        let mut t = [0u32; 256];
+    /// For each 8-bit lane mask, the indices of its set lanes in order, one byte each (lane
+    /// `j`'s index in byte `j`; the bytes past the count are 0): AVX2 has no compress
+    /// instruction, so [`Avx2`]'s compressing stores permute by these. Bytes, not packed
+    /// nibbles, so that one zero-extending load (`vpmovzxbd`) gives the 8 permute indices
+    /// (2 KiB, in L1 while a scan runs).
+    static COMPRESS8: [u64; 256] = {
+        let mut t = [0u64; 256];
         let mut bits = 0;
         while bits < 256 {
             let (mut k, mut lane) = (0, 0);
             while lane < 8 {
                 if bits & (1 << lane) != 0 {
-                    t[bits] |= (lane as u32) << (4 * k);
+                    t[bits] |= (lane as u64) << (8 * k);
                     k += 1;
                 }
                 lane += 1;
@@ -859,9 +869,10 @@ mod x86 {
     /// [`COMPRESS8`]'s entry for `bits` (below 256) as 8 lane indices.
     #[inline(always)]
     unsafe fn compress_index(bits: u32) -> __m256i {
-        let packed = _mm256_set1_epi32(COMPRESS8[(bits & 0xFF) as usize] as i32);
-        let shifted = _mm256_srlv_epi32(packed, _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-        _mm256_and_si256(shifted, _mm256_set1_epi32(7))
+        let e: *const u64 = &COMPRESS8[(bits & 0xFF) as usize];
+        // SAFETY: `e` points at one u64 of the table, the 8 bytes `_mm_loadl_epi64` reads; AVX2
+        // is available (kernel contract).
+        unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(e as *const __m128i)) }
     }
 
     impl Simd for Avx2 {
@@ -934,6 +945,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn eq(a: __m256, b: __m256) -> __m256 {
             _mm256_cmp_ps::<_CMP_EQ_OQ>(a, b)
+        }
+        #[inline(always)]
+        unsafe fn unord(a: __m256, b: __m256) -> __m256 {
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(a, b)
         }
         #[inline(always)]
         unsafe fn or_m(a: __m256, b: __m256) -> __m256 {
