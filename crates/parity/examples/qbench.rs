@@ -22,11 +22,11 @@ fn main() {
             for t in 0..64 {
                 s.accept(((t * 7919) % n) as i32);
             }
-            let before = nucleus_sampler::session::dist_tier_counts();
-            let sb = nucleus_sampler::session::sigma_tier_counts();
-            let mb = nucleus_sampler::session::mirostat_tier_counts();
-            let pb = nucleus_sampler::session::top_p_tier_counts();
-            let wb = nucleus_sampler::session::top_p_wide_tier_counts();
+            let before = nucleus_sampler::tier_counts::dist_tier_counts();
+            let sb = nucleus_sampler::tier_counts::sigma_tier_counts();
+            let mb = nucleus_sampler::tier_counts::mirostat_tier_counts();
+            let pb = nucleus_sampler::tier_counts::top_p_tier_counts();
+            let wb = nucleus_sampler::tier_counts::top_p_wide_tier_counts();
             // Like `nucleus bench`: 3 warm-up steps then 30 measured, repeated from a reset.
             let mut v = vec![];
             while v.len() < iters {
@@ -44,15 +44,15 @@ fn main() {
                 }
             }
             let iters = v.len();
-            let after = nucleus_sampler::session::dist_tier_counts();
+            let after = nucleus_sampler::tier_counts::dist_tier_counts();
             let tiers: Vec<u64> = (0..4).map(|i| after[i] - before[i]).collect();
-            let sa = nucleus_sampler::session::sigma_tier_counts();
+            let sa = nucleus_sampler::tier_counts::sigma_tier_counts();
             let sig: Vec<u64> = (0..2).map(|i| sa[i] - sb[i]).collect();
-            let ma = nucleus_sampler::session::mirostat_tier_counts();
+            let ma = nucleus_sampler::tier_counts::mirostat_tier_counts();
             let mir: Vec<u64> = (0..2).map(|i| ma[i] - mb[i]).collect();
-            let pa = nucleus_sampler::session::top_p_tier_counts();
+            let pa = nucleus_sampler::tier_counts::top_p_tier_counts();
             let topp: Vec<u64> = (0..2).map(|i| pa[i] - pb[i]).collect();
-            let wa = nucleus_sampler::session::top_p_wide_tier_counts();
+            let wa = nucleus_sampler::tier_counts::top_p_wide_tier_counts();
             let wide: Vec<u64> = (0..2).map(|i| wa[i] - wb[i]).collect();
             v.sort_by(|a, b| a.partial_cmp(b).unwrap());
             println!(

@@ -85,11 +85,11 @@ fn differential_llama_vs_nucleus() {
     eprintln!(
         "parity: TokenSampler dist fast-path tiers decided [coarse, near, exact, sequential] = {:?} \
          (zeros unless nucleus-sampler's tier-counts feature is on, as in workspace test builds)",
-        nucleus_sampler::session::dist_tier_counts()
+        nucleus_sampler::tier_counts::dist_tier_counts()
     );
     eprintln!(
         "parity: TokenSampler wide top-p fast path [decided, left to the full path] = {:?}",
-        nucleus_sampler::session::top_p_wide_tier_counts()
+        nucleus_sampler::tier_counts::top_p_wide_tier_counts()
     );
     if !r.failures.is_empty() {
         let mut msg = String::new();

@@ -79,7 +79,7 @@ unsafe fn max_pass_avx512(row: &[f32]) -> f32 {
 
 /// Every fast path's tier counters, concatenated (dist, dist staged refinement [decided, not], sigma, mirostat, top-p, wide top-p [sorted, full], wide top-p decided by min-p without sorting).
 fn tiers() -> Vec<u64> {
-    use nucleus_sampler::session::*;
+    use nucleus_sampler::tier_counts::*;
     let mut v = dist_tier_counts().to_vec();
     v.extend(dist_partial_counts());
     v.extend(sigma_tier_counts());

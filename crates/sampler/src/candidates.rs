@@ -184,6 +184,21 @@ impl Candidates {
         self.selected.and_then(|i| self.as_slice().get(i).copied())
     }
 
+    /// The selected token as a sampling result: an error when nothing is selected, or when the
+    /// selected candidate is not live (its logit is `-inf` or NaN: every token was removed).
+    pub(crate) fn selected_checked(&self) -> Result<Token, crate::error::SampleError> {
+        use crate::error::SampleError;
+        let sel = match self.selected_token() {
+            Some(t) => t,
+            None if self.is_empty() => return Err(SampleError::NoCandidates),
+            None => return Err(SampleError::NothingSelected),
+        };
+        if sel.logit == f32::NEG_INFINITY || sel.logit.is_nan() {
+            return Err(SampleError::NoCandidates);
+        }
+        Ok(sel.id)
+    }
+
     /// Shrinks the view to its first `n` candidates (no-op when `n >= len`).
     #[inline]
     pub fn truncate(&mut self, n: usize) {

@@ -77,7 +77,7 @@ impl Chain {
         counts.push(live);
         for s in &mut self.samplers {
             s.apply(c);
-            if !matches!(s.role(), crate::step::Role::Noop | crate::step::Role::Temp) {
+            if !matches!(s.role(), crate::role::Role::Noop | crate::role::Role::Temp) {
                 live = live_candidates(c);
             }
             counts.push(live);

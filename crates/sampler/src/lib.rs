@@ -38,6 +38,7 @@ pub mod params;
 pub mod params_map;
 pub mod probs;
 pub mod rng;
+mod role;
 pub mod sampler;
 pub mod sampler_type;
 pub mod samplers;
@@ -62,3 +63,16 @@ pub use session::TokenSampler;
 pub use step::Step;
 pub use step_spec::StepSpec;
 pub use vocab::Vocab;
+
+/// How often each tier of each whole-vocabulary fast path decided, process-wide (counted only
+/// with the `tier-counts` feature; zeros without it). For benchmarks and tests, not a stable
+/// API; see `fast::plan`.
+#[doc(hidden)]
+pub mod tier_counts {
+    #[cfg(feature = "tier-counts")]
+    pub use crate::fast::plan::mirostat_margin_scale;
+    pub use crate::fast::plan::{
+        dist_partial_counts, dist_tier_counts, mirostat_tier_counts, sigma_tier_counts, top_p_tier_counts,
+        top_p_wide_min_p_count, top_p_wide_tier_counts,
+    };
+}

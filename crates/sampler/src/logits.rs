@@ -3,6 +3,7 @@
 //! Half-precision logits are widened to `f32` before any sampler runs, so results are the
 //! same as feeding the widened values to llama.cpp.
 
+use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 
 /// A borrowed row of logits, one per vocabulary id. The caller's data is never modified.
@@ -38,6 +39,17 @@ impl<'a> Logits<'a> {
             Logits::F32(l) => l[i],
             Logits::F16(l) => l[i].to_f32(),
             Logits::Bf16(l) => l[i].to_f32(),
+        }
+    }
+
+    /// Writes the row widened to f32 into `out` (resized to the row; no allocation once it
+    /// has held a row this long).
+    pub(crate) fn widen_into(self, out: &mut Vec<f32>) {
+        out.resize(self.len(), 0.0);
+        match self {
+            Logits::F32(l) => out.copy_from_slice(l),
+            Logits::F16(l) => l.convert_to_f32_slice(out),
+            Logits::Bf16(l) => l.convert_to_f32_slice(out),
         }
     }
 }

@@ -483,7 +483,7 @@ fn wide_top_p_matches_on_flat_rows() {
 #[test]
 fn wide_top_p_min_p_head_matches() {
     let n = 65536;
-    let before = nucleus_sampler::session::top_p_wide_min_p_count();
+    let before = nucleus_sampler::tier_counts::top_p_wide_min_p_count();
     for (bf16, seed, head) in [(false, 21u64, 40usize), (true, 22, 120), (true, 23, 250)] {
         let mut row = quadratic_flat_row(n, bf16, seed);
         for k in 0..head {
@@ -495,13 +495,13 @@ fn wide_top_p_min_p_head_matches() {
             compare_deferred(TokenSampler::new(p.build(n, None).unwrap()), &row, &[5, 6, 7], 12, true).unwrap();
         }
     }
-    let decided = nucleus_sampler::session::top_p_wide_min_p_count() - before;
+    let decided = nucleus_sampler::tier_counts::top_p_wide_min_p_count() - before;
     assert!(decided >= 3 * 2 * 12, "min-p decided {decided} draws");
 }
 
 /// Draws the wide top-p path decided so far: sorted, and without sorting (min-p decided).
 fn wide_decided() -> u64 {
-    nucleus_sampler::session::top_p_wide_tier_counts()[0] + nucleus_sampler::session::top_p_wide_min_p_count()
+    nucleus_sampler::tier_counts::top_p_wide_tier_counts()[0] + nucleus_sampler::tier_counts::top_p_wide_min_p_count()
 }
 
 /// The wide top-p path's replay of the chain after top-p (`fast::top_p_wide::draw_tail`) on
@@ -531,7 +531,7 @@ fn wide_top_p_tails_match() {
         vec![t(0.5), mp(0.05, 1)],
     ];
     let before = wide_decided();
-    let unsorted = nucleus_sampler::session::top_p_wide_min_p_count();
+    let unsorted = nucleus_sampler::tier_counts::top_p_wide_min_p_count();
     let mut steps = 0;
     for (shape, seed) in [(0u8, 11u64), (1, 12)] {
         let row = quadratic_flat_row(n, shape == 1, seed);
@@ -550,7 +550,7 @@ fn wide_top_p_tails_match() {
     }
     let after = wide_decided();
     assert!(after - before >= steps, "wide path decided {} of {steps} draws", after - before);
-    let unsorted = nucleus_sampler::session::top_p_wide_min_p_count() - unsorted;
+    let unsorted = nucleus_sampler::tier_counts::top_p_wide_min_p_count() - unsorted;
     assert!(unsorted >= 12 && unsorted < steps, "{unsorted} of {steps} draws without sorting");
 }
 
@@ -563,7 +563,7 @@ fn real_shaped_rows_match() {
     let _counts = mirostat_counts();
     let n = 262_144;
     let (tp0, miro0) =
-        (nucleus_sampler::session::top_p_tier_counts(), nucleus_sampler::session::mirostat_tier_counts());
+        (nucleus_sampler::tier_counts::top_p_tier_counts(), nucleus_sampler::tier_counts::mirostat_tier_counts());
     for seed in 1..4u64 {
         let mut g = Gen((seed * 0x9E37_79B9) | 1);
         let row = real_shaped(n, &mut g);
@@ -576,7 +576,7 @@ fn real_shaped_rows_match() {
         compare(TokenSampler::new(p.build(n, None).unwrap()), &row, &[], 20).unwrap();
     }
     let (tp1, miro1) =
-        (nucleus_sampler::session::top_p_tier_counts(), nucleus_sampler::session::mirostat_tier_counts());
+        (nucleus_sampler::tier_counts::top_p_tier_counts(), nucleus_sampler::tier_counts::mirostat_tier_counts());
     assert!(tp1[0] - tp0[0] >= 9, "top-p nucleus built {} times", tp1[0] - tp0[0]);
     assert!(miro1[0] - miro0[0] >= 40, "mirostat prefix built {} times", miro1[0] - miro0[0]);
 }
@@ -592,7 +592,7 @@ fn real_shaped_rows_match() {
 fn top_p_value_path_matches() {
     let _counts = mirostat_counts(); // the top-p counters are process-wide too
     let n = 262_144;
-    let before = nucleus_sampler::session::top_p_tier_counts();
+    let before = nucleus_sampler::tier_counts::top_p_tier_counts();
     for seed in 1..4u64 {
         let mut g = Gen((seed * 0x51ED_2701) | 1);
         let base = real_shaped(n, &mut g);
@@ -635,7 +635,7 @@ fn top_p_value_path_matches() {
             assert_eq!(got, slow.sample(&row), "{at} {bad}");
         }
     }
-    let after = nucleus_sampler::session::top_p_tier_counts();
+    let after = nucleus_sampler::tier_counts::top_p_tier_counts();
     let (built, replayed) = (after[0] - before[0], after[2] - before[2]);
     assert!(built >= 60, "top-p nucleus built {built} times");
     assert!(replayed >= 30 && built - replayed >= 30, "bucket order replayed {replayed} of {built}");
@@ -651,7 +651,7 @@ fn top_p_value_path_matches() {
 fn mirostat_value_path_matches() {
     let _counts = mirostat_counts();
     let n = 65_536;
-    let before = nucleus_sampler::session::mirostat_tier_counts();
+    let before = nucleus_sampler::tier_counts::mirostat_tier_counts();
     for seed in 1..5u64 {
         let mut g = Gen((seed * 0x51_7CC1_B727) | 1);
         let mut row = real_shaped(n, &mut g);
@@ -672,7 +672,7 @@ fn mirostat_value_path_matches() {
             compare(TokenSampler::new(p.build(n, None).unwrap()), &row, &[], 40).unwrap();
         }
     }
-    let after = nucleus_sampler::session::mirostat_tier_counts();
+    let after = nucleus_sampler::tier_counts::mirostat_tier_counts();
     assert!(after[2] - before[2] >= 100, "value path took {} steps", after[2] - before[2]);
     assert_eq!(after[1], before[1], "no step was left to the full path");
 }
@@ -698,7 +698,7 @@ fn flat_row(n: usize, grid: f32, g: &mut Gen) -> Vec<f32> {
 /// Runs mirostat v2 (f's parameters, or as given) for `steps` steps on `row`, bit for bit
 /// against the full path; returns the change of the mirostat tier counters.
 fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usize) -> [u64; 7] {
-    let before = nucleus_sampler::session::mirostat_tier_counts();
+    let before = nucleus_sampler::tier_counts::mirostat_tier_counts();
     let p = SamplingParams {
         seed,
         mirostat: MirostatMode::V2,
@@ -708,7 +708,7 @@ fn bounded_run(row: &[f32], seed: u32, tau: f32, eta: f32, temp: f32, steps: usi
         ..Default::default()
     };
     compare(TokenSampler::new(p.build(row.len(), None).unwrap()), row, &[], steps).unwrap();
-    let after = nucleus_sampler::session::mirostat_tier_counts();
+    let after = nucleus_sampler::tier_counts::mirostat_tier_counts();
     std::array::from_fn(|i| after[i] - before[i])
 }
 
@@ -845,12 +845,12 @@ fn mirostat_bounded_draw_near_boundaries_matches() {
     struct Restore;
     impl Drop for Restore {
         fn drop(&mut self) {
-            nucleus_sampler::session::mirostat_margin_scale(1);
+            nucleus_sampler::tier_counts::mirostat_margin_scale(1);
         }
     }
     let _restore = Restore;
     for seed in 1..7u64 {
-        nucleus_sampler::session::mirostat_margin_scale(if seed % 2 == 0 { 1 << 20 } else { 1 << 34 });
+        nucleus_sampler::tier_counts::mirostat_margin_scale(if seed % 2 == 0 { 1 << 20 } else { 1 << 34 });
         let mut g = Gen((seed * 0x9E37_79B9_7F4A_7C15) | 1);
         let grid = if seed % 3 == 0 { 512.0 } else { 0.0 };
         let row = flat_row(65_536, grid, &mut g);
@@ -949,14 +949,14 @@ proptest! {
 #[test]
 fn dist_staged_refinement_decides() {
     let n = 262_144;
-    let before = nucleus_sampler::session::dist_partial_counts();
+    let before = nucleus_sampler::tier_counts::dist_partial_counts();
     for seed in 1..7u64 {
         let mut g = Gen((seed * 0x9E37_79B9) | 1);
         let row = confident_row(n, 2 + 3 * seed as usize, 14.0 + 2.0 * seed as f32, &mut g);
         compare_deferred(TokenSampler::new(dist_params(seed as u32).build(n, None).unwrap()), &row, &[], 40, true)
             .unwrap();
     }
-    let after = nucleus_sampler::session::dist_partial_counts();
+    let after = nucleus_sampler::tier_counts::dist_partial_counts();
     eprintln!("staged refinement: {:?} -> {:?}", before, after);
     assert!(after[0] - before[0] >= 20, "staged refinement decided {} draws", after[0] - before[0]);
 }

@@ -20,6 +20,7 @@
 
 use crate::candidates::TokenData;
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Level, Simd};
+use crate::fast::threshold::keep_top;
 use crate::fast::value_sort::desc_key;
 use crate::sort::{heap_select_begin, heap_select_finish, heap_select_push};
 
@@ -348,30 +349,6 @@ fn check_group(x: &[f32], i: usize, len: usize) -> Result<(), usize> {
         return Err(i + first_nan_or_inf(g));
     }
     Ok(())
-}
-
-/// Cuts the buffer (more than `k + 1` values, no NaN) to the values at or above its `k + 1`-th
-/// largest, which it returns (also `fast::top_p`'s rising-threshold buffer).
-pub(crate) fn keep_top(k: usize, ids: &mut Vec<i32>, vals: &mut Vec<f32>, sel: &mut Vec<f32>) -> f32 {
-    sel.clear();
-    sel.extend_from_slice(vals);
-    let (_, &mut thr, _) = sel.select_nth_unstable_by(k, |a, b| b.total_cmp(a));
-    retain_at_least(thr, ids, vals);
-    thr
-}
-
-/// Keeps the pairs whose value is at or above `thr`, in their order.
-pub(crate) fn retain_at_least(thr: f32, ids: &mut Vec<i32>, vals: &mut Vec<f32>) {
-    let mut w = 0;
-    for r in 0..vals.len() {
-        if vals[r] >= thr {
-            vals[w] = vals[r];
-            ids[w] = ids[r];
-            w += 1;
-        }
-    }
-    vals.truncate(w);
-    ids.truncate(w);
 }
 
 /// [`top_k_from_row`] with its block scans on `level`.

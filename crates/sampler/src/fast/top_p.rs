@@ -30,7 +30,7 @@ use crate::fast::bounds::{f32_down, seq_block};
 use crate::fast::expf::expf_exact_slice;
 use crate::fast::row::{collect_into, scan_row, Row, RowScan, Scan, TierCounts, BLOCK};
 use crate::fast::simd::{first_nan_or_inf, simd_dispatch, Simd};
-use crate::fast::top_k::keep_top;
+use crate::fast::threshold::keep_top;
 use crate::fast::value_sort::desc_key;
 use crate::sort::{
     bucket_of, bucket_order_follows_values, logit_before, sorted_prefix_if_distinct, std_partial_sort, std_sort,

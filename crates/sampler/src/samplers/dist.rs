@@ -2,8 +2,8 @@
 
 use crate::candidates::Candidates;
 use crate::rng::{resolve_seed, LlamaRng};
+use crate::role::Role;
 use crate::sampler::Sampler;
-use crate::step::Role;
 
 /// The stock selector: one `f64` uniform per apply, compared against the running sum of
 /// unnormalised `f32` weights in the array's current order (no sorting).

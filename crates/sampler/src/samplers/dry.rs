@@ -7,9 +7,9 @@
 //! do not allocate after warm-up.
 
 use crate::candidates::{Candidates, Token};
+use crate::role::Role;
 use crate::sampler::Sampler;
 use crate::softmax::trunc_to_i32_x86;
-use crate::step::Role;
 use crate::vocab::Vocab;
 
 use super::ring::TokenRing;

@@ -6,8 +6,8 @@
 //! matching entry applies. Neither `p` nor the `sorted` flag is touched.
 
 use crate::candidates::{Candidates, Token};
+use crate::role::Role;
 use crate::sampler::Sampler;
-use crate::step::Role;
 
 /// Adds a constant to chosen tokens' logits. Name `logit-bias`, or `?logit-bias` when empty.
 #[derive(Clone, Debug)]

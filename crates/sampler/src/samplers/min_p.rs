@@ -2,9 +2,9 @@
 //! computed on logits as `logit >= max_logit + ln(p)`.
 
 use crate::candidates::Candidates;
+use crate::role::Role;
 use crate::sampler::Sampler;
 use crate::sort::partial_sort_inplace;
-use crate::step::Role;
 
 /// Min-p filter. On an unsorted view it filters in place keeping id order (and leaves the
 /// view unsorted), falling back to a full sort when fewer than `min_keep` survive.

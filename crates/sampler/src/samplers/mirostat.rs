@@ -2,9 +2,10 @@
 //! top-k that should give the target surprise `tau`, samples, and adapts `mu` from the result.
 
 use crate::candidates::Candidates;
-use crate::rng::{discrete_pick, resolve_seed, LlamaRng};
 use crate::sampler::Sampler;
 use crate::softmax::{softmax, top_k_cut, trunc_to_i32_x86};
+
+use super::mirostat_core::MirostatCore;
 
 /// `powf` that LLVM cannot rewrite: with a constant power-of-two base it would turn
 /// `powf(2, x)` into `exp2f(x)`, which can round differently from glibc's `powf`.
@@ -34,72 +35,6 @@ impl Mirostat {
     /// The current maximum surprise `mu`.
     pub fn mu(&self) -> f32 {
         self.core.mu
-    }
-}
-
-/// What both mirostat versions share: the seed, the target surprise `tau`, the learning rate
-/// `eta`, the current `mu` (starting at `2 * tau`) and their own MT19937 stream.
-#[derive(Clone, Debug)]
-pub(crate) struct MirostatCore {
-    seed: u32,
-    seed_cur: u32,
-    tau: f32,
-    eta: f32,
-    pub(super) mu: f32,
-    pub(super) rng: LlamaRng,
-}
-
-impl MirostatCore {
-    /// `seed == DEFAULT_SEED` picks a random seed.
-    pub(super) fn new(seed: u32, tau: f32, eta: f32) -> Self {
-        let seed_cur = resolve_seed(seed);
-        MirostatCore { seed, seed_cur, tau, eta, mu: 2.0 * tau, rng: LlamaRng::new(seed_cur) }
-    }
-
-    /// Back to `mu = 2 * tau` and the start of the stream (a random seed is drawn again).
-    pub(super) fn reset(&mut self) {
-        self.mu = 2.0 * self.tau;
-        self.seed_cur = resolve_seed(self.seed);
-        self.rng.reseed(self.seed_cur);
-    }
-
-    /// The seed in use.
-    pub(super) fn seed_cur(&self) -> u32 {
-        self.seed_cur
-    }
-
-    /// The end of `apply` once `c` holds the kept candidates (sorted, at least one): softmax,
-    /// one draw, then `mu -= eta * (surprise - tau)` with the selected token's surprise
-    /// `-log2 p`.
-    pub(super) fn draw_and_update(&mut self, c: &mut Candidates) {
-        softmax(c, true);
-        self.draw_normalized(c);
-    }
-
-    /// [`MirostatCore::draw_and_update`] once `c`'s `p` already hold that softmax.
-    pub(super) fn draw_normalized(&mut self, c: &mut Candidates) {
-        let data = c.as_slice();
-        let idx = discrete_pick(data.iter().map(|d| d.p), data.len(), &mut self.rng);
-        let observed_surprise = -data[idx].p.log2();
-        c.set_selected(Some(idx));
-        self.update_mu(observed_surprise);
-    }
-
-    /// [`MirostatCore::draw_normalized`] for a kept prefix of `n >= 2` candidates that the
-    /// caller does not build: draws `u` as `discrete_pick` does (one `f64` uniform), lets
-    /// `pick` turn it into the index `discrete_pick` would return and that candidate's `p`,
-    /// and updates `mu` from it. Returns the index.
-    pub(super) fn draw_with(&mut self, n: usize, pick: impl FnOnce(f64) -> (usize, f32)) -> usize {
-        debug_assert!(n >= 2);
-        let (idx, p) = pick(self.rng.uniform_f64());
-        self.update_mu(-p.log2());
-        idx
-    }
-
-    /// `mu -= eta * (surprise - tau)`.
-    fn update_mu(&mut self, observed_surprise: f32) {
-        let e = observed_surprise - self.tau;
-        self.mu -= self.eta * e;
     }
 }
 
@@ -158,6 +93,7 @@ impl Sampler for Mirostat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::LlamaRng;
     use crate::samplers::test_util::{check_stream_reset_and_clone, from_logits, mixed_logits};
 
     #[test]

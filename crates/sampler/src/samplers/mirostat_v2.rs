@@ -2,11 +2,11 @@
 //! from the rest, and adapts `mu` toward the target surprise `tau`.
 
 use crate::candidates::Candidates;
+use crate::role::Role;
 use crate::sampler::Sampler;
 use crate::softmax::softmax;
-use crate::step::Role;
 
-use super::mirostat::MirostatCore;
+use super::mirostat_core::MirostatCore;
 
 /// Mirostat 2.0 (`llama_sampler_init_mirostat_v2`), with its own MT19937 stream.
 ///

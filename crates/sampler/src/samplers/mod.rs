@@ -13,6 +13,7 @@ pub mod infill;
 pub mod logit_bias;
 pub mod min_p;
 pub mod mirostat;
+pub(crate) mod mirostat_core;
 pub mod mirostat_v2;
 pub mod penalties;
 pub(crate) mod ring;

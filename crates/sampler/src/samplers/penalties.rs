@@ -5,8 +5,8 @@
 //! `apply` never allocate once the ring has filled.
 
 use crate::candidates::{Candidates, Token};
+use crate::role::Role;
 use crate::sampler::Sampler;
-use crate::step::Role;
 
 use super::ring::TokenRing;
 

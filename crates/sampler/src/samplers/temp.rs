@@ -1,9 +1,9 @@
 //! `temp`: plain temperature scaling (used by llama.cpp's common layer with mirostat).
 
 use crate::candidates::Candidates;
+use crate::role::Role;
 use crate::sampler::Sampler;
 use crate::softmax::temp_scale;
-use crate::step::Role;
 
 /// Divides logits by `t`; `t <= 0` keeps only the first maximum; `t == 1` builds `?temp`.
 #[derive(Clone, Debug)]

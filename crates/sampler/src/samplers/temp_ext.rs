@@ -2,9 +2,9 @@
 //! temperature step of llama.cpp's stock chain.
 
 use crate::candidates::Candidates;
+use crate::role::Role;
 use crate::sampler::Sampler;
 use crate::softmax::{softmax, temp_scale};
-use crate::step::Role;
 
 /// `powf` that LLVM cannot rewrite (e.g. `pow(x, 1.0)`, `pow(x, 0.5)` once a constant exponent
 /// is inlined), so the result always comes from the C library's `powf` like llama.cpp's.

@@ -1,9 +1,9 @@
 //! `top-k`: keep the `k` highest logits.
 
 use crate::candidates::Candidates;
+use crate::role::Role;
 use crate::sampler::Sampler;
 use crate::softmax::top_k_cut;
-use crate::step::Role;
 
 /// Keeps the `k` best candidates, sorted descending; `k <= 0` builds the no-op `?top-k`.
 #[derive(Clone, Debug)]

@@ -2,8 +2,8 @@
 //! below the maximum logit.
 
 use crate::candidates::Candidates;
+use crate::role::Role;
 use crate::sampler::Sampler;
-use crate::step::Role;
 
 /// Top-n-sigma (`llama_sampler_init_top_n_sigma`); `n <= 0` builds the no-op `?top-n-sigma`.
 ///

@@ -2,10 +2,10 @@
 //! mass reaches `p`.
 
 use crate::candidates::Candidates;
+use crate::role::Role;
 use crate::sampler::Sampler;
 use crate::softmax::softmax;
 use crate::sort::{bucket_partial_sort, partial_sort_inplace};
-use crate::step::Role;
 
 /// Nucleus filter with llama.cpp's adaptive sort: views over 1024 candidates sort only the top
 /// 256 first and sort everything only if the nucleus is larger. `p >= 1` builds `?top-p`.
