@@ -385,7 +385,7 @@ mod tests {
                 "messages": [
                     {"role": "system", "content": "A\n\nB"},
                     {"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": "ok", "tool_calls": [{"id": "toolu_1", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}}]},
+                    {"role": "assistant", "content": "ok", "reasoning_content": "t", "tool_calls": [{"id": "toolu_1", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}}]},
                     {"role": "tool", "tool_call_id": "toolu_1", "content": "Error: 42"},
                     {"role": "user", "content": "go on"}
                 ],
