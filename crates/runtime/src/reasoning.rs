@@ -160,13 +160,27 @@ impl ThinkSplitter {
 
     /// Feeds released text; what became certain is appended to `out`.
     pub fn push(&mut self, text: &str, out: &mut Vec<Split>) {
+        self.feed(text, &mut |kind, t| out.push(kind.owned(t)));
+    }
+
+    /// The answer ended: what was held back is given out (an unclosed block is all reasoning;
+    /// a start that was never decided is answer text).
+    pub fn finish(&mut self, out: &mut Vec<Split>) {
+        self.end(&mut |kind, t| out.push(kind.owned(t)));
+    }
+
+    /// [`ThinkSplitter::push`] with what became certain handed to `emit` as borrowed text
+    /// (never empty), so a reader that only follows the phase (the sequence's) allocates
+    /// nothing per token.
+    pub fn feed(&mut self, text: &str, emit: &mut impl FnMut(SplitKind, &str)) {
         self.buf.push_str(text);
         loop {
             match self.phase {
                 Phase::Start => {
                     let t = self.buf.trim_start();
-                    if let Some(rest) = t.strip_prefix(THINK_OPEN) {
-                        self.buf = rest.to_string();
+                    if t.starts_with(THINK_OPEN) {
+                        let skip = self.buf.len() - t.len() + THINK_OPEN.len();
+                        self.buf.drain(..skip);
                         self.phase = Phase::Thinking;
                         self.opened = true;
                     } else if THINK_OPEN.starts_with(t) {
@@ -181,9 +195,9 @@ impl ThinkSplitter {
                         self.buf.drain(..n);
                     }
                     if let Some(at) = self.buf.find(THINK_CLOSE) {
-                        let before = self.buf[..at].trim_end().to_string();
+                        let before = self.buf[..at].trim_end().len();
+                        self.emit_reasoning(before, emit);
                         self.buf.drain(..at + THINK_CLOSE.len());
-                        self.emit_reasoning(before, out);
                         self.phase = Phase::AfterBlock;
                         continue;
                     }
@@ -191,8 +205,8 @@ impl ThinkSplitter {
                     // before it (the reasoning is given out trimmed).
                     let keep = partial_suffix(&self.buf, THINK_CLOSE);
                     let head = self.buf[..self.buf.len() - keep].trim_end().len();
-                    let free: String = self.buf.drain(..head).collect();
-                    self.emit_reasoning(free, out);
+                    self.emit_reasoning(head, emit);
+                    self.buf.drain(..head);
                     return;
                 }
                 Phase::AfterBlock => {
@@ -205,7 +219,8 @@ impl ThinkSplitter {
                 }
                 Phase::Answer => {
                     if !self.buf.is_empty() {
-                        out.push(Split::Answer(std::mem::take(&mut self.buf)));
+                        emit(SplitKind::Answer, &self.buf);
+                        self.buf.clear();
                     }
                     return;
                 }
@@ -213,24 +228,46 @@ impl ThinkSplitter {
         }
     }
 
-    /// The answer ended: what was held back is given out (an unclosed block is all reasoning;
-    /// a start that was never decided is answer text).
-    pub fn finish(&mut self, out: &mut Vec<Split>) {
-        let rest = std::mem::take(&mut self.buf);
+    /// [`ThinkSplitter::finish`] with borrowed text, as [`ThinkSplitter::feed`].
+    pub fn end(&mut self, emit: &mut impl FnMut(SplitKind, &str)) {
         match self.phase {
-            Phase::Start | Phase::Answer if !rest.is_empty() => out.push(Split::Answer(rest)),
-            Phase::Thinking => self.emit_reasoning(rest.trim_end().to_string(), out),
+            Phase::Start | Phase::Answer if !self.buf.is_empty() => emit(SplitKind::Answer, &self.buf),
+            Phase::Thinking => {
+                let n = self.buf.trim_end().len();
+                self.emit_reasoning(n, emit);
+            }
             _ => {}
         }
+        self.buf.clear();
         if self.phase == Phase::Start {
             self.phase = Phase::Answer;
         }
     }
 
-    fn emit_reasoning(&mut self, text: String, out: &mut Vec<Split>) {
-        if !text.is_empty() {
+    /// Gives out the first `len` bytes of the buffer as reasoning (the caller drains them).
+    fn emit_reasoning(&mut self, len: usize, emit: &mut impl FnMut(SplitKind, &str)) {
+        if len > 0 {
             self.fresh = false;
-            out.push(Split::Reasoning(text));
+            emit(SplitKind::Reasoning, &self.buf[..len]);
+        }
+    }
+}
+
+/// Which side of the block a piece of text is on ([`ThinkSplitter::feed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SplitKind {
+    /// Thinking.
+    Reasoning,
+    /// The answer.
+    Answer,
+}
+
+impl SplitKind {
+    /// `text` as an owned [`Split`] of this kind.
+    pub fn owned(self, text: &str) -> Split {
+        match self {
+            SplitKind::Reasoning => Split::Reasoning(text.to_string()),
+            SplitKind::Answer => Split::Answer(text.to_string()),
         }
     }
 }

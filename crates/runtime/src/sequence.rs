@@ -337,8 +337,8 @@ impl Sequence {
         let pending = self.utf8.has_pending();
         let Some(r) = self.reasoning.as_mut() else { return Ok(()) };
         let was_open = r.unconstrained();
-        let mut sink = Vec::new();
-        r.splitter.push(&self.decoded, &mut sink);
+        // Only the phase matters here (the server reads the text itself): nothing is copied.
+        r.splitter.feed(&self.decoded, &mut |_, _| {});
         if r.splitter.undecided() {
             r.start_tokens.push(token);
         } else if r.splitter.opened() {

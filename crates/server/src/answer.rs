@@ -4,7 +4,7 @@
 //! any API's shape — is built from that one sequence, so a streamed answer and the unstreamed
 //! one say the same thing.
 
-use nucleus_runtime::{Split, StopReason, ThinkSplitter};
+use nucleus_runtime::{SplitKind, StopReason, ThinkSplitter};
 
 use crate::tools::output::ToolParser;
 use crate::tools::ToolFormat;
@@ -67,18 +67,16 @@ impl AnswerReader {
 
     /// Feeds text the engine released; what became certain is appended to `out`.
     pub fn push(&mut self, text: &str, out: &mut Vec<Piece>) {
-        let Some(think) = self.think.as_mut() else { return self.push_answer(text, out) };
-        let mut splits = Vec::new();
-        think.push(text, &mut splits);
-        self.take_splits(splits, out);
+        // The splitter is taken out while it hands its (borrowed) pieces to this reader.
+        let Some(mut think) = self.think.take() else { return self.push_answer(text, out) };
+        think.feed(text, &mut |kind, t| self.take_split(kind, t, out));
+        self.think = Some(think);
     }
 
-    fn take_splits(&mut self, splits: Vec<Split>, out: &mut Vec<Piece>) {
-        for s in splits {
-            match s {
-                Split::Reasoning(t) => out.push(Piece::Reasoning(t)),
-                Split::Answer(t) => self.push_answer(&t, out),
-            }
+    fn take_split(&mut self, kind: SplitKind, text: &str, out: &mut Vec<Piece>) {
+        match kind {
+            SplitKind::Reasoning => out.push(Piece::Reasoning(text.to_string())),
+            SplitKind::Answer => self.push_answer(text, out),
         }
     }
 
@@ -96,10 +94,9 @@ impl AnswerReader {
     /// The generation ended: text held back is given out. An answer read for tools that made
     /// no call and said nothing says the empty text, so its message always has a content string.
     pub fn finish(&mut self, out: &mut Vec<Piece>) {
-        if let Some(think) = self.think.as_mut() {
-            let mut splits = Vec::new();
-            think.finish(&mut splits);
-            self.take_splits(splits, out);
+        if let Some(mut think) = self.think.take() {
+            think.end(&mut |kind, t| self.take_split(kind, t, out));
+            self.think = Some(think);
         }
         let from = out.len();
         if let Some(p) = self.tools.as_mut() {

@@ -68,17 +68,23 @@ impl ReasoningFields {
     }
 }
 
-/// The thinking budget of an OpenAI `reasoning_effort`: `none` and `minimal` 0 (no thinking),
-/// `low` 512, `medium` 2048, `high` 8192 tokens.
-pub fn effort_budget(effort: &str) -> Option<usize> {
+/// The thinking budget of an OpenAI reasoning effort (`Some(None)`: no limit; `None`: not an
+/// effort): `none` and `minimal` 0 (no thinking), `low` 512, `medium` 2048, `high` 8192,
+/// `xhigh` 16384 tokens, `max` no limit.
+pub fn effort_budget(effort: &str) -> Option<Option<usize>> {
     match effort {
-        "none" | "minimal" => Some(0),
-        "low" => Some(512),
-        "medium" => Some(2048),
-        "high" => Some(8192),
+        "none" | "minimal" => Some(Some(0)),
+        "low" => Some(Some(512)),
+        "medium" => Some(Some(2048)),
+        "high" => Some(Some(8192)),
+        "xhigh" => Some(Some(16384)),
+        "max" => Some(None),
         _ => None,
     }
 }
+
+/// The efforts [`effort_budget`] knows, for error messages.
+pub const EFFORTS: &str = "'none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'";
 
 /// Reads `reasoning_format`, `reasoning_budget`, `reasoning_effort` and `chat_template_kwargs`.
 pub fn parse(
@@ -95,12 +101,9 @@ pub fn parse(
         Some(n) => Some(Some(n as usize)),
         None => match effort {
             None => None,
-            Some(e) => Some(Some(effort_budget(e).ok_or_else(|| {
-                ApiError::invalid_value(
-                    "reasoning_effort",
-                    format!("'{e}' is not one of 'none', 'minimal', 'low', 'medium', 'high'"),
-                )
-            })?)),
+            Some(e) => Some(effort_budget(e).ok_or_else(|| {
+                ApiError::invalid_value("reasoning_effort", format!("'{e}' is not one of {EFFORTS}"))
+            })?),
         },
     };
     Ok(ReasoningFields { format, budget, template_kwargs: template_kwargs.cloned().unwrap_or_default() })
@@ -127,6 +130,8 @@ mod tests {
         let unlimited = Integer(serde_json::Number::from(-1));
         assert_eq!(parse(None, Some(&unlimited), Some("high"), None).unwrap().over(&d).budget, None);
         assert_eq!(parse(Some("r1"), None, None, None).unwrap_err().param.as_deref(), Some("reasoning_format"));
-        assert_eq!(parse(None, None, Some("max"), None).unwrap_err().param.as_deref(), Some("reasoning_effort"));
+        assert_eq!(parse(None, None, Some("max"), None).unwrap().over(&d).budget, None);
+        assert_eq!(parse(None, None, Some("xhigh"), None).unwrap().over(&d).budget, Some(16384));
+        assert_eq!(parse(None, None, Some("most"), None).unwrap_err().param.as_deref(), Some("reasoning_effort"));
     }
 }

@@ -375,6 +375,7 @@ fn parse_messages(messages: Option<&Messages>) -> Result<Vec<ChatMessage>, ApiEr
         msg.name = m.name.clone();
         if role == "assistant" {
             msg.tool_calls = parse_tool_calls(m.tool_calls.as_ref(), &name)?;
+            msg.reasoning_content = m.reasoning_content.clone().or_else(|| m.reasoning.clone());
         }
         if role == "tool" {
             match &m.tool_call_id {

@@ -42,3 +42,14 @@ fn an_agents_sdk_agent_runs_a_tool_to_completion() {
 fn streamed_responses_assemble_to_the_whole_ones() {
     TestServer::start(config(2, 8)).python("responses_equivalence.py", &[]);
 }
+
+/// The same under a thinking template with a budget: reasoning items, whole or cut, streamed
+/// and unstreamed equal.
+#[test]
+fn streamed_responses_with_reasoning_assemble_to_the_whole_ones() {
+    let mut c = config(2, 8);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/templates/think-chatml.jinja");
+    c.chat_template = Some(std::fs::read_to_string(&p).expect("think-chatml.jinja"));
+    c.reasoning.budget = Some(10);
+    TestServer::start(c).python("responses_equivalence.py", &[("THINK", "1")]);
+}

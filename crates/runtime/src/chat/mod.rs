@@ -42,6 +42,9 @@ pub struct ChatMessage {
     pub tool_call_id: Option<String>,
     /// The author's name, when the request gave one.
     pub name: Option<String>,
+    /// Assistant messages: the thinking that came before the content (Qwen3's templates read
+    /// it as `message.reasoning_content`; templates that drop earlier thinking ignore it).
+    pub reasoning_content: Option<String>,
 }
 
 impl ChatMessage {
@@ -53,6 +56,7 @@ impl ChatMessage {
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
+            reasoning_content: None,
         }
     }
 
@@ -206,8 +210,9 @@ fn json_value(v: &serde_json::Value) -> Value {
     }
 }
 
-/// One message as templates see it: `role` and `content`, plus `tool_calls`, `tool_call_id`
-/// and `name` when the message has them.
+/// One message as templates see it: `role` and `content`, plus `tool_calls`, `tool_call_id`,
+/// `name` and `reasoning_content` when the message has them (left undefined otherwise, so a
+/// template's `is defined` tests work as with Hugging Face's renderer).
 fn message_value(m: &ChatMessage) -> Value {
     let mut map = std::collections::BTreeMap::new();
     map.insert("role", Value::from(m.role.as_str()));
@@ -229,6 +234,9 @@ fn message_value(m: &ChatMessage) -> Value {
     }
     if let Some(n) = &m.name {
         map.insert("name", Value::from(n.as_str()));
+    }
+    if let Some(r) = &m.reasoning_content {
+        map.insert("reasoning_content", Value::from(r.as_str()));
     }
     Value::from(map)
 }
@@ -310,6 +318,18 @@ mod tests {
         assert_eq!(t.render_with_tools(&msgs, false, Some(&tools)).unwrap(), "w;user:|assistant:c1=w(Oslo)|tool:c1|");
         assert!(t.render(&msgs, false).unwrap().ends_with("none"));
         assert!(t.takes_tools());
+    }
+
+    #[test]
+    fn reasoning_content_is_defined_only_when_given() {
+        let src =
+            "{% for m in messages %}{{ m.role }}:{% if m.reasoning_content is defined %}[{{ m.reasoning_content }}]\
+                   {% endif %}{{ m.content }}|{% endfor %}";
+        let t = ChatTemplate::new(src, TemplateSource::Model, "", "");
+        let mut answer = ChatMessage::new("assistant", "4");
+        answer.reasoning_content = Some("2+2".into());
+        let msgs = [ChatMessage::user("2+2?"), answer, ChatMessage::new("assistant", "ok")];
+        assert_eq!(t.render(&msgs, false).unwrap(), "user:2+2?|assistant:[2+2]4|assistant:ok|");
     }
 
     #[test]

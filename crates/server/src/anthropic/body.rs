@@ -208,7 +208,8 @@ pub enum Block {
         /// Accepted and ignored.
         cache_control: Option<Value>,
     },
-    /// An assistant's earlier reasoning: accepted and left out of the prompt.
+    /// An assistant's earlier reasoning: given to the chat template as the message's
+    /// `reasoning_content` (templates that drop earlier thinking leave it out).
     Thinking {
         /// The reasoning.
         thinking: Option<String>,

@@ -8,12 +8,13 @@
 //! The mapping: `system` becomes a system message (text blocks joined with blank lines); a
 //! user message's text blocks become a user message (joined with newlines) and each
 //! `tool_result` a tool message (`is_error` results start with `Error: `), in block order; an
-//! assistant message's text blocks become its content and its `tool_use` blocks its calls;
-//! thinking blocks are left out (a later thinking block has its place in [`super::events`]);
-//! a mid-conversation `system` message is a system message at its place; `thinking` (or
-//! `output_config.effort`) sets the reasoning budget, `output_config.format` the
-//! `response_format`. Tools with `defer_loading` are left out until a `tool_reference` block
-//! (in a tool result: the client's tool search found them) names them, as Anthropic does.
+//! assistant message's text blocks become its content, its `tool_use` blocks its calls and its
+//! `thinking` blocks its `reasoning_content` (the chat template decides whether earlier
+//! thinking is written into the prompt; redacted thinking is left out); a mid-conversation
+//! `system` message is a system message at its place; `thinking` (or `output_config.effort`)
+//! sets the reasoning budget, `output_config.format` the `response_format`. Tools with
+//! `defer_loading` are left out until a `tool_reference` block (in a tool result: the client's
+//! tool search found them) names them, as Anthropic does.
 
 use nucleus_runtime::Model;
 use nucleus_sampler::SamplingParams;
@@ -333,10 +334,12 @@ fn message(i: usize, m: &MessageIn, out: &mut Vec<Value>) -> Result<(), ApiError
         }
         Role::Assistant => {
             let mut calls = Vec::new();
+            let mut thinking: Vec<&str> = Vec::new();
             for (j, block) in blocks.iter().enumerate() {
                 let at = format!("{name}.content[{j}]");
                 match block {
                     Block::Text { text: t, .. } => text.push(t),
+                    Block::Thinking { thinking: Some(t), .. } => thinking.push(t),
                     Block::ToolUse { id, name, input, .. } => calls.push(json!({
                         "id": id,
                         "type": "function",
@@ -347,6 +350,9 @@ fn message(i: usize, m: &MessageIn, out: &mut Vec<Value>) -> Result<(), ApiError
                 }
             }
             let mut msg = json!({"role": "assistant", "content": text.concat()});
+            if !thinking.is_empty() {
+                msg["reasoning_content"] = json!(thinking.join("\n\n"));
+            }
             if !calls.is_empty() {
                 msg["tool_calls"] = Value::Array(calls);
             }
@@ -383,7 +389,8 @@ fn result_text(at: &str, blocks: &[Block]) -> Result<String, ApiError> {
     Ok(text.join("\n"))
 }
 
-/// Thinking blocks are left out of the prompt; images and documents are refused.
+/// Thinking blocks outside an assistant message, and redacted ones, are left out of the
+/// prompt; images and documents are refused.
 fn skip_or_refuse(at: &str, b: &Block) -> Result<(), ApiError> {
     match b {
         Block::Thinking { .. } | Block::RedactedThinking { .. } => Ok(()),
@@ -474,7 +481,7 @@ mod tests {
                 "messages": [
                     {"role": "system", "content": "A\n\nB"},
                     {"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": "ok", "tool_calls": [{"id": "toolu_1", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}}]},
+                    {"role": "assistant", "content": "ok", "reasoning_content": "t", "tool_calls": [{"id": "toolu_1", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}}]},
                     {"role": "tool", "tool_call_id": "toolu_1", "content": "Error: 42"},
                     {"role": "user", "content": "go on"}
                 ],

@@ -104,6 +104,12 @@ pub struct Message {
     pub tool_calls: Option<MessageToolCalls>,
     /// Tool messages (required there): the id of the call this answers.
     pub tool_call_id: Option<String>,
+    /// Assistant messages: the thinking that came before the answer (llama-server's and
+    /// DeepSeek's name), given to the chat template as `reasoning_content`; templates that
+    /// drop earlier thinking (most DeepSeek-R1 ones) leave it out of the prompt.
+    pub reasoning_content: Option<String>,
+    /// Assistant messages: the same under vLLM's name (`reasoning_content` wins).
+    pub reasoning: Option<String>,
 }
 
 /// A message's `content`.

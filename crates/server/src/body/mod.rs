@@ -269,7 +269,7 @@ bodies! {
         #[schemars(range(min = -1, max = 2147483647))]
         reasoning_budget: Option<Integer>,
         /// OpenAI's effort, as a thinking budget: `none`/`minimal` 0, `low` 512, `medium` 2048,
-        /// `high` 8192 tokens (`reasoning_budget` wins).
+        /// `high` 8192, `xhigh` 16384 tokens, `max` no limit (`reasoning_budget` wins).
         reasoning_effort: Option<String>,
         /// Extra variables for the chat template (e.g. `{"enable_thinking": false}`), over the
         /// server's `--chat-template-kwargs`.

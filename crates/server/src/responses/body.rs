@@ -57,7 +57,9 @@ pub struct ResponsesBody {
     /// Extra output to include: only `reasoning.encrypted_content` (there is none to include).
     #[schemars(with = "Option<Vec<Includable>>")]
     pub include: Option<Vec<String>>,
-    /// Accepted; no reasoning output is produced yet (see the reasoning issue).
+    /// `{"effort": "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max"}`: the
+    /// thinking budget, as `reasoning_effort` on chat (docs/reasoning.md; `reasoning_budget`
+    /// wins); `summary` and the rest are accepted and ignored (no summaries are written).
     pub reasoning: Option<Map<String, Value>>,
     /// `disabled` or `auto` (a prompt longer than the context is a 400 either way).
     #[schemars(extend("enum" = ["disabled", "auto", null]))]
@@ -92,7 +94,8 @@ pub enum Input {
 }
 
 /// One input item: `message` (`type` may be left out), `function_call`,
-/// `function_call_output`; `reasoning` items are skipped. Which fields an item needs depends
+/// `function_call_output`, `reasoning` (its `reasoning_text` parts become the next assistant
+/// turn's thinking, for the chat template). Which fields an item needs depends
 /// on its type; [`super::convert`] checks them.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[schemars(rename = "ResponseInputItem")]
@@ -130,6 +133,12 @@ pub struct Item {
     /// Accepted and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// reasoning: summary parts (accepted and ignored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Vec<Part>>,
+    /// reasoning: accepted and ignored (this server encrypts nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_content: Option<String>,
 }
 
 /// Message content: a string or parts.
@@ -143,13 +152,14 @@ pub enum Content {
     Parts(Vec<Part>),
 }
 
-/// A content part: `input_text` or `output_text` (`refusal` too); other types are refused.
+/// A content part: `input_text` or `output_text` (`refusal` too) in messages, `reasoning_text`
+/// in reasoning items (and `summary_text` in their summaries); other types are refused.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[schemars(rename = "ResponseInputPart")]
 #[serde(expecting = "a content part object")]
 pub struct Part {
-    /// `input_text`, `output_text`, `refusal`.
-    #[schemars(extend("enum" = ["input_text", "output_text", "text", "refusal", null]))]
+    /// `input_text`, `output_text`, `refusal`, `reasoning_text`, `summary_text`.
+    #[schemars(extend("enum" = ["input_text", "output_text", "text", "refusal", "reasoning_text", "summary_text", null]))]
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The text.

@@ -175,6 +175,10 @@ pub fn convert(map: &Map<String, Value>, b: ResponsesBody, history: Vec<Item>) -
     if let Some(m) = &b.metadata {
         check_metadata(m)?;
     }
+    if let Some(effort) = reasoning_effort(b.reasoning.as_ref())? {
+        // The chat field of the same meaning, unless the request sent that one too.
+        chat.entry("reasoning_effort").or_insert(Value::String(effort));
+    }
     let echo = super::types::Echo {
         instructions: b.instructions.clone(),
         metadata: b.metadata.clone().unwrap_or_default(),
@@ -291,6 +295,19 @@ fn refuse_unsupported(b: &ResponsesBody) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// `reasoning.effort`, checked (`None` when not sent).
+fn reasoning_effort(reasoning: Option<&Map<String, Value>>) -> Result<Option<String>, ApiError> {
+    match reasoning.and_then(|r| r.get("effort")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(e)) if crate::reasoning::effort_budget(e).is_some() => Ok(Some(e.clone())),
+        Some(Value::String(e)) => Err(ApiError::invalid_value(
+            "reasoning.effort",
+            format!("'{e}' is not one of {}", crate::reasoning::EFFORTS),
+        )),
+        Some(_) => Err(ApiError::wrong_type("reasoning.effort", "a string")),
+    }
+}
+
 /// `metadata`: at most 16 pairs, string values, keys up to 64 and values up to 512 characters.
 fn check_metadata(m: &Map<String, Value>) -> Result<(), ApiError> {
     if m.len() > 16 {
@@ -358,7 +375,13 @@ fn add_item(messages: &mut Vec<Value>, item: &Item, name: &str) -> Result<(), Ap
                 Some(c) => content_text(c, &field("content"))?,
                 None => return Err(ApiError::missing(&field("content"))),
             };
-            messages.push(json!({"role": role, "content": content}));
+            match messages.last_mut() {
+                // The answer after a reasoning item: one assistant turn.
+                Some(Value::Object(last)) if role == "assistant" && thinking_only(last) => {
+                    last.insert("content".into(), Value::String(content));
+                }
+                _ => messages.push(json!({"role": role, "content": content})),
+            }
         }
         Some("function_call") => {
             let call_id = item.call_id.clone().ok_or_else(|| ApiError::missing(&field("call_id")))?;
@@ -391,8 +414,24 @@ fn add_item(messages: &mut Vec<Value>, item: &Item, name: &str) -> Result<(), Ap
             };
             messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
         }
-        // Reasoning this server never produced: nothing to render.
-        Some("reasoning") => {}
+        // Thinking before the next assistant turn (a message or calls): that turn's
+        // `reasoning_content`, which the chat template writes or drops.
+        Some("reasoning") => {
+            let text = match &item.content {
+                Some(c) => reasoning_text(c, &field("content"))?,
+                None => String::new(),
+            };
+            match messages.last_mut() {
+                _ if text.is_empty() => {}
+                Some(Value::Object(last)) if thinking_only(last) => {
+                    if let Some(Value::String(r)) = last.get_mut("reasoning_content") {
+                        r.push_str("\n\n");
+                        r.push_str(&text);
+                    }
+                }
+                _ => messages.push(json!({"role": "assistant", "content": "", "reasoning_content": text})),
+            }
+        }
         Some(other) => {
             return Err(ApiError::unsupported(
                 &field("type"),
@@ -401,6 +440,40 @@ fn add_item(messages: &mut Vec<Value>, item: &Item, name: &str) -> Result<(), Ap
         }
     }
     Ok(())
+}
+
+/// Whether a chat message is an assistant turn holding only thinking so far (a reasoning item
+/// the turn's message or calls join).
+fn thinking_only(m: &Map<String, Value>) -> bool {
+    m.get("role").is_some_and(|r| r == "assistant")
+        && m.contains_key("reasoning_content")
+        && m.get("content").is_some_and(|c| c == "")
+        && !m.contains_key("tool_calls")
+}
+
+/// A reasoning item's text: its `reasoning_text` parts, joined.
+fn reasoning_text(c: &Content, name: &str) -> Result<String, ApiError> {
+    let parts = match c {
+        Content::Text(s) => return Ok(s.clone()),
+        Content::Parts(p) => p,
+    };
+    let mut text = String::new();
+    for (j, p) in parts.iter().enumerate() {
+        let pname = format!("{name}[{j}]");
+        match p.kind.as_deref() {
+            Some("reasoning_text" | "text") => {
+                text.push_str(p.text.as_deref().ok_or_else(|| ApiError::missing(&format!("{pname}.text")))?)
+            }
+            Some(other) => {
+                return Err(ApiError::invalid_value(
+                    &format!("{pname}.type"),
+                    format!("'{other}' is not a reasoning content part; only 'reasoning_text'"),
+                ))
+            }
+            None => return Err(ApiError::missing(&format!("{pname}.type"))),
+        }
+    }
+    Ok(text)
 }
 
 /// A Responses function tool (at `at` in the request) in the chat shape, named `name` when
@@ -595,6 +668,31 @@ mod tests {
         assert_eq!(responses_name_in("tools[2].function.parameters", &t.tool_paths), "tools[1].tools[1].parameters");
         assert_eq!(t.echo.tools[1]["tools"][0]["name"], "spawn");
         assert_eq!(t.echo.tools[2], json!({"type": "web_search"}));
+    }
+
+    #[test]
+    fn reasoning_items_are_the_next_assistant_turns_thinking() {
+        let (m, b) = body(
+            r#"{"reasoning": {"effort": "low", "summary": "auto"}, "input": [
+                {"role": "user", "content": "Weather?"},
+                {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "Call it."}]},
+                {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}], "content": [{"type": "reasoning_text", "text": "Sunny."}]},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It is sunny."}]},
+                {"type": "reasoning", "summary": []},
+                {"role": "user", "content": "Thanks"}
+            ]}"#,
+        );
+        let t = convert(&m, b, Vec::new()).unwrap();
+        let msgs = t.chat["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 5, "{msgs:?}");
+        assert_eq!(msgs[1]["reasoning_content"], "Call it.");
+        assert_eq!(msgs[1]["tool_calls"].as_array().unwrap().len(), 1);
+        assert_eq!(msgs[3], json!({"role": "assistant", "content": "It is sunny.", "reasoning_content": "Sunny."}));
+        assert_eq!(t.chat["reasoning_effort"], "low");
+        let (m, b) = body(r#"{"input": "x", "reasoning": {"effort": "huge"}}"#);
+        assert_eq!(convert(&m, b, Vec::new()).unwrap_err().param.as_deref(), Some("reasoning.effort"));
     }
 
     #[test]

@@ -41,18 +41,26 @@ impl Fold {
                 }
             }
             StreamEvent::PartAdded { output_index, part, .. } => {
-                if let Some(OutputItem::Message { content, .. }) = out.get_mut(*output_index) {
+                if let Some(OutputItem::Message { content, .. } | OutputItem::Reasoning { content, .. }) =
+                    out.get_mut(*output_index)
+                {
                     content.push(part.clone())
                 }
             }
-            StreamEvent::TextDelta { output_index, content_index, delta, .. } => {
-                if let Some(OutputItem::Message { content, .. }) = out.get_mut(*output_index) {
-                    if let Some(OutputPart::OutputText { text, .. }) = content.get_mut(*content_index) {
-                        text.push_str(delta)
+            StreamEvent::TextDelta { output_index, content_index, delta, .. }
+            | StreamEvent::ReasoningDelta { output_index, content_index, delta, .. } => {
+                if let Some(OutputItem::Message { content, .. } | OutputItem::Reasoning { content, .. }) =
+                    out.get_mut(*output_index)
+                {
+                    if let Some(part) = content.get_mut(*content_index) {
+                        part.push_str(delta)
                     }
                 }
             }
-            StreamEvent::TextDone { .. } | StreamEvent::PartDone { .. } | StreamEvent::ArgsDone { .. } => {}
+            StreamEvent::TextDone { .. }
+            | StreamEvent::ReasoningDone { .. }
+            | StreamEvent::PartDone { .. }
+            | StreamEvent::ArgsDone { .. } => {}
             StreamEvent::ArgsDelta { output_index, delta, .. } => {
                 if let Some(OutputItem::FunctionCall { arguments, .. }) = out.get_mut(*output_index) {
                     arguments.push_str(delta)
@@ -81,8 +89,19 @@ impl Fold {
 #[derive(Debug)]
 enum Open {
     Nothing,
+    Reasoning { index: usize, id: String, text: String },
     Message { index: usize, id: String, text: String },
     Call { index: usize, id: String, call_id: String, name: String, args: String },
+}
+
+/// A finished answer's token counts.
+struct Tokens {
+    /// Generated.
+    output: usize,
+    /// Of those, inside the reasoning block.
+    reasoning: usize,
+    /// Prompt tokens the cache served.
+    cached: usize,
 }
 
 /// Turns one request's engine events (one choice) into its stream events.
@@ -101,7 +120,7 @@ impl EventMaker {
     /// A maker for `meta`'s request, whose response starts as `shell` (no output, in
     /// progress), and the events that open the stream.
     pub fn new(meta: ResponseMeta, shell: ResponseObject) -> (Self, Vec<StreamEvent>) {
-        let answer = AnswerReader::new(meta.tool_format);
+        let answer = meta.answer_reader();
         let mut m =
             EventMaker { meta, answer, open: Open::Nothing, fold: Fold::new(shell.clone()), done: false, failed: None };
         let mut out = Vec::new();
@@ -131,14 +150,15 @@ impl EventMaker {
                 self.answer.push(&token.text, &mut pieces);
                 pieces.into_iter().for_each(|p| self.piece(p, out));
             }
-            Event::Finished { choice: 0, reason, completion_tokens, cached_tokens, .. } => {
+            Event::Finished { choice: 0, reason, completion_tokens, cached_tokens, reasoning_tokens, .. } => {
                 let mut pieces = Vec::new();
                 self.answer.finish(&mut pieces);
                 pieces.into_iter().for_each(|p| self.piece(p, out));
                 let cut = !matches!(reason, StopReason::EndOfGeneration | StopReason::StopString(_));
                 self.close(if cut { Status::Incomplete } else { Status::Completed }, out);
                 let ending = Ending { reason, calls: self.answer.calls() };
-                self.end(ending, completion_tokens, cached_tokens, out);
+                let tokens = Tokens { output: completion_tokens, reasoning: reasoning_tokens, cached: cached_tokens };
+                self.end(ending, tokens, out);
             }
             Event::Failed { message, bad_input, shutting_down } => {
                 self.fail(failure(message, bad_input, shutting_down), out)
@@ -163,24 +183,40 @@ impl EventMaker {
         self.fold.response.output.len()
     }
 
-    /// One piece of the answer as events. (A reasoning piece would open a `reasoning` item.)
+    /// One piece of the answer as events: thinking goes to a `reasoning` item, text to a
+    /// `message`, each call to a `function_call` (a new item closes the one before it).
     fn piece(&mut self, p: Piece, out: &mut Vec<StreamEvent>) {
         match p {
+            Piece::Reasoning(t) => {
+                if !matches!(self.open, Open::Reasoning { .. }) {
+                    let (index, id) = self.open_item("rs_", out, |id| OutputItem::Reasoning {
+                        id,
+                        summary: Vec::new(),
+                        content: Vec::new(),
+                        status: Status::InProgress,
+                    });
+                    self.open_part(index, &id, OutputPart::ReasoningText { text: String::new() }, out);
+                    self.open = Open::Reasoning { index, id, text: String::new() };
+                }
+                if let Open::Reasoning { index, id, text } = &mut self.open {
+                    if !t.is_empty() {
+                        text.push_str(&t);
+                        let (item_id, output_index) = (id.clone(), *index);
+                        let ev = StreamEvent::ReasoningDelta { item_id, output_index, content_index: 0, delta: t };
+                        self.emit(ev, out);
+                    }
+                }
+            }
             Piece::Text(t) => {
                 if !matches!(self.open, Open::Message { .. }) {
-                    self.close(Status::Completed, out);
-                    let (index, id) = (self.next_index(), new_id("msg_"));
-                    let item = OutputItem::Message {
-                        id: id.clone(),
+                    let (index, id) = self.open_item("msg_", out, |id| OutputItem::Message {
+                        id,
                         role: "assistant",
                         status: Status::InProgress,
                         content: Vec::new(),
-                    };
-                    self.emit(StreamEvent::ItemAdded { output_index: index, item }, out);
+                    });
                     let part = OutputPart::OutputText { text: String::new(), annotations: Vec::new() };
-                    let ev =
-                        StreamEvent::PartAdded { item_id: id.clone(), output_index: index, content_index: 0, part };
-                    self.emit(ev, out);
+                    self.open_part(index, &id, part, out);
                     self.open = Open::Message { index, id, text: String::new() };
                 }
                 if let Open::Message { index, id, text } = &mut self.open {
@@ -198,22 +234,16 @@ impl EventMaker {
                 }
             }
             Piece::CallStart { id: call_id, name, .. } => {
-                self.close(Status::Completed, out);
-                let (index, id) = (self.next_index(), new_id("fc_"));
-                let item = OutputItem::FunctionCall {
-                    id: id.clone(),
+                let (index, id) = self.open_item("fc_", out, |id| OutputItem::FunctionCall {
+                    id,
                     call_id: call_id.clone(),
                     name: name.clone(),
                     namespace: None,
                     arguments: String::new(),
                     status: Status::InProgress,
-                };
-                self.emit(StreamEvent::ItemAdded { output_index: index, item }, out);
+                });
                 self.open = Open::Call { index, id, call_id, name, args: String::new() };
             }
-            // Not produced yet: this reader does not split a reasoning block off (its text stays
-            // in the message); a `reasoning` output item is the next step.
-            Piece::Reasoning(_) => {}
             Piece::CallArgs { text, .. } => {
                 if let Open::Call { index, id, args, .. } = &mut self.open {
                     args.push_str(&text);
@@ -224,10 +254,39 @@ impl EventMaker {
         }
     }
 
+    /// Closes the open item and adds the next one, `item(id)` with a fresh `prefix…` id;
+    /// returns its index and id.
+    fn open_item(
+        &mut self,
+        prefix: &str,
+        out: &mut Vec<StreamEvent>,
+        item: impl FnOnce(String) -> OutputItem,
+    ) -> (usize, String) {
+        self.close(Status::Completed, out);
+        let (index, id) = (self.next_index(), new_id(prefix));
+        self.emit(StreamEvent::ItemAdded { output_index: index, item: item(id.clone()) }, out);
+        (index, id)
+    }
+
+    /// Adds the (empty) first content part of item `index`.
+    fn open_part(&mut self, index: usize, id: &str, part: OutputPart, out: &mut Vec<StreamEvent>) {
+        let ev = StreamEvent::PartAdded { item_id: id.to_string(), output_index: index, content_index: 0, part };
+        self.emit(ev, out);
+    }
+
     /// Completes the open item (if any) with `status`.
     fn close(&mut self, status: Status, out: &mut Vec<StreamEvent>) {
         match std::mem::replace(&mut self.open, Open::Nothing) {
             Open::Nothing => {}
+            Open::Reasoning { index, id, text } => {
+                let part = OutputPart::ReasoningText { text: text.clone() };
+                let (item_id, output_index, content_index) = (id.clone(), index, 0);
+                self.emit(StreamEvent::ReasoningDone { item_id, output_index, content_index, text }, out);
+                let ev = StreamEvent::PartDone { item_id: id.clone(), output_index, content_index, part: part.clone() };
+                self.emit(ev, out);
+                let item = OutputItem::Reasoning { id, summary: Vec::new(), content: vec![part], status };
+                self.emit(StreamEvent::ItemDone { output_index, item }, out);
+            }
             Open::Message { index, id, text } => {
                 let part = OutputPart::OutputText { text: text.clone(), annotations: Vec::new() };
                 let (item_id, output_index, content_index) = (id.clone(), index, 0);
@@ -252,18 +311,18 @@ impl EventMaker {
         }
     }
 
-    fn end(&mut self, ending: Ending, output_tokens: usize, cached: usize, out: &mut Vec<StreamEvent>) {
+    fn end(&mut self, ending: Ending, tokens: Tokens, out: &mut Vec<StreamEvent>) {
         let mut r = self.fold.response.clone();
         let input_tokens = self.meta.prompt_tokens;
         r.usage = Some(ResponseUsage {
             input_tokens,
             input_tokens_details: InputDetails {
-                cached_tokens: self.meta.cached_tokens(&[cached]),
+                cached_tokens: self.meta.cached_tokens(&[tokens.cached]),
                 cache_write_tokens: 0,
             },
-            output_tokens,
-            output_tokens_details: OutputDetails { reasoning_tokens: 0 },
-            total_tokens: input_tokens + output_tokens,
+            output_tokens: tokens.output,
+            output_tokens_details: OutputDetails { reasoning_tokens: tokens.reasoning },
+            total_tokens: input_tokens + tokens.output,
         });
         r.completed_at = Some(unix_now());
         let ev = if ending.openai() == "length" {

@@ -127,18 +127,12 @@ fn as_input(o: &OutputItem) -> Item {
         OutputItem::Message { content, .. } => Item {
             kind: Some("message".into()),
             role: Some("assistant".into()),
-            content: Some(Content::Parts(
-                content
-                    .iter()
-                    .map(|OutputPart::OutputText { text, .. }| Part {
-                        kind: Some("output_text".into()),
-                        text: Some(text.clone()),
-                        refusal: None,
-                    })
-                    .collect(),
-            )),
+            content: Some(parts(content)),
             ..Item::default()
         },
+        OutputItem::Reasoning { content, .. } => {
+            Item { kind: Some("reasoning".into()), content: Some(parts(content)), ..Item::default() }
+        }
         OutputItem::FunctionCall { call_id, name, namespace, arguments, .. } => Item {
             kind: Some("function_call".into()),
             call_id: Some(call_id.clone()),
@@ -148,4 +142,16 @@ fn as_input(o: &OutputItem) -> Item {
             ..Item::default()
         },
     }
+}
+
+/// Output parts as the input parts that repeat them.
+fn parts(content: &[OutputPart]) -> Content {
+    let part = |p: &OutputPart| {
+        let kind = match p {
+            OutputPart::OutputText { .. } => "output_text",
+            OutputPart::ReasoningText { .. } => "reasoning_text",
+        };
+        Part { kind: Some(kind.into()), text: Some(p.text().to_string()), refusal: None }
+    };
+    Content::Parts(content.iter().map(part).collect())
 }

@@ -86,7 +86,7 @@ pub struct InputDetails {
 #[derive(Clone, Debug, Default, Serialize, JsonSchema)]
 #[schemars(rename = "ResponseOutputTokensDetails")]
 pub struct OutputDetails {
-    /// Reasoning tokens (0 until reasoning output exists).
+    /// Tokens generated inside the reasoning block (0 when answers are not read for one).
     pub reasoning_tokens: usize,
 }
 
@@ -105,7 +105,8 @@ pub struct ResponseUsage {
     pub total_tokens: usize,
 }
 
-/// A content part of an output message.
+/// A content part: of an output message (`output_text`) or of a reasoning item
+/// (`reasoning_text`).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[schemars(rename = "ResponseOutputPart")]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -117,6 +118,31 @@ pub enum OutputPart {
         /// Always empty.
         annotations: Vec<Value>,
     },
+    /// The model's thinking, as it wrote it.
+    ReasoningText {
+        /// The text.
+        text: String,
+    },
+}
+
+impl OutputPart {
+    /// The part's text.
+    pub fn text(&self) -> &str {
+        match self {
+            OutputPart::OutputText { text, .. } | OutputPart::ReasoningText { text } => text,
+        }
+    }
+
+    fn text_mut(&mut self) -> &mut String {
+        match self {
+            OutputPart::OutputText { text, .. } | OutputPart::ReasoningText { text } => text,
+        }
+    }
+
+    /// Appends `delta` to the part's text.
+    pub fn push_str(&mut self, delta: &str) {
+        self.text_mut().push_str(delta)
+    }
 }
 
 /// An output item.
@@ -124,6 +150,18 @@ pub enum OutputPart {
 #[schemars(rename = "ResponseOutputItem")]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputItem {
+    /// The model's thinking before its answer (when the chat template and request read a
+    /// reasoning block): one `reasoning_text` part, no summary.
+    Reasoning {
+        /// `rs_…`.
+        id: String,
+        /// Always empty (no summaries are written).
+        summary: Vec<Value>,
+        /// The thinking.
+        content: Vec<OutputPart>,
+        /// Its status.
+        status: Status,
+    },
     /// An assistant message.
     Message {
         /// `msg_…`.
@@ -233,6 +271,30 @@ pub enum StreamEvent {
         /// Always empty.
         logprobs: Vec<Value>,
     },
+    /// More thinking.
+    #[serde(rename = "response.reasoning_text.delta")]
+    ReasoningDelta {
+        /// The reasoning item's id.
+        item_id: String,
+        /// Its index in `output`.
+        output_index: usize,
+        /// The part's index.
+        content_index: usize,
+        /// The text.
+        delta: String,
+    },
+    /// The thinking is complete.
+    #[serde(rename = "response.reasoning_text.done")]
+    ReasoningDone {
+        /// The reasoning item's id.
+        item_id: String,
+        /// Its index in `output`.
+        output_index: usize,
+        /// The part's index.
+        content_index: usize,
+        /// The whole text.
+        text: String,
+    },
     /// A part's text is complete.
     #[serde(rename = "response.output_text.done")]
     TextDone {
@@ -330,6 +392,8 @@ impl StreamEvent {
             StreamEvent::PartAdded { .. } => "response.content_part.added",
             StreamEvent::TextDelta { .. } => "response.output_text.delta",
             StreamEvent::TextDone { .. } => "response.output_text.done",
+            StreamEvent::ReasoningDelta { .. } => "response.reasoning_text.delta",
+            StreamEvent::ReasoningDone { .. } => "response.reasoning_text.done",
             StreamEvent::PartDone { .. } => "response.content_part.done",
             StreamEvent::ArgsDelta { .. } => "response.function_call_arguments.delta",
             StreamEvent::ArgsDone { .. } => "response.function_call_arguments.done",

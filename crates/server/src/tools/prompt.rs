@@ -89,7 +89,9 @@ fn generic_history(messages: &[ChatMessage]) -> Vec<ChatMessage> {
                 })
                 .collect();
             let v = if calls.len() == 1 { json!({"tool_call": calls[0]}) } else { json!({"tool_calls": calls}) };
-            out.push(ChatMessage::new("assistant", v.to_string()));
+            let mut call = ChatMessage::new("assistant", v.to_string());
+            call.reasoning_content = m.reasoning_content.clone();
+            out.push(call);
         } else if m.role == "tool" {
             let name = m.tool_call_id.as_ref().and_then(|id| {
                 messages.iter().flat_map(|x| x.tool_calls.iter()).find(|c| &c.id == id).map(|c| c.name.clone())

@@ -28,7 +28,18 @@ pub fn model_path() -> &'static PathBuf {
 
 /// A loader for the default model.
 pub fn loader() -> ModelLoader {
-    let path = model_path().clone();
+    loader_of(model_path().clone())
+}
+
+/// The catalog model `name`'s path, pulled quietly if missing.
+pub fn pulled(name: &str) -> PathBuf {
+    let m = catalog::find(name).expect("catalog");
+    let pip = Pip { quiet: true, ..Pip::default() };
+    pull::ensure(m, &pull::models_dir(), &pip, &mut |_| {}).unwrap_or_else(|e| panic!("pull {name}: {e}")).0
+}
+
+/// A loader for the model file at `path`.
+pub fn loader_of(path: PathBuf) -> ModelLoader {
     Box::new(move || {
         let m = LlamaCppModel::load(&path).map_err(|e| e.to_string())?;
         Ok(Arc::new(m) as Arc<dyn Model>)
@@ -58,8 +69,13 @@ pub struct TestServer {
 
 impl TestServer {
     pub fn start(config: ServerConfig) -> TestServer {
+        Self::start_with(config, loader())
+    }
+
+    /// A server of the model `load` loads.
+    pub fn start_with(config: ServerConfig, load: ModelLoader) -> TestServer {
         let api_key = config.api_key.clone();
-        let server = Server::start(config, loader()).expect("start server");
+        let server = Server::start(config, load).expect("start server");
         server.wait_ready().expect("model loads");
         TestServer { server, api_key }
     }

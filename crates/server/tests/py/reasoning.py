@@ -135,6 +135,6 @@ done("seeded reasoning is reproducible")
 
 # Bad fields are 400s naming them.
 for kw, param in [({"reasoning_format": "r1"}, "reasoning_format"), ({"reasoning_budget": -2}, "reasoning_budget"),
-                  ({"reasoning_effort": "max"}, "reasoning_effort"), ({"chat_template_kwargs": 3}, "chat_template_kwargs")]:
+                  ({"reasoning_effort": "most"}, "reasoning_effort"), ({"chat_template_kwargs": 3}, "chat_template_kwargs")]:
     expect_api_error(openai.BadRequestError, 400, lambda: ask(**kw), param=param)
 done("reasoning errors")

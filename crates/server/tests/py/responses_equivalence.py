@@ -4,8 +4,10 @@ shape, the streamed events assembled by the official SDK (`responses.stream(...)
 the SDK does not assemble) equal the unstreamed response — output items (ids aside), status,
 incomplete_details, usage (cached tokens aside). Shapes: plain text, instructions, function tools under auto /
 required / named / none with parallel_tool_calls true, false or unset, text.format json_object
-and json_schema, small max_output_tokens that cut calls and text. EQUIV_SEED fixes the draw
-(printed on every run and with each failing case), EQUIV_CASES says how many are drawn."""
+and json_schema, small max_output_tokens that cut calls and text; with THINK=1 (a server under a
+thinking template) also thinking budgets and `reasoning.effort`, so reasoning items (whole, cut
+or absent) come before the message or calls. EQUIV_SEED fixes the draw (printed on every run
+and with each failing case), EQUIV_CASES says how many are drawn."""
 
 import os
 import random
@@ -17,6 +19,7 @@ master = int(os.environ.get("EQUIV_SEED") or random.SystemRandom().randrange(1 <
 cases = int(os.environ.get("EQUIV_CASES", "16"))
 print(f"EQUIV_SEED={master} EQUIV_CASES={cases}", flush=True)
 rng = random.Random(master)
+think = os.environ.get("THINK") == "1"
 
 PROMPTS = ["What's the weather in Paris?", "Name three colors.", "Write a haiku about rain.", "Count to ten."]
 TOOLS = [
@@ -47,6 +50,12 @@ def draw():
         kw["text"] = {"format": {"type": "json_object"}}
     elif shape == "json_schema":
         kw["text"] = {"format": {"type": "json_schema", "name": "thing", "schema": SCHEMA, "strict": True}}
+    if think:
+        budget = rng.choice([None, 0, 3, 10, "effort"])
+        if budget == "effort":
+            kw["reasoning"] = {"effort": rng.choice(["none", "low"])}
+        elif budget is not None:
+            kw["extra_body"]["reasoning_budget"] = budget
     return kw
 
 
@@ -66,6 +75,7 @@ def norm(r):
     return d
 
 
+reasoned = 0
 for i in range(cases):
     kw = draw()
     whole = c.responses.create(**kw)
@@ -75,4 +85,9 @@ for i in range(cases):
     assert [e.sequence_number for e in events] == list(range(len(events))), f"case {i} (EQUIV_SEED={master})"
     a, b = norm(whole), norm(final)
     assert a == b, f"case {i} (EQUIV_SEED={master}) {kw}:\nwhole  {a}\nstream {b}"
+    kinds = [o["type"] for o in a["output"]]
+    assert "reasoning" not in kinds[1:], f"case {i} (EQUIV_SEED={master}): {kinds}"
+    reasoned += kinds[:1] == ["reasoning"]
+if think:
+    assert reasoned > 0, f"no case thought (EQUIV_SEED={master})"
 done(f"responses equivalence ({cases} cases)")
