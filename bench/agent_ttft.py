@@ -1,6 +1,5 @@
 """Time to first token of an agent session's first and second turn, against `nucleus serve`'s
-Messages API: a recorded Claude Code first request (testdata/agents/, its whole system prompt and
-tools), then the same conversation with the answer and one more user message, as Claude Code's
+Messages API: a recorded Claude Code first request (its whole system prompt and tools), then the same conversation with the answer and one more user message, as Claude Code's
 second request would be. With the prompt cache the second turn evaluates only its new tokens;
 the script prints both TTFTs and what the server's usage said (input_tokens evaluated,
 cache_read_input_tokens reused), as one JSON object.
@@ -9,8 +8,11 @@ Serve a long-context model in one slot first, e.g.:
 
     nucleus serve -m gemma3 --parallel 1 -c 32768 --port 8080
 
-Environment: BASE_URL (http://127.0.0.1:8080), MODEL (gemma3), BODY (the recorded request,
-default testdata/agents/claude_code_2.1.332_first_request.json), MAX_TOKENS (16: the answer's
+Environment: BASE_URL (http://127.0.0.1:8080), MODEL (gemma3), BODY (required: the recorded
+request body as JSON. Claude Code's prompt is Anthropic's text under its licence, so the
+repository carries none; record one by pointing `claude -p hi` at a listener that saves the
+body, e.g. `ANTHROPIC_BASE_URL=http://127.0.0.1:8081 claude -p hi` beside
+`nc -l 127.0.0.1 8081 > request.http`, then keep what follows the blank line), MAX_TOKENS (16: the answer's
 length does not matter here), TURN2 (the second user message). Standard library only.
 """
 
@@ -24,7 +26,7 @@ import urllib.parse
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASE = os.environ.get("BASE_URL", "http://127.0.0.1:8080")
 MODEL = os.environ.get("MODEL", "gemma3")
-BODY = os.environ.get("BODY", os.path.join(ROOT, "testdata/agents/claude_code_2.1.332_first_request.json"))
+BODY = os.environ.get("BODY") or sys.exit("set BODY to a recorded Claude Code request body (see the docstring)")
 MAX_TOKENS = int(os.environ.get("MAX_TOKENS", "16"))
 TURN2 = os.environ.get("TURN2", "Thanks. Now list the files in the working directory.")
 
