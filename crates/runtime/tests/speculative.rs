@@ -161,8 +161,8 @@ fn verify_batch_logits_are_batch_invariant() {
     // And a draft after the cut, again in one pass.
     batch.truncate(0, prompt.len() + 2).unwrap();
     batch.decode_runs(&[(0, &run[2..])]).unwrap();
-    for i in 2..run.len() {
+    for (i, row) in rows_one.iter().enumerate().skip(2) {
         let got: Vec<u32> = batch.logits_at(0, i - 2).unwrap().iter().map(|x| x.to_bits()).collect();
-        assert!(got == rows_one[i], "row {i} of a second verify batch differs");
+        assert!(got == *row, "row {i} of a second verify batch differs");
     }
 }
