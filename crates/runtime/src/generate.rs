@@ -40,6 +40,8 @@ pub struct GenerationStats {
     pub stop: StopReason,
     /// The generated token ids.
     pub tokens: Vec<Token>,
+    /// What speculative decoding did (`None` when it was off).
+    pub spec: Option<crate::speculative::SpecStats>,
 }
 
 impl GenerationStats {
@@ -134,6 +136,7 @@ pub fn generate_sequence(
         sampling_time: seq.sample_time(),
         stop,
         tokens: seq.generated().to_vec(),
+        spec: seq.spec_stats(),
     })
 }
 

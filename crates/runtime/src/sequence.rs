@@ -14,6 +14,7 @@ use nucleus_sampler::{Candidates, SamplingParams, Token, TokenSampler};
 use crate::error::{Result, RuntimeError};
 use crate::model::{Model, Tokenizer};
 use crate::reasoning::{ReasoningOptions, ThinkSplitter};
+use crate::speculative::{NgramDrafter, SpecOptions, SpecStats};
 use crate::step_report::{self, StepSink, StepTrace};
 use crate::stop::StopMatcher;
 use crate::utf8::Utf8Stream;
@@ -121,6 +122,8 @@ pub struct Sequence {
     report: Option<(usize, StepSink)>,
     /// What the last sampling step recorded for its report.
     trace: StepTrace,
+    /// Speculative drafts over the tokens so far ([`Sequence::set_speculation`]).
+    spec: Option<NgramDrafter>,
     /// Candidates for counting what the grammar allows (step reports only).
     mask_scratch: Candidates,
     /// A reasoning block, if answers may start with one ([`Sequence::set_reasoning`]).
@@ -178,7 +181,50 @@ impl Sequence {
             trace: StepTrace::default(),
             mask_scratch: Candidates::new(),
             reasoning: None,
+            spec: None,
         })
+    }
+
+    /// Drafts tokens from n-gram matches over the prompt and the generated tokens (see
+    /// [`crate::speculative`]); the engine verifies them exactly, so the answer does not
+    /// change. Call it before [`Sequence::accept_prompt`], which gives the drafter the prompt.
+    pub fn set_speculation(&mut self, opts: SpecOptions) {
+        self.spec = Some(NgramDrafter::new(opts));
+    }
+
+    /// What speculation did so far (`None` without it).
+    pub fn spec_stats(&self) -> Option<SpecStats> {
+        self.spec.as_ref().map(NgramDrafter::stats)
+    }
+
+    /// Up to `max` tokens the next steps are likely to take, to be decoded after the pending
+    /// token in one pass and verified row by row ([`Sequence::draft_verified`]). Empty without
+    /// speculation, once finished, or while the next tokens are forced (those are free). Under
+    /// an active grammar the draft ends before the first token the grammar refuses; under a
+    /// token trie nothing is drafted (its forced tokens are decoded ahead already).
+    pub fn draft(&self, max: usize) -> Vec<Token> {
+        let Some(spec) = self.spec.as_ref() else { return Vec::new() };
+        if max == 0 || self.finished.is_some() || self.trie.is_some() || !self.forced_ahead().is_empty() {
+            return Vec::new();
+        }
+        if self.reasoning.as_ref().is_some_and(|r| !r.forced.is_empty()) {
+            return Vec::new();
+        }
+        let mut draft = spec.draft(max);
+        let unconstrained = self.reasoning.as_ref().is_some_and(|r| r.unconstrained());
+        if let Some(g) = self.grammar.as_ref().filter(|g| g.is_active() && !unconstrained) {
+            let mut g = g.clone();
+            let ok = draft.iter().take_while(|&&t| g.try_accept(t).is_ok()).count();
+            draft.truncate(ok);
+        }
+        draft
+    }
+
+    /// Records how a draft fared: `drafted` tokens decoded, the first `accepted` taken.
+    pub fn draft_verified(&mut self, drafted: usize, accepted: usize) {
+        if let Some(spec) = self.spec.as_mut() {
+            spec.verified(drafted, accepted);
+        }
     }
 
     /// Reads the answer for a reasoning block (see [`crate::reasoning`]): while the model
@@ -262,6 +308,9 @@ impl Sequence {
     pub fn accept_prompt(&mut self, tokens: &[Token]) {
         for &t in tokens {
             self.sampler.accept(t);
+            if let Some(spec) = self.spec.as_mut() {
+                spec.push(t);
+            }
         }
     }
 
@@ -277,6 +326,9 @@ impl Sequence {
         }
         let index = self.generated.len();
         self.generated.push(token);
+        if let Some(spec) = self.spec.as_mut() {
+            spec.push(token);
+        }
 
         let mut logprob = None;
         self.top.clear();

@@ -13,7 +13,7 @@ use nucleus_runtime::pull;
 use nucleus_runtime::{
     generate_sequence, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
     ContextOptions, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
-    SequenceOptions, StopReason, TokenEvent, Tokenizer,
+    SequenceOptions, SpecOptions, StopReason, TokenEvent, Tokenizer,
 };
 use serde_json::json;
 
@@ -83,6 +83,19 @@ pub struct GenerateArgs {
     /// greedy: the most likely allowed token; sampled: the sampler chain over the allowed tokens
     #[arg(long = "token-trie-mode", value_name = "MODE", default_value = "greedy", value_parser = ["greedy", "sampled"])]
     pub token_trie_mode: String,
+    /// Speculative decoding: `ngram` drafts from the prompt and the output so far, verified
+    /// exactly (the answer does not change; docs/speculative.md), or `none`
+    #[arg(long = "spec-type", value_name = "TYPE", default_value = "none", value_parser = ["none", "ngram"])]
+    pub spec_type: String,
+    /// Most tokens drafted per forward pass (with --spec-type ngram)
+    #[arg(long = "draft-max", visible_alias = "draft", value_name = "N", default_value_t = 16)]
+    pub draft_max: usize,
+    /// Drafts shorter than this are not used (with --spec-type ngram)
+    #[arg(long = "draft-min", value_name = "N", default_value_t = 1)]
+    pub draft_min: usize,
+    /// Shortest match of the last tokens that may propose a draft (with --spec-type ngram)
+    #[arg(long = "spec-ngram-size-n", value_name = "N", default_value_t = 3)]
+    pub spec_ngram_size_n: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -94,6 +107,14 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     }
     if args.n_predict < -1 {
         return Err(format!("invalid --n-predict {}: use -1 (no limit) or a count >= 0", args.n_predict));
+    }
+    let spec = (args.spec_type == "ngram").then_some(SpecOptions {
+        draft_max: args.draft_max,
+        draft_min: args.draft_min,
+        min_match: args.spec_ngram_size_n,
+    });
+    if let Some(s) = &spec {
+        s.validate().map_err(|e| format!("--{e}"))?;
     }
     let prompt = read_prompt(args)?;
     let constraint = read_constraint(args)?;
@@ -130,6 +151,9 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
         let trie = token_trie(&desc, &model_short_name(&args.model), model.n_vocab(), path, greedy)
             .map_err(|e| format!("--token-trie: {e}"))?;
         seq.set_token_trie(trie, greedy);
+    }
+    if let Some(s) = spec {
+        seq.set_speculation(s);
     }
     let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut |ev| out.token(ev))
         .map_err(|e| e.to_string())?;
@@ -300,4 +324,14 @@ fn report(s: &GenerationStats) {
         s.generation_tokens_per_sec()
     );
     eprintln!("sampling:    {:.1} µs per token", s.sampling_time_per_token().as_secs_f64() * 1e6);
+    if let Some(sp) = &s.spec {
+        eprintln!(
+            "speculative: {} drafted, {} accepted ({:.1}%), {} forward passes saved, {} verify passes",
+            sp.drafted,
+            sp.accepted,
+            sp.acceptance_rate() * 100.0,
+            sp.accepted,
+            sp.verify_passes
+        );
+    }
 }

@@ -223,9 +223,7 @@ impl<T> Engine<T> {
         if runs.is_empty() {
             return;
         }
-        if self.decode_forced {
-            self.add_forced(&*ctx, &mut runs);
-        }
+        let drafted = if self.decode_forced { self.add_forced(&*ctx, &mut runs) } else { vec![0; runs.len()] };
         let held: Vec<usize> = runs.iter().map(|&(slot, _)| ctx.seq_len(slot)).collect();
         let refs: Vec<(SeqId, &[Token])> = runs.iter().map(|(slot, run)| (*slot, run.as_slice())).collect();
         let t0 = Instant::now();
@@ -233,8 +231,8 @@ impl<T> Engine<T> {
         sink.pass(Pass::Decode { runs: &refs }, t0.elapsed());
         match r {
             Ok(()) => {
-                for (&(slot, run), held) in refs.iter().zip(held) {
-                    self.take_run(ctx, slot, run, held, sink);
+                for ((&(slot, run), held), drafted) in refs.iter().zip(held).zip(drafted) {
+                    self.take_run(ctx, slot, run, held, drafted, sink);
                 }
             }
             Err(e) => {
@@ -246,44 +244,72 @@ impl<T> Engine<T> {
         }
     }
 
-    /// Appends to each run the forced tokens that token-by-token decoding would decode too:
-    /// none past the slot's token limit or its room in the context, and all runs together
-    /// within one batch. (A stop the engine cannot foresee, such as a stop string, is handled
-    /// by [`Engine::take_run`].)
-    fn add_forced(&self, ctx: &dyn Context, runs: &mut [(SeqId, Vec<Token>)]) {
+    /// Appends to each run the forced tokens that token-by-token decoding would decode too, or,
+    /// when nothing is forced, the sequence's speculative draft: none past the slot's token
+    /// limit or its room in the context, and all runs together within one batch. (A stop the
+    /// engine cannot foresee, such as a stop string, is handled by [`Engine::take_run`].)
+    /// Returns, per run, how many of its tokens are a draft (to be verified, not taken).
+    fn add_forced(&mut self, ctx: &dyn Context, runs: &mut [(SeqId, Vec<Token>)]) -> Vec<usize> {
         let mut room = ctx.n_batch().saturating_sub(runs.len());
-        for (slot, run) in runs.iter_mut() {
-            let Some(s) = self.slots[*slot].as_ref() else { continue };
+        let mut drafted = vec![0; runs.len()];
+        for (i, (slot, run)) in runs.iter_mut().enumerate() {
+            let Some(s) = self.slots[*slot].as_mut() else { continue };
             if room == 0 {
                 break;
             }
             if s.scoring.is_some() {
                 continue; // a prompt token being scored: the sequence has not started
             }
-            let forced = s.seq.forced_ahead();
-            // The step that takes forced token i makes i + 2 tokens after the pending one's
+            // The step that takes extra token i makes i + 2 tokens after the pending one's
             // generation began; it is decoded only if the sequence goes on after it.
-            let mut k = forced.len().min(room);
+            let mut k = room;
             if let Some(max) = s.seq.options().max_tokens {
                 k = k.min(max.saturating_sub(s.seq.generated().len() + 1));
             }
             k = k.min(self.slot_ctx.saturating_sub(ctx.seq_len(*slot) + 1));
+            let forced = s.seq.forced_ahead();
+            if forced.is_empty() {
+                let draft = s.seq.draft(k);
+                drafted[i] = draft.len();
+                run.extend_from_slice(&draft);
+                room -= draft.len();
+                continue;
+            }
+            let k = k.min(forced.len());
             run.extend_from_slice(&forced[..k]);
             room -= k;
         }
+        drafted
     }
 
     /// Uses the rows of a slot's decoded run one by one, as one decode call per token would
     /// have. Should the slot end before its last row (a stop string inside the forced
     /// tokens), the tokens after that row are cut from its KV again, which then holds what
-    /// token-by-token decoding would have left.
-    fn take_run(&mut self, ctx: &mut dyn Context, slot: SeqId, run: &[Token], held: usize, sink: &mut dyn SlotSink<T>) {
+    /// token-by-token decoding would have left. The last `drafted` tokens of the run are a
+    /// speculative draft: a row is used only while the token sampled before it equals the
+    /// draft token decoded there; at the first mismatch the sampled token is the slot's next
+    /// token (as plain decoding gives it) and the rows after it are cut unsampled.
+    fn take_run(
+        &mut self,
+        ctx: &mut dyn Context,
+        slot: SeqId,
+        run: &[Token],
+        held: usize,
+        drafted: usize,
+        sink: &mut dyn SlotSink<T>,
+    ) {
+        let first_draft = run.len() - drafted;
+        let mut accepted = 0;
         for (i, &token) in run.iter().enumerate() {
+            if i >= first_draft {
+                accepted += 1;
+            }
             sink.appended(slot, &[token]);
             self.advance(ctx, slot, Some(i), held + i + 1, sink);
-            let Some(&next) = run.get(i + 1) else { return };
-            match self.slots[slot].as_ref().map(|s| s.phase) {
-                Some(Phase::Decode { token }) if token == next => {}
+            let Some(&next) = run.get(i + 1) else { break };
+            let cut = match self.slots[slot].as_ref().map(|s| s.phase) {
+                Some(Phase::Decode { token }) if token == next => false,
+                Some(_) if i + 1 >= first_draft => true, // a rejected draft token
                 Some(_) => {
                     // Never expected: a step did not take the token its trie forced.
                     let e = RuntimeError::BadSequence { seq: slot, problem: "did not take a forced token" };
@@ -297,6 +323,19 @@ impl<T> Engine<T> {
                     }
                     return;
                 }
+            };
+            if cut {
+                if ctx.truncate(slot, held + i + 1).is_err() {
+                    let e = RuntimeError::BadSequence { seq: slot, problem: "could not cut a rejected draft" };
+                    self.fail(ctx, slot, SlotFailure::Own(e), sink);
+                    return;
+                }
+                break;
+            }
+        }
+        if drafted > 0 {
+            if let Some(s) = self.slots[slot].as_mut() {
+                s.seq.draft_verified(drafted, accepted);
             }
         }
     }
