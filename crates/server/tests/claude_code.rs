@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use nucleus_runtime::pull::{self, Pip};
 use nucleus_runtime::{catalog, LlamaCppModel, Model};
+use nucleus_sampler::SamplingParams;
 use nucleus_server::{Server, ServerConfig};
 
 /// Installs the pinned Claude Code (once per test binary); its directory.
@@ -108,11 +109,14 @@ fn check(out: &Output, server: &Server) {
 #[test]
 fn claude_code_runs_one_turn() {
     let t0 = Instant::now();
-    let server = common::TestServer::start(ServerConfig { ctx_size: Some(2048), ..common::config(1, 4) });
+    // Greedy (Claude Code sends no temperature, so the server's defaults apply): the same short
+    // answer every run, where a sampled one may ramble past the output limit.
+    let defaults = SamplingParams { temp: 0.0, ..SamplingParams::default() };
+    let server = common::TestServer::start(ServerConfig { ctx_size: Some(2048), defaults, ..common::config(1, 4) });
     let out = run_claude(
         &server.server,
         "smollm2",
-        256,
+        512,
         &["-p", "Say hello.", "--tools", "", "--system-prompt", "You are a helpful assistant.", "--max-turns", "1"],
         Duration::from_secs(240),
     );

@@ -325,9 +325,9 @@ pub enum ThinkingDisplay {
     Omitted,
 }
 
-/// `output_config`.
-#[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
-#[serde(expecting = "an output_config object")]
+/// `output_config`. Read from an object only (a derived struct would also take an array of its
+/// fields in order, which Anthropic's API refuses).
+#[derive(Clone, Debug, Default, JsonSchema)]
 #[schemars(rename = "AnthropicOutputConfig")]
 pub struct OutputConfig {
     /// `low`, `medium`, `high`, `xhigh` or `max`: the reasoning budget (512, 2048, 8192 tokens,
@@ -335,6 +335,29 @@ pub struct OutputConfig {
     pub effort: Option<Effort>,
     /// `{"type": "json_schema", "schema": {...}}`: the text follows the schema.
     pub format: Option<OutputFormat>,
+}
+
+impl<'de> serde::Deserialize<'de> for OutputConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// The fields, as read from the object's members.
+        #[derive(serde::Deserialize)]
+        struct Members {
+            effort: Option<Effort>,
+            format: Option<OutputFormat>,
+        }
+        struct ObjectOnly;
+        impl<'de> serde::de::Visitor<'de> for ObjectOnly {
+            type Value = OutputConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an output_config object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<OutputConfig, A::Error> {
+                let m = Members::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(OutputConfig { effort: m.effort, format: m.format })
+            }
+        }
+        d.deserialize_map(ObjectOnly)
+    }
 }
 
 /// `output_config.effort`.

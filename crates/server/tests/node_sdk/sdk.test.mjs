@@ -225,7 +225,7 @@ describe("Responses (openai)", () => {
       c.responses.create({ model: MODEL, input: "hi", previous_response_id: "resp_unknown" }));
     assert.equal(e.param, "previous_response_id");
     const bad = await rejectsWith(OpenAI.BadRequestError, 400, () =>
-      c.responses.create({ model: MODEL, input: "x", tools: [{ type: "web_search" }] }));
+      c.responses.create({ model: MODEL, input: "x", tools: [{ type: "local_shell" }] }));
     assert.equal(bad.param, "tools[0].type");
     await rejectsWith(OpenAI.AuthenticationError, 401, () =>
       openai("wrong-key").responses.create({ model: MODEL, input: "hi", max_output_tokens: 2 }));

@@ -171,7 +171,9 @@ done("store, delete, 404")
 # Bad input: 400 naming the Responses field.
 bad = c.with_options(max_retries=0)
 cases = [
-    (dict(input="x", tools=[{"type": "web_search"}]), "tools[0].type"),
+    # A hosted tool the request forces (one the model may leave unused is left out).
+    (dict(input="x", tools=[{"type": "web_search"}], tool_choice="required"), "tools[0].type"),
+    (dict(input="x", tools=[{"type": "local_shell"}]), "tools[0].type"),
     (dict(input=[{"role": "user", "content": [{"type": "input_image", "image_url": "http://x/y.png"}]}]),
      "input[0].content[0].type"),
     (dict(input=[{"type": "item_reference", "id": "x"}]), "input[0].type"),
