@@ -30,7 +30,9 @@ fn turn(
         Ok(t) => t,
         Err(e) => return error(e),
     };
-    match request::parse(Endpoint::Chat, &t.chat, &defaults(), model()).map_err(|e| convert::rename_error(e, &t.tool_paths)) {
+    match request::parse(Endpoint::Chat, &t.chat, &defaults(), model())
+        .map_err(|e| convert::rename_error(e, &t.tool_paths))
+    {
         Ok(req) => check_request(&req),
         Err(e) => return error(e),
     }

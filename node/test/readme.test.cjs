@@ -1,4 +1,4 @@
-// The README's "Use from Node" example runs as written (from the repository root).
+// The Node page's example (docs/node.md) runs as written (from the repository root).
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const fs = require('node:fs')
@@ -6,11 +6,10 @@ const os = require('node:os')
 const path = require('node:path')
 const { execFileSync } = require('node:child_process')
 
-test('README "Use from Node" example runs', () => {
+test('docs/node.md example runs', () => {
   const root = path.join(__dirname, '..', '..')
-  const text = fs.readFileSync(path.join(root, 'README.md'), 'utf8')
-  const section = text.split('## Use from Node')[1].split('\n## ')[0]
-  const code = /```js\n([\s\S]*?)```/.exec(section)[1]
+  const text = fs.readFileSync(path.join(root, 'docs', 'node.md'), 'utf8')
+  const code = /```js\n([\s\S]*?)```/.exec(text)[1]
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nucleus-readme-'))
   try {
     const file = path.join(dir, 'example.cjs')
