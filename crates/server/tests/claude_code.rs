@@ -67,43 +67,9 @@ fn run_claude(server: &Server, model: &str, max_output: usize, args: &[&str], li
         .stderr(Stdio::piped())
         .spawn()
         .expect("run claude");
-    let out = wait_with_limit(child, limit);
+    let out = common::wait_with_limit(child, limit, "claude -p");
     let _ = std::fs::remove_dir_all(&home);
     out
-}
-
-/// The child's output, or a panic after `limit` (the child killed).
-fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "claude did not finish in {limit:?}:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child.wait_with_output().expect("output")
-}
-
-/// Checks the run exited 0 and every request the server counted was answered with a 2xx,
-/// at least one of them a Messages answer.
-fn check(out: &Output, server: &Server) {
-    let metrics = server.state().metrics.render();
-    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "claude -p failed ({}):\n{text}\n{metrics}", out.status);
-    let requests: Vec<&str> = metrics.lines().filter(|l| l.starts_with("nucleus_requests_total{")).collect();
-    let bad: Vec<&&str> = requests.iter().filter(|l| !l.contains("status=\"2")).collect();
-    assert!(bad.is_empty(), "the server answered errors: {bad:?}\n{text}");
-    assert!(
-        requests.iter().any(|l| l.starts_with("nucleus_requests_total{route=\"/v1/messages\",status=\"200\"}")),
-        "no Messages request was answered: {requests:?}\n{text}"
-    );
-    eprintln!("requests: {requests:?}\nclaude said: {}", String::from_utf8_lossy(&out.stdout).trim());
 }
 
 #[test]
@@ -120,7 +86,7 @@ fn claude_code_runs_one_turn() {
         &["-p", "Say hello.", "--tools", "", "--system-prompt", "You are a helpful assistant.", "--max-turns", "1"],
         Duration::from_secs(240),
     );
-    check(&out, &server.server);
+    common::check_cli_run(&out, &server.server, "claude -p", "/v1/messages");
     eprintln!("claude_code_runs_one_turn: {:.1} s", t0.elapsed().as_secs_f64());
 }
 
@@ -146,5 +112,5 @@ fn claude_code_default_prompt() {
     let server = Server::start(config, load).expect("start server");
     server.wait_ready().expect("model loads");
     let out = run_claude(&server, "gemma3", 4096, &["-p", "hi"], Duration::from_secs(1800));
-    check(&out, &server);
+    common::check_cli_run(&out, &server, "claude -p", "/v1/messages");
 }

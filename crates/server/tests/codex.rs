@@ -89,43 +89,9 @@ fn run_codex(server: &common::TestServer, extra: &str, limit: Duration) -> Outpu
         .stderr(Stdio::piped())
         .spawn()
         .expect("run codex");
-    let out = wait_with_limit(child, limit);
+    let out = common::wait_with_limit(child, limit, "codex exec");
     let _ = std::fs::remove_dir_all(&scratch);
     out
-}
-
-/// The child's output, or a panic after `limit` (the child killed).
-fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let t0 = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("output");
-            panic!(
-                "codex did not finish in {limit:?}:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child.wait_with_output().expect("output")
-}
-
-/// The run exited 0 and every request the server counted was answered with a 2xx, at least
-/// one a response.
-fn check(out: &Output, server: &common::TestServer) {
-    let metrics = server.server.state().metrics.render();
-    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "codex exec failed ({}):\n{text}\n{metrics}", out.status);
-    let requests: Vec<&str> = metrics.lines().filter(|l| l.starts_with("nucleus_requests_total{")).collect();
-    let bad: Vec<&&str> = requests.iter().filter(|l| !l.contains("status=\"2")).collect();
-    assert!(bad.is_empty(), "the server answered errors: {bad:?}\n{text}");
-    assert!(
-        requests.iter().any(|l| l.starts_with("nucleus_requests_total{route=\"/v1/responses\",status=\"200\"}")),
-        "no response was answered: {requests:?}\n{text}"
-    );
-    eprintln!("requests: {requests:?}\ncodex said: {}", String::from_utf8_lossy(&out.stdout).trim());
 }
 
 #[test]
@@ -133,6 +99,6 @@ fn codex_exec_runs_one_turn() {
     let t0 = Instant::now();
     let server = server();
     let out = run_codex(&server, "", Duration::from_secs(240));
-    check(&out, &server);
+    common::check_cli_run(&out, &server.server, "codex exec", "/v1/responses");
     eprintln!("codex_exec_runs_one_turn: {:.1} s", t0.elapsed().as_secs_f64());
 }

@@ -151,3 +151,36 @@ pub fn pip_install(spec: &str) {
     });
     assert!(installed, "`{} -m pip install {spec}` failed", python());
 }
+
+/// An agent CLI's run: its output once it exits, or a panic after `limit` (the child killed),
+/// naming `cli`.
+pub fn wait_with_limit(mut child: std::process::Child, limit: std::time::Duration, cli: &str) -> std::process::Output {
+    let t0 = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "{cli} did not finish in {limit:?}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Checks an agent CLI's run (`cli`): it exited 0, every request the server counted was
+/// answered with a 2xx, and at least one of them on `route` with a 200.
+pub fn check_cli_run(out: &std::process::Output, server: &Server, cli: &str, route: &str) {
+    let metrics = server.state().metrics.render();
+    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cli} failed ({}):\n{text}\n{metrics}", out.status);
+    let requests: Vec<&str> = metrics.lines().filter(|l| l.starts_with("nucleus_requests_total{")).collect();
+    let bad: Vec<&&str> = requests.iter().filter(|l| !l.contains("status=\"2")).collect();
+    assert!(bad.is_empty(), "the server answered errors: {bad:?}\n{text}");
+    let answered = format!("nucleus_requests_total{{route=\"{route}\",status=\"200\"}}");
+    assert!(requests.iter().any(|l| l.starts_with(&answered)), "no {route} request was answered: {requests:?}\n{text}");
+    eprintln!("requests: {requests:?}\n{cli} said: {}", String::from_utf8_lossy(&out.stdout).trim());
+}
