@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::body::{Content, Format, Input, Item, ResponsesBody, ToolChoiceIn, ToolIn};
+use super::body::{Content, Format, Input, Item, Part, ResponsesBody, ToolChoiceIn, ToolIn};
 use super::namespace::{flat_name, Namespaces};
 use crate::errors::ApiError;
 
@@ -330,6 +330,23 @@ fn check_metadata(m: &Map<String, Value>) -> Result<(), ApiError> {
 
 /// Text of content parts (`input_text`, `output_text`, `refusal`), joined.
 fn content_text(c: &Content, name: &str) -> Result<String, ApiError> {
+    joined(c, name, |p, kind, pname| match kind {
+        "input_text" | "output_text" | "text" => part_text(p, pname),
+        "refusal" => Ok(p.refusal.as_deref().unwrap_or_default()),
+        other => Err(ApiError::unsupported(
+            &format!("{pname}.type"),
+            format!("content parts of type '{other}' are not supported: this model reads text only"),
+        )),
+    })
+}
+
+/// A content given as a string, or the text `text_of` reads from each of its parts (called
+/// with the part, its type and its field name), joined.
+fn joined<'a>(
+    c: &'a Content,
+    name: &str,
+    text_of: impl Fn(&'a Part, &str, &str) -> Result<&'a str, ApiError>,
+) -> Result<String, ApiError> {
     let parts = match c {
         Content::Text(s) => return Ok(s.clone()),
         Content::Parts(p) => p,
@@ -337,21 +354,15 @@ fn content_text(c: &Content, name: &str) -> Result<String, ApiError> {
     let mut text = String::new();
     for (j, p) in parts.iter().enumerate() {
         let pname = format!("{name}[{j}]");
-        match p.kind.as_deref() {
-            Some("input_text" | "output_text" | "text") => {
-                text.push_str(p.text.as_deref().ok_or_else(|| ApiError::missing(&format!("{pname}.text")))?)
-            }
-            Some("refusal") => text.push_str(p.refusal.as_deref().unwrap_or_default()),
-            Some(other) => {
-                return Err(ApiError::unsupported(
-                    &format!("{pname}.type"),
-                    format!("content parts of type '{other}' are not supported: this model reads text only"),
-                ))
-            }
-            None => return Err(ApiError::missing(&format!("{pname}.type"))),
-        }
+        let kind = p.kind.as_deref().ok_or_else(|| ApiError::missing(&format!("{pname}.type")))?;
+        text.push_str(text_of(p, kind, &pname)?);
     }
     Ok(text)
+}
+
+/// A part's `text`, which its type requires.
+fn part_text<'a>(p: &'a Part, pname: &str) -> Result<&'a str, ApiError> {
+    p.text.as_deref().ok_or_else(|| ApiError::missing(&format!("{pname}.text")))
 }
 
 /// Appends `item` to the chat `messages`: a message; a function call (joined to the assistant
@@ -453,27 +464,13 @@ fn thinking_only(m: &Map<String, Value>) -> bool {
 
 /// A reasoning item's text: its `reasoning_text` parts, joined.
 fn reasoning_text(c: &Content, name: &str) -> Result<String, ApiError> {
-    let parts = match c {
-        Content::Text(s) => return Ok(s.clone()),
-        Content::Parts(p) => p,
-    };
-    let mut text = String::new();
-    for (j, p) in parts.iter().enumerate() {
-        let pname = format!("{name}[{j}]");
-        match p.kind.as_deref() {
-            Some("reasoning_text" | "text") => {
-                text.push_str(p.text.as_deref().ok_or_else(|| ApiError::missing(&format!("{pname}.text")))?)
-            }
-            Some(other) => {
-                return Err(ApiError::invalid_value(
-                    &format!("{pname}.type"),
-                    format!("'{other}' is not a reasoning content part; only 'reasoning_text'"),
-                ))
-            }
-            None => return Err(ApiError::missing(&format!("{pname}.type"))),
-        }
-    }
-    Ok(text)
+    joined(c, name, |p, kind, pname| match kind {
+        "reasoning_text" | "text" => part_text(p, pname),
+        other => Err(ApiError::invalid_value(
+            &format!("{pname}.type"),
+            format!("'{other}' is not a reasoning content part; only 'reasoning_text'"),
+        )),
+    })
 }
 
 /// A Responses function tool (at `at` in the request) in the chat shape, named `name` when
