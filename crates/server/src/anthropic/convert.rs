@@ -571,6 +571,11 @@ mod tests {
                 r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "output_config": {"effort": "huge"}}"#,
                 "output_config.effort",
             ),
+            // An array of the fields in order is not the object (schemathesis found it accepted).
+            (
+                r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "output_config": [null, null]}"#,
+                "output_config",
+            ),
             (r#"{"max_tokens": 5, "messages": [{"role": "user", "content": 3}]}"#, "messages[0].content"),
             (
                 r#"{"max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search_20250305", "name": "w"}]}"#,
