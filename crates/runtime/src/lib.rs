@@ -61,7 +61,7 @@ pub use nucleus_grammar::continuations::TrieConstraint;
 pub use nucleus_grammar::DescriptorError;
 pub use prompt::{chat_prompt_tokens, prompt_tokens, rendered_chat_tokens, Prompt};
 pub use pull::{models_dir, Pip, PullEvent};
-pub use reasoning::{ReasoningFormat, ReasoningOptions, Split, SplitKind, ThinkSplitter};
+pub use reasoning::{BlockStyle, ReasoningFormat, ReasoningOptions, Split, SplitKind, ThinkSplitter};
 pub use resolve::{locate, ModelRef};
 pub use sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
 pub use speculative::{SpecOptions, SpecStats};

@@ -13,7 +13,7 @@ use nucleus_sampler::{Candidates, SamplingParams, Token, TokenSampler};
 
 use crate::error::{Result, RuntimeError};
 use crate::model::{Model, Tokenizer};
-use crate::reasoning::{ReasoningOptions, ThinkSplitter};
+use crate::reasoning::{harmony, BlockStyle, ReasoningOptions, ThinkSplitter};
 use crate::speculative::{NgramDrafter, SpecOptions, SpecStats};
 use crate::step_report::{self, StepSink, StepTrace};
 use crate::stop::StopMatcher;
@@ -232,10 +232,14 @@ impl Sequence {
     /// their start), and once `opts.budget` tokens of thinking are spent the block's end is
     /// forced — after the character in progress is complete — as tokens taken without a
     /// sampling step (the sampler's history sees them; the random stream does not move).
+    ///
+    /// In harmony ([`BlockStyle::Harmony`]) the markers are control tokens on gpt-oss: their
+    /// text is rendered into the pieces (which control tokens otherwise are not), so the reader
+    /// sees the channels; no other control token is rendered.
     pub fn set_reasoning(&mut self, opts: ReasoningOptions) -> Result<()> {
         let end_tokens = self.tokenizer.encode(&opts.forced_end_text(), false, true)?;
         let mut r = Reasoning {
-            splitter: ThinkSplitter::new(opts.starts_inside),
+            splitter: ThinkSplitter::with_style(opts.style, opts.starts_inside),
             opts,
             end_tokens,
             forced: VecDeque::new(),
@@ -244,8 +248,21 @@ impl Sequence {
             start_tokens: Vec::new(),
         };
         r.maybe_force(false);
+        if r.opts.budget == Some(0) && r.splitter.undecided() && r.forced.is_empty() {
+            // No thinking at all where the model would open the first message itself: the
+            // final channel's header is forced at once.
+            if let Some(header) = r.opts.forced_final_header() {
+                r.forced_end = true;
+                r.forced.extend(self.tokenizer.encode(&header, false, true)?);
+            }
+        }
         self.reasoning = Some(r);
         Ok(())
+    }
+
+    /// Whether the answer is read for harmony (its markers' control tokens are rendered).
+    fn reads_harmony(&self) -> bool {
+        self.reasoning.as_ref().is_some_and(|r| r.opts.style == BlockStyle::Harmony)
     }
 
     /// Tokens generated inside the reasoning block (0 without one).
@@ -351,7 +368,8 @@ impl Sequence {
         if self.tokenizer.is_eog(token) || self.opts.stop_tokens.contains(&token) {
             finished = Some(StopReason::EndOfGeneration);
         } else {
-            self.tokenizer.append_piece(token, self.opts.render_special, &mut self.piece);
+            let harmony = self.reads_harmony();
+            append_piece(&*self.tokenizer, token, self.opts.render_special, harmony, &mut self.piece);
             self.utf8.push(&self.piece, &mut self.decoded);
             self.read_reasoning(token)?;
             if let Some(i) = self.stop.push(&self.decoded, &mut self.released) {
@@ -388,7 +406,8 @@ impl Sequence {
     fn read_reasoning(&mut self, token: Token) -> Result<()> {
         let pending = self.utf8.has_pending();
         let Some(r) = self.reasoning.as_mut() else { return Ok(()) };
-        let was_open = r.unconstrained();
+        // A harmony tool call's arguments are not thinking (nor are they constrained).
+        let was_open = r.splitter.thinking() || r.splitter.undecided();
         // Only the phase matters here (the server reads the text itself): nothing is copied.
         r.splitter.feed(&self.decoded, &mut |_, _| {});
         if r.splitter.undecided() {
@@ -428,15 +447,19 @@ impl Sequence {
             self.sampler.accept(t);
             return Ok(t);
         }
-        let thinking = self.reasoning.as_ref().is_some_and(|r| r.splitter.thinking());
+        // Thinking, or (harmony) inside a tool call's arguments: the constraints wait.
+        let thinking = self.reasoning.as_ref().is_some_and(|r| r.splitter.thinking() || r.splitter.in_call());
         let undecided = self.reasoning.as_ref().is_some_and(|r| r.splitter.undecided());
+        let in_call = self.reasoning.as_ref().is_some_and(|r| r.splitter.in_call());
+        let harmony = self.reads_harmony();
         if let Some((trie, greedy)) = self.trie.as_mut().filter(|(t, _)| !t.is_finished() && !thinking && !undecided) {
             let trace = tracing.then_some(&mut self.trace);
             return sample_in_trie(&mut self.sampler, trie, *greedy, logits, trace);
         }
         if thinking && (self.grammar.is_some() || self.trie.is_some()) {
             // A constraint waits for the answer, so the model may not end inside the block: an
-            // end-of-generation token there closes the block instead (the forced end).
+            // end-of-generation token there closes the block instead (the forced end) — except
+            // after a harmony tool call, which ends the turn.
             let t = if tracing {
                 self.trace.sampled = true;
                 self.sampler.apply_traced(logits, ban, &mut self.trace.counts)?
@@ -445,7 +468,7 @@ impl Sequence {
             } else {
                 self.sampler.apply_steered(logits, ban)?
             };
-            let ends = self.tokenizer.is_eog(t) || self.opts.stop_tokens.contains(&t);
+            let ends = !in_call && (self.tokenizer.is_eog(t) || self.opts.stop_tokens.contains(&t));
             let t = match self.reasoning.as_mut().filter(|_| ends).and_then(Reasoning::force_end) {
                 Some(first) => first,
                 None => t,
@@ -479,7 +502,7 @@ impl Sequence {
             // At the start of an answer that may open a reasoning block: a token that keeps
             // that possible is taken without the constraint (it waits for the answer).
             let mut piece = Vec::new();
-            self.tokenizer.append_piece(first, self.opts.render_special, &mut piece);
+            append_piece(&*self.tokenizer, first, self.opts.render_special, harmony, &mut piece);
             let text = String::from_utf8_lossy(&piece);
             if self.reasoning.as_ref().is_some_and(|r| r.splitter.would_open(&text)) {
                 self.sampler.accept(first);
@@ -556,9 +579,10 @@ impl Sequence {
 }
 
 impl Reasoning {
-    /// Nothing constrains the next token (inside the block, or at a start that may open one).
+    /// Nothing constrains the next token (inside the block, at a start that may open one, or in
+    /// a harmony tool call's arguments).
     fn unconstrained(&self) -> bool {
-        self.splitter.thinking() || self.splitter.undecided()
+        self.splitter.thinking() || self.splitter.undecided() || self.splitter.in_call()
     }
 
     /// Queues the forced end now and takes its first token (`None` if it is already queued).
@@ -578,6 +602,19 @@ impl Reasoning {
         if spent && self.splitter.thinking() && self.forced.is_empty() && !self.forced_end && !pending {
             self.forced_end = true;
             self.forced.extend(self.end_tokens.iter().copied());
+        }
+    }
+}
+
+/// Appends `token`'s text to `out` as a sequence reads it: control tokens only with
+/// `render_special`, except harmony's markers when the answer is read for harmony (`harmony`).
+fn append_piece(tok: &dyn Tokenizer, token: Token, render_special: bool, harmony: bool, out: &mut Vec<u8>) {
+    let from = out.len();
+    tok.append_piece(token, render_special, out);
+    if out.len() == from && harmony && !render_special {
+        tok.append_piece(token, true, out);
+        if !harmony::MARKERS.iter().any(|m| m.as_bytes() == &out[from..]) {
+            out.truncate(from);
         }
     }
 }

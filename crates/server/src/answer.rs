@@ -6,6 +6,7 @@
 
 use nucleus_runtime::{SplitKind, StopReason, ThinkSplitter};
 
+use crate::openai_types::new_id;
 use crate::tools::output::ToolParser;
 use crate::tools::ToolFormat;
 
@@ -54,9 +55,10 @@ impl AnswerReader {
         AnswerReader { think: None, tools: tool_format.map(ToolParser::new), calls: 0, said_text: false }
     }
 
-    /// Reads a reasoning block first (`Some(true)`: the prompt opened it; `None`: no block).
-    pub fn with_reasoning(mut self, starts_inside: Option<bool>) -> Self {
-        self.think = starts_inside.map(ThinkSplitter::new);
+    /// Reads a reasoning block first with `splitter` (fresh, in the block's style; `None`: no
+    /// block).
+    pub fn with_reasoning(mut self, splitter: Option<ThinkSplitter>) -> Self {
+        self.think = splitter;
         self
     }
 
@@ -77,6 +79,17 @@ impl AnswerReader {
         match kind {
             SplitKind::Reasoning => out.push(Piece::Reasoning(text.to_string())),
             SplitKind::Answer => self.push_answer(text, out),
+            // A harmony call is a call when the request has tools; else it stays thinking.
+            SplitKind::CallStart if self.tools.is_some() => {
+                let call = Piece::CallStart { index: self.calls, id: new_id("call_"), name: text.to_string() };
+                self.calls += 1;
+                out.push(call);
+            }
+            SplitKind::CallArgs if self.tools.is_some() && self.calls > 0 => {
+                out.push(Piece::CallArgs { index: self.calls - 1, text: text.to_string() })
+            }
+            SplitKind::CallStart => out.push(Piece::Reasoning(format!("functions.{text}: "))),
+            SplitKind::CallArgs => out.push(Piece::Reasoning(text.to_string())),
         }
     }
 
@@ -170,6 +183,47 @@ mod tests {
         r.push("{\"response\": \"\"}", &mut out);
         r.finish(&mut out);
         assert_eq!(out, [Piece::Text(String::new())]);
+    }
+
+    #[test]
+    fn harmony_calls_on_the_commentary_channel_are_calls() {
+        let reader = || {
+            let splitter = ThinkSplitter::with_style(nucleus_runtime::BlockStyle::Harmony, true);
+            AnswerReader::new(Some(ToolFormat::Generic)).with_reasoning(Some(splitter))
+        };
+        let text = "Need it.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather \
+                    <|constrain|>json<|message|>{\"city\": \"Oslo\"}";
+        let mut whole = Vec::new();
+        let mut r = reader();
+        r.push(text, &mut whole);
+        r.finish(&mut whole);
+        assert_eq!(r.calls(), 1);
+        assert_eq!(whole[0], Piece::Reasoning("Need it.".into()));
+        assert!(matches!(&whole[1], Piece::CallStart { index: 0, name, .. } if name == "get_weather"));
+        let args: String = whole[2..]
+            .iter()
+            .map(|p| match p {
+                Piece::CallArgs { index: 0, text } => text.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(args, "{\"city\": \"Oslo\"}");
+        // Byte by byte, the same pieces (joined).
+        let mut r = reader();
+        let mut pieces = Vec::new();
+        for c in text.chars() {
+            r.push(&c.to_string(), &mut pieces);
+        }
+        r.finish(&mut pieces);
+        assert_eq!(r.calls(), 1);
+        let args2: String = pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::CallArgs { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args2, args);
     }
 
     #[test]

@@ -5,10 +5,9 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use nucleus_runtime::reasoning::prompt_opens_block;
 use nucleus_runtime::{
     grammar_sampler, prompt_tokens, token_trie, ChatTemplate, Model, Prompt, ReasoningOptions, RuntimeError, Sequence,
-    SequenceOptions,
+    SequenceOptions, ThinkSplitter,
 };
 use nucleus_sampler::{Token, DEFAULT_SEED};
 
@@ -39,8 +38,9 @@ pub struct Prepared {
     pub prompt_tokens: usize,
     /// With tools in use: the format the answers are read in.
     pub tool_format: Option<ToolFormat>,
-    /// Answers are read for a reasoning block: `Some(true)` when the prompt opened it.
-    pub reasoning: Option<bool>,
+    /// Answers are read for a reasoning block: the reader for the start of each answer (in the
+    /// block's style, inside it when the prompt opened it).
+    pub reasoning: Option<ThinkSplitter>,
 }
 
 /// The seed of choice `j`: the request's seed plus `j` (choice 0 equals the same request with
@@ -79,7 +79,7 @@ pub fn prepare(
         )));
     }
     let template = &*request_template(template, reasoning);
-    let reads_blocks = req.endpoint == Endpoint::Chat && reasoning.format.reads_blocks(template.source());
+    let style = if req.endpoint == Endpoint::Chat { reasoning.format.style(template.source()) } else { None };
     let format = ToolFormat::for_template(template);
     let active_tools = req.tools.as_ref().filter(|t| t.active());
     let tool_grammar = match active_tools.and_then(|t| tools::grammar::constraint(t, format)) {
@@ -125,12 +125,13 @@ pub fn prepare(
             None => slot_ctx - len,
         };
         out.prompt_tokens += len;
-        let block = reads_blocks.then(|| ReasoningOptions {
-            starts_inside: prompt_opens_block(&tail_text(model, &tokens)),
+        let block = style.map(|style| ReasoningOptions {
+            style,
+            starts_inside: style.prompt_opens(&tail_text(model, &tokens)),
             budget: reasoning.budget,
             budget_message: reasoning.budget_message.clone(),
         });
-        out.reasoning = block.as_ref().map(|b| b.starts_inside);
+        out.reasoning = block.as_ref().map(|b| ThinkSplitter::with_style(b.style, b.starts_inside));
         let echo_text = (req.echo).then(|| match prompt {
             Prompt::Text(s) => s.clone(),
             _ => detokenize(model, &tokens),
@@ -193,7 +194,8 @@ pub fn request_template<'a>(template: &'a ChatTemplate, reasoning: &ReasoningSet
 fn tail_text(model: &dyn Model, tokens: &[Token]) -> String {
     let tok = model.tokenizer();
     let mut bytes = Vec::new();
-    for &t in &tokens[tokens.len().saturating_sub(16)..] {
+    // 32 tokens: a harmony header spelled in plain text (not control tokens) takes a dozen.
+    for &t in &tokens[tokens.len().saturating_sub(32)..] {
         tok.append_piece(t, true, &mut bytes);
     }
     String::from_utf8_lossy(&bytes).into_owned()

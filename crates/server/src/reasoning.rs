@@ -1,9 +1,9 @@
 //! Reasoning models on the server: the request fields and server flags that say how answers are
-//! read for a `<think>` block and how long the model may think (nucleus-runtime's
-//! `reasoning` does the reading and the forcing).
+//! read for reasoning (a `<think>` block, or gpt-oss's harmony channels) and how long the model
+//! may think (nucleus-runtime's `reasoning` does the reading and the forcing).
 //!
-//! * `reasoning_format` (`none` | `deepseek` | `auto`; `--reasoning-format`, default `auto`: read
-//!   blocks when the chat template writes `<think>`);
+//! * `reasoning_format` (`none` | `deepseek` | `harmony` | `auto`; `--reasoning-format`, default
+//!   `auto`: the style the chat template writes, harmony's `<|channel|>` or `<think>`);
 //! * `reasoning_budget` (tokens of thinking, -1 for no limit, 0 for none; `--reasoning-budget`),
 //!   or `reasoning_effort` (OpenAI's: [`effort_budget`]); when the budget is spent the block's end
 //!   is forced (after `--reasoning-budget-message`, if set);

@@ -107,8 +107,8 @@ pub struct ResponseMeta {
     pub renderer: Renderer,
     /// With tools in use: answers are read for calls in this format.
     pub tool_format: Option<crate::tools::ToolFormat>,
-    /// Answers are read for a reasoning block: `Some(true)` when the prompt opened it.
-    pub reasoning: Option<bool>,
+    /// Answers are read for a reasoning block: the reader each answer starts with.
+    pub reasoning: Option<nucleus_runtime::ThinkSplitter>,
     /// With `trace_steps`: each token's sampling step ([`crate::step_trace`]).
     pub steps: Option<crate::step_trace::StepQueues>,
 }
@@ -117,7 +117,7 @@ impl ResponseMeta {
     /// A reader for one choice's answer: for calls with tools in use, for a reasoning block
     /// when the request reads one.
     pub fn answer_reader(&self) -> crate::answer::AnswerReader {
-        crate::answer::AnswerReader::new(self.tool_format).with_reasoning(self.reasoning)
+        crate::answer::AnswerReader::new(self.tool_format).with_reasoning(self.reasoning.clone())
     }
 
     /// Cached prompt tokens for `usage`, each prompt once (from its first choice), as

@@ -1,7 +1,9 @@
 //! Reasoning models through the official SDKs (`tests/py/reasoning*.py`): SmolLM2 under
 //! templates in the style of Qwen3's and DeepSeek-R1's whose generation prompt opens a
 //! `<think>` block (`testdata/templates/think-chatml.jinja`, which drops earlier thinking, and
-//! `think-history-chatml.jinja`, which writes the thinking of a turn still calling tools).
+//! `think-history-chatml.jinja`, which writes the thinking of a turn still calling tools), and
+//! under a template in the style of gpt-oss's harmony format whose generation prompt opens the
+//! analysis channel (`harmony-chatml.jinja`).
 
 mod common;
 
@@ -25,6 +27,15 @@ fn reasoning_blocks_budgets_and_constraints() {
     let mut c = config(2, 8);
     c.chat_template = Some(think_template());
     TestServer::start(c).python("reasoning.py", &[]);
+}
+
+/// Harmony: recognised from the template, the analysis channel is reasoning, the final channel
+/// the answer (SmolLM2 spells the markers in plain text, split across tokens).
+#[test]
+fn harmony_channels_budgets_and_constraints() {
+    let mut c = config(2, 8);
+    c.chat_template = Some(template("harmony-chatml.jinja"));
+    TestServer::start(c).python("reasoning_harmony.py", &[]);
 }
 
 #[test]

@@ -67,8 +67,9 @@ pub struct ServeArgs {
     /// prompt (put back bit for bit when the conversation continues); 0 turns it off
     #[arg(long = "cache-ram", value_name = "MiB", default_value_t = nucleus_server::state::DEFAULT_CACHE_RAM_MIB)]
     pub cache_ram: usize,
-    /// How answers are read for a `<think>` reasoning block (into `reasoning_content`): none,
-    /// deepseek, or auto (when the chat template writes `<think>`)
+    /// How answers are read for reasoning (into `reasoning_content`): none, deepseek (`<think>`
+    /// blocks), harmony (gpt-oss's analysis/final channels), or auto (the style the chat
+    /// template writes)
     #[arg(long = "reasoning-format", value_name = "FORMAT", default_value = "auto")]
     pub reasoning_format: nucleus_runtime::ReasoningFormat,
     /// Most tokens of thinking before the block's end is forced (-1: no limit, 0: no thinking)

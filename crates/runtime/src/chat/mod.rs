@@ -43,7 +43,8 @@ pub struct ChatMessage {
     /// The author's name, when the request gave one.
     pub name: Option<String>,
     /// Assistant messages: the thinking that came before the content (Qwen3's templates read
-    /// it as `message.reasoning_content`; templates that drop earlier thinking ignore it).
+    /// it as `message.reasoning_content`, gpt-oss's as `message.thinking`; templates that drop
+    /// earlier thinking ignore it).
     pub reasoning_content: Option<String>,
 }
 
@@ -177,7 +178,8 @@ impl ChatTemplate {
         tools: Option<&serde_json::Value>,
     ) -> Result<String> {
         let env = environment();
-        let msgs: Vec<Value> = messages.iter().map(message_value).collect();
+        let harmony = crate::reasoning::is_harmony_template(&self.source);
+        let msgs: Vec<Value> = messages.iter().map(|m| message_value(m, harmony)).collect();
         let mut ctx = std::collections::BTreeMap::new();
         for (k, v) in &self.kwargs {
             ctx.insert(k.as_str(), json_value(v));
@@ -212,8 +214,10 @@ fn json_value(v: &serde_json::Value) -> Value {
 
 /// One message as templates see it: `role` and `content`, plus `tool_calls`, `tool_call_id`,
 /// `name` and `reasoning_content` when the message has them (left undefined otherwise, so a
-/// template's `is defined` tests work as with Hugging Face's renderer).
-fn message_value(m: &ChatMessage) -> Value {
+/// template's `is defined` tests work as with Hugging Face's renderer). Under a harmony template
+/// (`harmony`) the reasoning is also `thinking`, the field gpt-oss's template reads (and writes
+/// into an `analysis` message).
+fn message_value(m: &ChatMessage, harmony: bool) -> Value {
     let mut map = std::collections::BTreeMap::new();
     map.insert("role", Value::from(m.role.as_str()));
     map.insert("content", Value::from(m.content.as_str()));
@@ -237,6 +241,9 @@ fn message_value(m: &ChatMessage) -> Value {
     }
     if let Some(r) = &m.reasoning_content {
         map.insert("reasoning_content", Value::from(r.as_str()));
+        if harmony {
+            map.insert("thinking", Value::from(r.as_str()));
+        }
     }
     Value::from(map)
 }
@@ -330,6 +337,22 @@ mod tests {
         answer.reasoning_content = Some("2+2".into());
         let msgs = [ChatMessage::user("2+2?"), answer, ChatMessage::new("assistant", "ok")];
         assert_eq!(t.render(&msgs, false).unwrap(), "user:2+2?|assistant:[2+2]4|assistant:ok|");
+    }
+
+    #[test]
+    fn a_harmony_template_reads_reasoning_as_thinking() {
+        let src = "{% for m in messages %}<|start|>{{ m.role }}{% if m.thinking is defined %}<|channel|>analysis\
+                   <|message|>{{ m.thinking }}<|end|><|start|>{{ m.role }}{% endif %}<|message|>{{ m.content }}<|end|>\
+                   {% endfor %}";
+        let t = ChatTemplate::new(src, TemplateSource::Model, "", "");
+        let mut answer = ChatMessage::new("assistant", "4");
+        answer.reasoning_content = Some("2+2".into());
+        let want = "<|start|>user<|message|>2+2?<|end|><|start|>assistant<|channel|>analysis<|message|>2+2<|end|>\
+                    <|start|>assistant<|message|>4<|end|>";
+        assert_eq!(t.render(&[ChatMessage::user("2+2?"), answer.clone()], false).unwrap(), want);
+        // Other templates do not see `thinking`.
+        let think = ChatTemplate::new("{{ messages[0].thinking is defined }}", TemplateSource::Model, "", "");
+        assert_eq!(think.render(&[answer], false).unwrap(), "False");
     }
 
     #[test]

@@ -261,9 +261,9 @@ bodies! {
         tool_choice: Option<ToolChoiceIn>,
         /// Several calls may come in one answer (default true).
         parallel_tool_calls: Option<bool>,
-        /// How the answer is read for a `<think>` block: `none` (all content), `deepseek`, or
-        /// `auto` (the server's `--reasoning-format`, by default: blocks when the template
-        /// writes them).
+        /// How the answer is read for reasoning: `none` (all content), `deepseek` (`<think>`
+        /// blocks), `harmony` (gpt-oss's channels), or `auto` (the server's
+        /// `--reasoning-format`, by default: the style the template writes).
         reasoning_format: Option<String>,
         /// Most tokens of thinking before the block's end is forced (-1: no limit; 0: none).
         #[schemars(range(min = -1, max = 2147483647))]

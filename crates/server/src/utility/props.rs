@@ -100,7 +100,7 @@ pub struct PropsParams {
     pub logit_bias: Vec<PropsLogitBias>,
     /// The sampler chain's order, by llama.cpp's names.
     pub samplers: Vec<&'static str>,
-    /// `--reasoning-format`: `none`, `deepseek` or `auto`.
+    /// `--reasoning-format`: `none`, `deepseek`, `harmony` or `auto`.
     pub reasoning_format: &'static str,
 }
 
@@ -187,10 +187,6 @@ fn params(d: &SamplingParams, reasoning: ReasoningFormat) -> PropsParams {
         post_sampling_probs: false,
         logit_bias: d.logit_bias.iter().map(|&(token, bias)| PropsLogitBias { bias, token }).collect(),
         samplers: d.samplers.iter().map(|s| s.name()).collect(),
-        reasoning_format: match reasoning {
-            ReasoningFormat::None => "none",
-            ReasoningFormat::Deepseek => "deepseek",
-            ReasoningFormat::Auto => "auto",
-        },
+        reasoning_format: reasoning.as_str(),
     }
 }

@@ -1,13 +1,19 @@
-//! Reasoning ("thinking") blocks as DeepSeek-R1 and Qwen3 write them: `<think>…</think>` at the
-//! start of the answer, or — when the template's generation prompt already opened the block —
-//! the answer starts inside it and only `</think>` follows.
+//! Reasoning ("thinking") in answers, in two styles ([`BlockStyle`]):
 //!
-//! * [`ReasoningFormat`]: whether answers are read for a block (`--reasoning-format`).
+//! * `<think>…</think>` blocks as DeepSeek-R1 and Qwen3 write them, at the start of the answer,
+//!   or — when the template's generation prompt already opened the block — the answer starts
+//!   inside it and only `</think>` follows;
+//! * gpt-oss's harmony channels ([`harmony`]): `analysis` messages are the thinking, the `final`
+//!   channel's message is the answer.
+//!
+//! * [`ReasoningFormat`]: whether and how answers are read (`--reasoning-format`).
 //! * [`ThinkSplitter`]: text in (as released, in any pieces), [`Split`]s out: the reasoning and
 //!   the answer, never given out before it is certain (a partial tag is held back). One block
 //!   only, at the start: a tag later in the answer (say, in a code block) is answer text.
 //! * [`ReasoningOptions`]: what a [`crate::Sequence`] does with a block — constraints (grammar,
 //!   token trie) wait until it ends, and a budget forces its end.
+
+pub mod harmony;
 
 use std::str::FromStr;
 
@@ -25,9 +31,34 @@ pub enum ReasoningFormat {
     None,
     /// `<think>…</think>` blocks (DeepSeek-R1, Qwen3, QwQ, and templates in their style).
     Deepseek,
-    /// `Deepseek` when the chat template writes `<think>`, else `None`.
+    /// gpt-oss's harmony channels: `analysis` is thinking, `final` the answer.
+    Harmony,
+    /// `Harmony` when the chat template writes `<|channel|>`, else `Deepseek` when it writes
+    /// `<think>`, else `None`.
     #[default]
     Auto,
+}
+
+/// How a reasoning block is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlockStyle {
+    /// `<think>…</think>`.
+    #[default]
+    Think,
+    /// Harmony channels (`<|channel|>analysis<|message|>…<|end|>`, then the `final` channel).
+    Harmony,
+}
+
+impl BlockStyle {
+    /// Whether a prompt's text (its last tokens, control tokens included) leaves the answer
+    /// inside a block: it ends with `<think>` (maybe and whitespace), or with a harmony header
+    /// of a thinking channel and `<|message|>`.
+    pub fn prompt_opens(self, prompt_tail: &str) -> bool {
+        match self {
+            BlockStyle::Think => prompt_opens_block(prompt_tail),
+            BlockStyle::Harmony => harmony::prompt_opens_analysis(prompt_tail),
+        }
+    }
 }
 
 impl FromStr for ReasoningFormat {
@@ -37,7 +68,8 @@ impl FromStr for ReasoningFormat {
             "none" => Ok(ReasoningFormat::None),
             "deepseek" => Ok(ReasoningFormat::Deepseek),
             "auto" => Ok(ReasoningFormat::Auto),
-            other => Err(format!("'{other}' is not one of 'none', 'deepseek', 'auto'")),
+            "harmony" => Ok(ReasoningFormat::Harmony),
+            other => Err(format!("'{other}' is not one of 'none', 'deepseek', 'harmony', 'auto'")),
         }
     }
 }
@@ -45,12 +77,36 @@ impl FromStr for ReasoningFormat {
 impl ReasoningFormat {
     /// Whether answers under a template with `template_source` are read for blocks.
     pub fn reads_blocks(self, template_source: &str) -> bool {
+        self.style(template_source).is_some()
+    }
+
+    /// How answers under a template with `template_source` are read (`None`: not at all).
+    pub fn style(self, template_source: &str) -> Option<BlockStyle> {
         match self {
-            ReasoningFormat::None => false,
-            ReasoningFormat::Deepseek => true,
-            ReasoningFormat::Auto => template_source.contains(THINK_OPEN),
+            ReasoningFormat::None => None,
+            ReasoningFormat::Deepseek => Some(BlockStyle::Think),
+            ReasoningFormat::Harmony => Some(BlockStyle::Harmony),
+            ReasoningFormat::Auto if is_harmony_template(template_source) => Some(BlockStyle::Harmony),
+            ReasoningFormat::Auto if template_source.contains(THINK_OPEN) => Some(BlockStyle::Think),
+            ReasoningFormat::Auto => None,
         }
     }
+
+    /// The name `--reasoning-format` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningFormat::None => "none",
+            ReasoningFormat::Deepseek => "deepseek",
+            ReasoningFormat::Harmony => "harmony",
+            ReasoningFormat::Auto => "auto",
+        }
+    }
+}
+
+/// Whether a chat template writes harmony messages (gpt-oss's: it names channels with
+/// `<|channel|>` and opens bodies with `<|message|>`).
+pub fn is_harmony_template(template_source: &str) -> bool {
+    template_source.contains(harmony::CHANNEL) && template_source.contains(harmony::MESSAGE)
 }
 
 /// Whether a prompt's text leaves the answer inside an opened block (the generation prompt ends
@@ -62,6 +118,8 @@ pub fn prompt_opens_block(prompt_tail: &str) -> bool {
 /// What a sequence does with a reasoning block.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ReasoningOptions {
+    /// How the block is written.
+    pub style: BlockStyle,
     /// The prompt opened the block: the answer starts inside it.
     pub starts_inside: bool,
     /// Most tokens of thinking; then the end is forced (`None`: no limit; 0: at once).
@@ -72,15 +130,26 @@ pub struct ReasoningOptions {
 }
 
 impl ReasoningOptions {
-    /// The text forced when the budget is spent: the message, the closing tag and the blank
-    /// line the families write before their answer.
+    /// The text forced when the budget is spent: the message, then the closing tag and the
+    /// blank line the families write before their answer — or, in harmony, the end of the
+    /// message and the header of the final channel.
     pub fn forced_end_text(&self) -> String {
         let msg = self.budget_message.trim();
-        if msg.is_empty() {
-            format!("\n{THINK_CLOSE}\n\n")
-        } else {
-            format!("\n{msg}\n{THINK_CLOSE}\n\n")
+        let msg = if msg.is_empty() { String::new() } else { format!("\n{msg}") };
+        match self.style {
+            BlockStyle::Think => format!("{msg}\n{THINK_CLOSE}\n\n"),
+            BlockStyle::Harmony => {
+                use harmony::{CHANNEL, END, FINAL, MESSAGE, START};
+                format!("{msg}{END}{START}assistant{CHANNEL}{FINAL}{MESSAGE}")
+            }
         }
+    }
+
+    /// Harmony only: the text forced at the start of an answer that may not think at all
+    /// (budget 0) when the prompt did not open a message: the final channel's header.
+    pub fn forced_final_header(&self) -> Option<String> {
+        use harmony::{CHANNEL, FINAL, MESSAGE};
+        (self.style == BlockStyle::Harmony).then(|| format!("{CHANNEL}{FINAL}{MESSAGE}"))
     }
 }
 
@@ -91,6 +160,10 @@ pub enum Split {
     Reasoning(String),
     /// Answer text.
     Answer(String),
+    /// Harmony: a tool call to this function begins.
+    CallStart(String),
+    /// Harmony: the next piece of the current call's arguments (JSON text).
+    CallArgs(String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,57 +178,80 @@ enum Phase {
     Answer,
 }
 
-/// Splits an answer's text into its reasoning and the answer proper.
+/// Splits an answer's text into its reasoning and the answer proper, in either style.
 #[derive(Clone, Debug)]
-pub struct ThinkSplitter {
-    phase: Phase,
-    /// Text received and not yet given out.
-    buf: String,
-    /// Nothing has been given out since the block opened (leading whitespace is dropped).
-    fresh: bool,
-    /// The answer has (or had) a block.
-    opened: bool,
+pub struct ThinkSplitter(Style);
+
+#[derive(Clone, Debug)]
+enum Style {
+    Think(TagSplitter),
+    Harmony(harmony::HarmonySplitter),
+}
+
+/// Calls the same method on the splitter of either style.
+macro_rules! either {
+    ($self:expr, $s:ident => $e:expr) => {
+        match &$self.0 {
+            Style::Think($s) => $e,
+            Style::Harmony($s) => $e,
+        }
+    };
 }
 
 impl ThinkSplitter {
-    /// A splitter; `starts_inside` when the prompt opened the block.
+    /// A `<think>` splitter; `starts_inside` when the prompt opened the block.
     pub fn new(starts_inside: bool) -> Self {
-        ThinkSplitter {
-            phase: if starts_inside { Phase::Thinking } else { Phase::Start },
-            buf: String::new(),
-            fresh: true,
-            opened: starts_inside,
+        ThinkSplitter(Style::Think(TagSplitter::new(starts_inside)))
+    }
+
+    /// A splitter for `style`; `starts_inside` when the prompt opened the block.
+    pub fn with_style(style: BlockStyle, starts_inside: bool) -> Self {
+        match style {
+            BlockStyle::Think => Self::new(starts_inside),
+            BlockStyle::Harmony => ThinkSplitter(Style::Harmony(harmony::HarmonySplitter::new(starts_inside))),
         }
     }
 
-    /// Inside the block (or at the start, where it may still open).
-    pub fn thinking(&self) -> bool {
-        self.phase == Phase::Thinking
+    /// The style read.
+    pub fn style(&self) -> BlockStyle {
+        match self.0 {
+            Style::Think(_) => BlockStyle::Think,
+            Style::Harmony(_) => BlockStyle::Harmony,
+        }
     }
 
-    /// At the start, where the text so far is (after whitespace) a prefix of `<think>`.
+    /// Inside the block (in harmony: before the final channel, once a message began).
+    pub fn thinking(&self) -> bool {
+        either!(self, s => s.thinking())
+    }
+
+    /// At the start, where the text so far may still open the block.
     pub fn undecided(&self) -> bool {
-        self.phase == Phase::Start
+        either!(self, s => s.undecided())
     }
 
     /// The block has ended (or there was none): the rest is answer.
     pub fn answering(&self) -> bool {
-        matches!(self.phase, Phase::AfterBlock | Phase::Answer)
+        either!(self, s => s.answering())
     }
 
     /// Whether the answer opened a block (it may have ended since).
     pub fn opened(&self) -> bool {
-        self.opened
+        either!(self, s => s.opened())
     }
 
     /// Whether `text`, received now, would keep the start undecided or open the block.
     pub fn would_open(&self, text: &str) -> bool {
-        if self.phase != Phase::Start {
-            return false;
+        either!(self, s => s.would_open(text))
+    }
+
+    /// Harmony: inside a tool call's arguments, or after one before the final channel (never for
+    /// `<think>`).
+    pub fn in_call(&self) -> bool {
+        match &self.0 {
+            Style::Think(_) => false,
+            Style::Harmony(s) => s.in_call(),
         }
-        let t = format!("{}{text}", self.buf);
-        let t = t.trim_start();
-        t.starts_with(THINK_OPEN) || THINK_OPEN.starts_with(t)
     }
 
     /// Feeds released text; what became certain is appended to `out`.
@@ -173,6 +269,76 @@ impl ThinkSplitter {
     /// (never empty), so a reader that only follows the phase (the sequence's) allocates
     /// nothing per token.
     pub fn feed(&mut self, text: &str, emit: &mut impl FnMut(SplitKind, &str)) {
+        match &mut self.0 {
+            Style::Think(s) => s.feed(text, emit),
+            Style::Harmony(s) => s.feed(text, emit),
+        }
+    }
+
+    /// [`ThinkSplitter::finish`] with borrowed text, as [`ThinkSplitter::feed`].
+    pub fn end(&mut self, emit: &mut impl FnMut(SplitKind, &str)) {
+        match &mut self.0 {
+            Style::Think(s) => s.end(emit),
+            Style::Harmony(s) => s.end(emit),
+        }
+    }
+}
+
+/// The `<think>…</think>` splitter.
+#[derive(Clone, Debug)]
+struct TagSplitter {
+    phase: Phase,
+    /// Text received and not yet given out.
+    buf: String,
+    /// Nothing has been given out since the block opened (leading whitespace is dropped).
+    fresh: bool,
+    /// The answer has (or had) a block.
+    opened: bool,
+}
+
+impl TagSplitter {
+    /// A splitter; `starts_inside` when the prompt opened the block.
+    fn new(starts_inside: bool) -> Self {
+        TagSplitter {
+            phase: if starts_inside { Phase::Thinking } else { Phase::Start },
+            buf: String::new(),
+            fresh: true,
+            opened: starts_inside,
+        }
+    }
+
+    /// Inside the block (or at the start, where it may still open).
+    fn thinking(&self) -> bool {
+        self.phase == Phase::Thinking
+    }
+
+    /// At the start, where the text so far is (after whitespace) a prefix of `<think>`.
+    fn undecided(&self) -> bool {
+        self.phase == Phase::Start
+    }
+
+    /// The block has ended (or there was none): the rest is answer.
+    fn answering(&self) -> bool {
+        matches!(self.phase, Phase::AfterBlock | Phase::Answer)
+    }
+
+    /// Whether the answer opened a block (it may have ended since).
+    fn opened(&self) -> bool {
+        self.opened
+    }
+
+    /// Whether `text`, received now, would keep the start undecided or open the block.
+    fn would_open(&self, text: &str) -> bool {
+        if self.phase != Phase::Start {
+            return false;
+        }
+        let t = format!("{}{text}", self.buf);
+        let t = t.trim_start();
+        t.starts_with(THINK_OPEN) || THINK_OPEN.starts_with(t)
+    }
+
+    /// See [`ThinkSplitter::feed`].
+    fn feed(&mut self, text: &str, emit: &mut impl FnMut(SplitKind, &str)) {
         self.buf.push_str(text);
         loop {
             match self.phase {
@@ -228,8 +394,8 @@ impl ThinkSplitter {
         }
     }
 
-    /// [`ThinkSplitter::finish`] with borrowed text, as [`ThinkSplitter::feed`].
-    pub fn end(&mut self, emit: &mut impl FnMut(SplitKind, &str)) {
+    /// See [`ThinkSplitter::end`].
+    fn end(&mut self, emit: &mut impl FnMut(SplitKind, &str)) {
         match self.phase {
             Phase::Start | Phase::Answer if !self.buf.is_empty() => emit(SplitKind::Answer, &self.buf),
             Phase::Thinking => {
@@ -260,6 +426,10 @@ pub enum SplitKind {
     Reasoning,
     /// The answer.
     Answer,
+    /// Harmony: a tool call begins; the text is the function's name.
+    CallStart,
+    /// Harmony: a piece of the current call's arguments.
+    CallArgs,
 }
 
 impl SplitKind {
@@ -268,6 +438,8 @@ impl SplitKind {
         match self {
             SplitKind::Reasoning => Split::Reasoning(text.to_string()),
             SplitKind::Answer => Split::Answer(text.to_string()),
+            SplitKind::CallStart => Split::CallStart(text.to_string()),
+            SplitKind::CallArgs => Split::CallArgs(text.to_string()),
         }
     }
 }
@@ -295,6 +467,7 @@ mod tests {
             match p {
                 Split::Reasoning(t) => r.push_str(&t),
                 Split::Answer(t) => a.push_str(&t),
+                Split::CallStart(_) | Split::CallArgs(_) => unreachable!("no calls in <think> blocks"),
             }
         }
         (r, a)
@@ -349,6 +522,13 @@ mod tests {
     #[test]
     fn formats() {
         assert!(ReasoningFormat::Auto.reads_blocks("{{ '<think>' }}"));
+        let harmony = "<|start|>assistant<|channel|>analysis<|message|>{{ m.thinking }}<|end|>";
+        assert_eq!(ReasoningFormat::Auto.style(harmony), Some(BlockStyle::Harmony));
+        assert_eq!(ReasoningFormat::Auto.style("<think>"), Some(BlockStyle::Think));
+        assert_eq!(ReasoningFormat::Harmony.style("chatml"), Some(BlockStyle::Harmony));
+        assert_eq!("harmony".parse(), Ok(ReasoningFormat::Harmony));
+        let o = ReasoningOptions { style: BlockStyle::Harmony, ..Default::default() };
+        assert_eq!(o.forced_end_text(), "<|end|><|start|>assistant<|channel|>final<|message|>");
         assert!(!ReasoningFormat::Auto.reads_blocks("chatml"));
         assert!(!ReasoningFormat::None.reads_blocks("<think>"));
         assert_eq!("deepseek".parse(), Ok(ReasoningFormat::Deepseek));
