@@ -230,8 +230,14 @@ mod tests {
             };
             assert_eq!(parse(&[&flag, &value]).unwrap(), want, "{flag}");
         }
-        assert_eq!(parse(&["--sampling-seq", "kt"]).unwrap().samplers, vec![SamplerType::TopK, SamplerType::Temperature]);
-        assert_eq!(parse(&["--dry-sequence-breaker", "x", "--dry-sequence-breaker", "none"]).unwrap().dry_sequence_breakers, Vec::<String>::new());
+        assert_eq!(
+            parse(&["--sampling-seq", "kt"]).unwrap().samplers,
+            vec![SamplerType::TopK, SamplerType::Temperature]
+        );
+        assert_eq!(
+            parse(&["--dry-sequence-breaker", "x", "--dry-sequence-breaker", "none"]).unwrap().dry_sequence_breakers,
+            Vec::<String>::new()
+        );
         assert!(parse(&["--seed", "-2"]).unwrap_err().contains("invalid --seed -2"));
         assert!(parse(&["--min-keep", "-1"]).unwrap_err().contains("invalid --min-keep -1: must be >= 0"));
         assert!(parse(&["--mirostat", "3"]).unwrap_err().contains("mirostat"));

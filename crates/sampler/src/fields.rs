@@ -440,7 +440,9 @@ mod tests {
                 Kind::Float { default, set, .. } => set(p, default),
                 Kind::Int { default, set, .. } => set(p, default).expect("the table's defaults are valid"),
                 Kind::Bool { default, set, .. } => set(p, default),
-                Kind::Breakers => p.dry_sequence_breakers = DEFAULT_DRY_BREAKERS.iter().map(|s| s.to_string()).collect(),
+                Kind::Breakers => {
+                    p.dry_sequence_breakers = DEFAULT_DRY_BREAKERS.iter().map(|s| s.to_string()).collect()
+                }
                 Kind::Samplers => p.samplers = DEFAULT_SAMPLERS.to_vec(),
                 Kind::LogitBias => p.logit_bias.clear(),
             }

@@ -120,13 +120,19 @@ fn parse_samplers(v: &Samplers) -> Result<Vec<SamplerType>, ApiError> {
             .map(|name| {
                 SamplerType::from_name(name).ok_or_else(|| {
                     let known: Vec<&str> = SamplerType::ALL.iter().map(|s| s.name()).collect();
-                    ApiError::invalid_value("samplers", format!("unknown sampler '{name}'; known: {}", known.join(", ")))
+                    ApiError::invalid_value(
+                        "samplers",
+                        format!("unknown sampler '{name}'; known: {}", known.join(", ")),
+                    )
                 })
             })
             .collect(),
         Samplers::Codes(s) => SamplerType::parse_codes(s).map_err(|e| {
             let known: Vec<String> = SamplerType::ALL.iter().map(|s| s.code().to_string()).collect();
-            ApiError::invalid_value("samplers", format!("unknown sampler code '{}'; known codes: {}", e.value, known.join(" ")))
+            ApiError::invalid_value(
+                "samplers",
+                format!("unknown sampler code '{}'; known codes: {}", e.value, known.join(" ")),
+            )
         }),
     }
 }

@@ -54,9 +54,10 @@ pub struct GenerationSettings {
     pub params: PropsParams,
 }
 
-/// The sampling defaults (llama-server's `params` object): every field of
-/// [`nucleus_sampler::fields`] under its main request name (a test checks), and the rest of
-/// llama-server's defaults.
+// Every field of `nucleus_sampler::fields` is here under its main request name (a test checks),
+// beside the rest of llama-server's defaults. (Not in the doc comment: that is the schema's
+// published description.)
+/// The sampling defaults (llama-server's `params` object).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PropsParams {
     /// 4294967295: a random seed per request.
