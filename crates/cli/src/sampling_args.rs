@@ -1,99 +1,102 @@
 //! The sampling flags shared by `sample`, `generate` and `serve`, with llama.cpp's names,
-//! meanings and defaults, turned into a validated [`SamplingParams`].
+//! meanings and defaults, turned into a validated [`SamplingParams`]. The flags are not written
+//! here: each comes from its field of [`nucleus_sampler::fields`] (flag, help, kind, default),
+//! so a field added there is a flag here. Only `--sampling-seq` (the codes spelling of
+//! `--samplers`) is the command line's own.
 
-use clap::Args;
-use nucleus_sampler::{MirostatMode, SamplerType, SamplingParams, Token, DEFAULT_SEED};
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use nucleus_sampler::fields::{self, Field, Kind};
+use nucleus_sampler::{SamplerType, SamplingParams, Token};
 
-/// llama.cpp's sampling command-line flags.
-#[derive(Args, Debug, Clone)]
+/// The codes spelling of `--samplers` (llama.cpp's `--sampling-seq`).
+const SAMPLING_SEQ: &str = "sampling-seq";
+
+/// llama.cpp's sampling command-line flags, as given (each scalar flag holds its default when
+/// absent).
+#[derive(Debug, Clone, Default)]
 pub struct SamplingArgs {
-    /// RNG seed (-1 = random)
-    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
-    pub seed: i64,
-    /// Temperature (<= 0: always the most likely token)
-    #[arg(long, default_value_t = 0.8, allow_negative_numbers = true)]
-    pub temp: f32,
-    /// Top-k sampling (<= 0 disables)
-    #[arg(long, default_value_t = 40, allow_negative_numbers = true)]
-    pub top_k: i32,
-    /// Top-p sampling (1.0 disables)
-    #[arg(long, default_value_t = 0.95)]
-    pub top_p: f32,
-    /// Min-p sampling (0.0 disables)
-    #[arg(long, default_value_t = 0.05)]
-    pub min_p: f32,
-    /// Locally typical sampling (1.0 disables)
-    #[arg(long = "typical", default_value_t = 1.0)]
-    pub typ_p: f32,
-    /// Top-n-sigma sampling (<= 0 disables)
-    #[arg(long, default_value_t = -1.0, allow_negative_numbers = true)]
-    pub top_n_sigma: f32,
-    /// XTC probability (0.0 disables)
-    #[arg(long, default_value_t = 0.0)]
-    pub xtc_probability: f32,
-    /// XTC threshold (> 0.5 disables)
-    #[arg(long, default_value_t = 0.1)]
-    pub xtc_threshold: f32,
-    /// Last n tokens considered for penalties (0 disables)
-    #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
-    pub repeat_last_n: i32,
-    /// Repeat penalty (1.0 disables)
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-    pub repeat_penalty: f32,
-    /// Presence penalty (0.0 disables)
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-    pub presence_penalty: f32,
-    /// Frequency penalty (0.0 disables)
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-    pub frequency_penalty: f32,
-    /// DRY multiplier (0.0 disables)
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-    pub dry_multiplier: f32,
-    /// DRY base
-    #[arg(long, default_value_t = 1.75, allow_negative_numbers = true)]
-    pub dry_base: f32,
-    /// DRY allowed length
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true)]
-    pub dry_allowed_length: i32,
-    /// DRY window (0 disables)
-    #[arg(long, default_value_t = 64, allow_negative_numbers = true)]
-    pub dry_penalty_last_n: i32,
-    /// DRY sequence breaker (repeatable; `none` clears the list)
-    #[arg(long = "dry-sequence-breaker")]
-    pub dry_sequence_breaker: Vec<String>,
-    /// Dynamic temperature range (0.0 disables)
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-    pub dynatemp_range: f32,
-    /// Dynamic temperature exponent
-    #[arg(long = "dynatemp-exp", default_value_t = 1.0, allow_negative_numbers = true)]
-    pub dynatemp_exponent: f32,
-    /// Mirostat (0 off, 1 v1, 2 v2)
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    pub mirostat: i32,
-    /// Mirostat learning rate (eta)
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
-    pub mirostat_lr: f32,
-    /// Mirostat target entropy (tau)
-    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
-    pub mirostat_ent: f32,
-    /// Adaptive-p target probability (negative disables)
-    #[arg(long, default_value_t = -1.0, allow_negative_numbers = true)]
-    pub adaptive_target: f32,
-    /// Adaptive-p decay, in [0, 0.99]
-    #[arg(long, default_value_t = 0.9, allow_negative_numbers = true)]
-    pub adaptive_decay: f32,
-    /// Minimum candidates kept by top-p, min-p, typical and XTC
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
-    pub min_keep: i32,
-    /// Sampler order, ';'-separated names (e.g. "top_k;top_p;temperature")
-    #[arg(long)]
-    pub samplers: Option<String>,
-    /// Sampler order as one-letter codes (e.g. "edskypmxt")
-    #[arg(long)]
-    pub sampling_seq: Option<String>,
-    /// Logit bias TOKEN(+|-)BIAS, e.g. 15043+1 or 15043-inf (repeatable)
-    #[arg(long = "logit-bias", allow_hyphen_values = true)]
-    pub logit_bias: Vec<String>,
+    /// The table's fields with a flag, each with what the command line gave it.
+    values: Vec<(&'static Field, Given)>,
+    /// `--sampling-seq`.
+    sampling_seq: Option<String>,
+}
+
+/// What one flag was given.
+#[derive(Debug, Clone)]
+enum Given {
+    Float(f32),
+    Int(i64),
+    Bool(bool),
+    /// A repeatable flag's values, in order (`--dry-sequence-breaker`, `--logit-bias`).
+    List(Vec<String>),
+    /// `--samplers`, when given.
+    Text(Option<String>),
+}
+
+/// The fields of the table the command line takes, with their flag.
+fn flagged() -> impl Iterator<Item = (&'static Field, fields::Cli)> {
+    fields::FIELDS.iter().filter_map(|f| f.cli.map(|c| (f, c)))
+}
+
+impl Args for SamplingArgs {
+    fn augment_args(mut cmd: Command) -> Command {
+        for (f, c) in flagged() {
+            let arg = Arg::new(f.name).long(c.flag).help(c.help).value_name(f.name.to_ascii_uppercase());
+            let arg = match f.kind {
+                Kind::Float { default, .. } => arg
+                    .value_parser(clap::value_parser!(f32))
+                    .default_value(default.to_string())
+                    .allow_negative_numbers(true),
+                Kind::Int { default, .. } => arg
+                    .value_parser(clap::value_parser!(i64))
+                    .default_value(default.to_string())
+                    .allow_negative_numbers(true),
+                Kind::Bool { .. } => arg.action(ArgAction::SetTrue),
+                Kind::Breakers => arg.action(ArgAction::Append),
+                Kind::LogitBias => arg.action(ArgAction::Append).allow_hyphen_values(true),
+                Kind::Samplers => arg,
+            };
+            cmd = cmd.arg(arg);
+        }
+        cmd.arg(
+            Arg::new(SAMPLING_SEQ)
+                .long(SAMPLING_SEQ)
+                .value_name("SAMPLING_SEQ")
+                .help("Sampler order as one-letter codes (e.g. \"edskypmxt\")"),
+        )
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for SamplingArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = SamplingArgs::default();
+        args.update_from_arg_matches(m)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        self.values = flagged()
+            .map(|(f, _)| {
+                let id = f.name;
+                let given = match f.kind {
+                    Kind::Float { default, .. } => Given::Float(m.get_one::<f32>(id).copied().unwrap_or(default)),
+                    Kind::Int { default, .. } => Given::Int(m.get_one::<i64>(id).copied().unwrap_or(default)),
+                    Kind::Bool { .. } => Given::Bool(m.get_flag(id)),
+                    Kind::Breakers | Kind::LogitBias => {
+                        Given::List(m.get_many::<String>(id).map(|v| v.cloned().collect()).unwrap_or_default())
+                    }
+                    Kind::Samplers => Given::Text(m.get_one::<String>(id).cloned()),
+                };
+                (f, given)
+            })
+            .collect();
+        self.sampling_seq = m.get_one::<String>(SAMPLING_SEQ).cloned();
+        Ok(())
+    }
 }
 
 /// Parses `TOKEN(+|-)BIAS` (llama.cpp's `--logit-bias` syntax; the bias may be `inf`).
@@ -111,73 +114,136 @@ pub fn parse_logit_bias(s: &str) -> Result<(Token, f32), String> {
 impl SamplingArgs {
     /// Builds validated parameters; `has_vocab` says whether string DRY breakers can be resolved.
     pub fn to_params(&self, has_vocab: bool) -> Result<SamplingParams, String> {
-        let seed = match self.seed {
-            -1 => DEFAULT_SEED,
-            s if (0..=u32::MAX as i64).contains(&s) => s as u32,
-            s => return Err(format!("invalid --seed {s}: expected -1 (random) or 0..=4294967295")),
-        };
-        if self.min_keep < 0 {
-            return Err(format!("invalid --min-keep {}: must be >= 0", self.min_keep));
-        }
-        let mut p = SamplingParams {
-            seed,
-            min_keep: self.min_keep as usize,
-            top_k: self.top_k,
-            top_p: self.top_p,
-            min_p: self.min_p,
-            xtc_probability: self.xtc_probability,
-            xtc_threshold: self.xtc_threshold,
-            typ_p: self.typ_p,
-            temp: self.temp,
-            dynatemp_range: self.dynatemp_range,
-            dynatemp_exponent: self.dynatemp_exponent,
-            penalty_last_n: self.repeat_last_n,
-            penalty_repeat: self.repeat_penalty,
-            penalty_freq: self.frequency_penalty,
-            penalty_present: self.presence_penalty,
-            dry_multiplier: self.dry_multiplier,
-            dry_base: self.dry_base,
-            dry_allowed_length: self.dry_allowed_length,
-            dry_penalty_last_n: self.dry_penalty_last_n,
-            adaptive_target: self.adaptive_target,
-            adaptive_decay: self.adaptive_decay,
-            mirostat: MirostatMode::from_i32(self.mirostat).map_err(|e| e.to_string())?,
-            mirostat_tau: self.mirostat_ent,
-            mirostat_eta: self.mirostat_lr,
-            top_n_sigma: self.top_n_sigma,
-            ..Default::default()
-        };
-        if !self.dry_sequence_breaker.is_empty() {
-            let mut list = Vec::new();
-            for b in &self.dry_sequence_breaker {
-                if b == "none" {
-                    list.clear();
-                } else {
-                    list.push(b.clone());
+        let mut p = SamplingParams::default();
+        for (f, given) in &self.values {
+            let flag = f.cli.map_or(f.name, |c| c.flag);
+            match (f.kind, given) {
+                (Kind::Float { set, .. }, Given::Float(x)) => set(&mut p, *x),
+                (Kind::Int { min, max, set, .. }, Given::Int(x)) => {
+                    if !(min..=max).contains(x) {
+                        return Err(int_range_error(flag, *x, min, max));
+                    }
+                    set(&mut p, *x).map_err(|e| e.to_string())?;
                 }
+                (Kind::Bool { set, .. }, Given::Bool(b)) => set(&mut p, *b),
+                (Kind::Breakers, Given::List(list)) if !list.is_empty() => {
+                    let mut breakers = Vec::new();
+                    for b in list {
+                        if b == "none" {
+                            breakers.clear();
+                        } else {
+                            breakers.push(b.clone());
+                        }
+                    }
+                    if !breakers.is_empty() && !has_vocab {
+                        return Err(format!(
+                            "--{flag} with a string needs a model vocabulary; without one only `none` is meaningful"
+                        ));
+                    }
+                    p.dry_sequence_breakers = breakers;
+                }
+                (Kind::LogitBias, Given::List(list)) => {
+                    for b in list {
+                        p.logit_bias.push(parse_logit_bias(b)?);
+                    }
+                }
+                (Kind::Samplers, Given::Text(Some(s))) => {
+                    p.samplers = SamplerType::parse_names(s).map_err(|e| e.to_string())?;
+                }
+                _ => {}
             }
-            if !list.is_empty() && !has_vocab {
-                return Err("--dry-sequence-breaker with a string needs a model vocabulary; without one only `none` is meaningful".into());
-            }
-            p.dry_sequence_breakers = list;
-        }
-        if let Some(s) = &self.samplers {
-            p.samplers = SamplerType::parse_names(s).map_err(|e| e.to_string())?;
         }
         if let Some(s) = &self.sampling_seq {
             p.samplers = SamplerType::parse_codes(s).map_err(|e| e.to_string())?;
-        }
-        for b in &self.logit_bias {
-            p.logit_bias.push(parse_logit_bias(b)?);
         }
         p.validate(None).map_err(|e| e.to_string())?;
         Ok(p)
     }
 }
 
+/// An integer flag outside what its field holds (`--seed`: -1 or a `u32`; `--min-keep`: not
+/// negative; the others: an `i32`).
+fn int_range_error(flag: &str, x: i64, min: i64, max: i64) -> String {
+    match flag {
+        "seed" => format!("invalid --seed {x}: expected -1 (random) or 0..={max}"),
+        _ if min == 0 && x < 0 => format!("invalid --{flag} {x}: must be >= 0"),
+        _ => format!("invalid --{flag} {x}: expected {min}..={max}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A command to read the flags off.
+    #[derive(clap::Parser)]
+    struct Probe {
+        #[command(flatten)]
+        args: SamplingArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<SamplingParams, String> {
+        let probe = <Probe as clap::Parser>::try_parse_from(std::iter::once("probe").chain(argv.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        probe.args.to_params(true)
+    }
+
+    /// Every field the table gives a flag is a flag, with the table's help; no flags give
+    /// llama.cpp's defaults; each flag reaches its field.
+    #[test]
+    fn flags_are_the_fields_table() {
+        use clap::CommandFactory;
+        let cmd = Probe::command();
+        for (f, c) in flagged() {
+            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(c.flag));
+            let arg = arg.unwrap_or_else(|| panic!("no --{} for {}", c.flag, f.name));
+            assert_eq!(arg.get_help().map(|h| h.to_string()).as_deref(), Some(c.help), "--{}", c.flag);
+        }
+        assert_eq!(parse(&[]).unwrap(), SamplingParams::default());
+        for (f, c) in flagged() {
+            let flag = format!("--{}", c.flag);
+            let mut want = SamplingParams::default();
+            let value = match f.kind {
+                Kind::Float { default, set, .. } => {
+                    let x = if default == 0.5 { 0.25 } else { 0.5 };
+                    set(&mut want, x);
+                    x.to_string()
+                }
+                Kind::Int { default, set, .. } => {
+                    let x = if default == 1 { 2 } else { 1 };
+                    set(&mut want, x).unwrap();
+                    x.to_string()
+                }
+                Kind::Bool { .. } => unreachable!("no boolean sampling flag"),
+                Kind::Breakers => {
+                    want.dry_sequence_breakers = vec!["x".into()];
+                    "x".into()
+                }
+                Kind::Samplers => {
+                    want.samplers = vec![SamplerType::TopK];
+                    "top_k".into()
+                }
+                Kind::LogitBias => {
+                    want.logit_bias = vec![(1, 2.0)];
+                    "1+2".into()
+                }
+            };
+            assert_eq!(parse(&[&flag, &value]).unwrap(), want, "{flag}");
+        }
+        assert_eq!(
+            parse(&["--sampling-seq", "kt"]).unwrap().samplers,
+            vec![SamplerType::TopK, SamplerType::Temperature]
+        );
+        assert_eq!(
+            parse(&["--dry-sequence-breaker", "x", "--dry-sequence-breaker", "none"]).unwrap().dry_sequence_breakers,
+            Vec::<String>::new()
+        );
+        assert!(parse(&["--seed", "-2"]).unwrap_err().contains("invalid --seed -2"));
+        assert!(parse(&["--min-keep", "-1"]).unwrap_err().contains("invalid --min-keep -1: must be >= 0"));
+        assert!(parse(&["--mirostat", "3"]).unwrap_err().contains("mirostat"));
+        assert!(parse(&["--top-p", "2"]).unwrap_err().contains("top_p"));
+        assert!(parse(&["--temp", "x"]).unwrap_err().contains("--temp"));
+    }
 
     #[test]
     fn logit_bias_syntax() {

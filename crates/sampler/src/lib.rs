@@ -22,6 +22,8 @@
 //!   or your own [`Sampler`] as [`Step::Custom`], which can go anywhere in a chain.
 //! * [`StepSpec`] describes a built-in step as plain data (its raw parameters) and builds it;
 //!   [`SamplingParams::specs`] gives the chain [`SamplingParams::build`] makes that way.
+//! * [`fields`] lists every sampling field once: its names (llama.cpp's, the HTTP API's,
+//!   camelCase), kind, default, request range and command-line flag.
 //! * [`SimdLevel`] reports, and can lower, the SIMD backend of the whole-vocabulary kernels.
 
 #![warn(missing_docs)]
@@ -32,6 +34,7 @@ pub mod candidates;
 pub mod chain;
 pub mod error;
 mod fast;
+pub mod fields;
 pub mod logits;
 pub mod params;
 #[cfg(feature = "json")]

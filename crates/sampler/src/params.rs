@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::candidates::Token;
 use crate::chain::Chain;
 use crate::error::ParamError;
+use crate::fields::DEFAULT_DRY_BREAKERS;
 use crate::rng::DEFAULT_SEED;
 use crate::sampler_type::{SamplerType, DEFAULT_SAMPLERS};
 use crate::samplers::{dry::token_breakers, infill::Infill};
@@ -37,7 +38,8 @@ impl MirostatMode {
     }
 }
 
-/// Sampling parameters with llama.cpp's names and defaults (`common_params_sampling`).
+/// Sampling parameters with llama.cpp's names and defaults (`common_params_sampling`). Each
+/// field's names, kind, default, request range and flag are listed once in [`crate::fields`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct SamplingParams {
     /// RNG seed; [`DEFAULT_SEED`] (`-1` on the command line) means random.
@@ -122,7 +124,7 @@ impl Default for SamplingParams {
             dry_base: 1.75,
             dry_allowed_length: 2,
             dry_penalty_last_n: 64,
-            dry_sequence_breakers: ["\n", ":", "\"", "*"].iter().map(|s| s.to_string()).collect(),
+            dry_sequence_breakers: DEFAULT_DRY_BREAKERS.iter().map(|s| s.to_string()).collect(),
             adaptive_target: -1.0,
             adaptive_decay: 0.9,
             mirostat: MirostatMode::Off,

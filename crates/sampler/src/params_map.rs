@@ -19,42 +19,13 @@ use thiserror::Error;
 
 use crate::candidates::Token;
 use crate::error::ParamError;
-use crate::params::{MirostatMode, SamplingParams};
-use crate::rng::DEFAULT_SEED;
+use crate::fields::{self, Kind};
+use crate::params::SamplingParams;
 use crate::sampler_type::SamplerType;
 
-/// Every field [`SamplingParams::from_map`] reads, in `common_params_sampling`'s order.
-pub const FIELDS: &[&str] = &[
-    "seed",
-    "temp",
-    "top_k",
-    "top_p",
-    "min_p",
-    "typ_p",
-    "xtc_probability",
-    "xtc_threshold",
-    "penalty_last_n",
-    "penalty_repeat",
-    "penalty_freq",
-    "penalty_present",
-    "dry_multiplier",
-    "dry_base",
-    "dry_allowed_length",
-    "dry_penalty_last_n",
-    "dry_sequence_breakers",
-    "mirostat",
-    "mirostat_tau",
-    "mirostat_eta",
-    "top_n_sigma",
-    "dynatemp_range",
-    "dynatemp_exponent",
-    "min_keep",
-    "samplers",
-    "logit_bias",
-    "adaptive_target",
-    "adaptive_decay",
-    "ignore_eos",
-];
+/// Every field [`SamplingParams::from_map`] reads, in `common_params_sampling`'s order: the
+/// names of [`crate::fields::FIELDS`].
+pub const FIELDS: &[&str] = &crate::fields::NAMES;
 
 /// What the chain will be built over: the checks that depend on it run in
 /// [`SamplingParams::from_map`], so a binding gets every refusal from one call.
@@ -152,7 +123,8 @@ fn float(field: &str, v: &Value) -> Result<f32, FieldError> {
     Ok(f)
 }
 
-/// An integer in `[lo, hi]`.
+/// An integer in `[lo, hi]`: what the field's type holds (its range for the chain is
+/// [`SamplingParams::validate`]'s to judge).
 fn int(field: &str, v: &Value, lo: i64, hi: i64) -> Result<i64, FieldError> {
     let x = v.as_i64().ok_or_else(|| {
         let what = match v {
@@ -165,11 +137,6 @@ fn int(field: &str, v: &Value, lo: i64, hi: i64) -> Result<i64, FieldError> {
         return Err(FieldError::bad(field, format!("`{field}` = {x} is out of range [{lo}, {hi}]")));
     }
     Ok(x)
-}
-
-/// A 32-bit integer; its range for the field is [`SamplingParams::validate`]'s to judge.
-fn i32_of(field: &str, v: &Value) -> Result<i32, FieldError> {
-    Ok(int(field, v, i32::MIN.into(), i32::MAX.into())? as i32)
 }
 
 /// `samplers`: a `--sampling-seq` string of codes (`"kypmxt"`), a `;`-separated list of names
@@ -264,55 +231,30 @@ fn strings(field: &str, v: &Value) -> Result<Vec<String>, FieldError> {
     items.iter().map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(x))).collect()
 }
 
-/// Sets one field of `p`; `null` leaves a known field at its default.
+/// Sets one field of `p`, read as the table ([`crate::fields`]) says its kind is; `null`
+/// leaves a known field at its default.
 fn apply(p: &mut SamplingParams, field: &str, v: &Value) -> Result<(), FieldError> {
-    if v.is_null() && FIELDS.contains(&field) {
+    let Some(f) = fields::by_name(field) else {
+        return Err(FieldError {
+            field: field.to_string(),
+            message: format!("unknown sampling parameter `{field}` (known: {})", FIELDS.join(", ")),
+            unknown: true,
+        });
+    };
+    if v.is_null() {
         return Ok(());
     }
-    match field {
-        "seed" => {
-            let s = int(field, v, -1, u32::MAX.into())?;
-            p.seed = if s < 0 { DEFAULT_SEED } else { s as u32 };
-        }
-        "temp" => p.temp = float(field, v)?,
-        "top_k" => p.top_k = i32_of(field, v)?,
-        "top_p" => p.top_p = float(field, v)?,
-        "min_p" => p.min_p = float(field, v)?,
-        "typ_p" => p.typ_p = float(field, v)?,
-        "xtc_probability" => p.xtc_probability = float(field, v)?,
-        "xtc_threshold" => p.xtc_threshold = float(field, v)?,
-        "penalty_last_n" => p.penalty_last_n = i32_of(field, v)?,
-        "penalty_repeat" => p.penalty_repeat = float(field, v)?,
-        "penalty_freq" => p.penalty_freq = float(field, v)?,
-        "penalty_present" => p.penalty_present = float(field, v)?,
-        "dry_multiplier" => p.dry_multiplier = float(field, v)?,
-        "dry_base" => p.dry_base = float(field, v)?,
-        "dry_allowed_length" => p.dry_allowed_length = i32_of(field, v)?,
-        "dry_penalty_last_n" => p.dry_penalty_last_n = i32_of(field, v)?,
-        "dry_sequence_breakers" => p.dry_sequence_breakers = strings(field, v)?,
-        "mirostat" => p.mirostat = MirostatMode::from_i32(i32_of(field, v)?)?,
-        "mirostat_tau" => p.mirostat_tau = float(field, v)?,
-        "mirostat_eta" => p.mirostat_eta = float(field, v)?,
-        "top_n_sigma" => p.top_n_sigma = float(field, v)?,
-        "dynatemp_range" => p.dynatemp_range = float(field, v)?,
-        "dynatemp_exponent" => p.dynatemp_exponent = float(field, v)?,
-        "min_keep" => p.min_keep = int(field, v, 0, i32::MAX.into())? as usize,
-        "samplers" => p.samplers = samplers(v)?,
-        "logit_bias" => p.logit_bias = logit_bias(v)?,
-        "adaptive_target" => p.adaptive_target = float(field, v)?,
-        "adaptive_decay" => p.adaptive_decay = float(field, v)?,
-        "ignore_eos" => {
-            p.ignore_eos = v
-                .as_bool()
-                .ok_or_else(|| FieldError::bad(field, format!("`{field}` must be a boolean, not {}", json_kind(v))))?
-        }
-        _ => {
-            return Err(FieldError {
-                field: field.to_string(),
-                message: format!("unknown sampling parameter `{field}` (known: {})", FIELDS.join(", ")),
-                unknown: true,
-            })
-        }
+    match f.kind {
+        Kind::Float { set, .. } => set(p, float(field, v)?),
+        Kind::Int { min, max, set, .. } => set(p, int(field, v, min, max)?)?,
+        Kind::Bool { set, .. } => set(
+            p,
+            v.as_bool()
+                .ok_or_else(|| FieldError::bad(field, format!("`{field}` must be a boolean, not {}", json_kind(v))))?,
+        ),
+        Kind::Breakers => p.dry_sequence_breakers = strings(field, v)?,
+        Kind::Samplers => p.samplers = samplers(v)?,
+        Kind::LogitBias => p.logit_bias = logit_bias(v)?,
     }
     Ok(())
 }
@@ -351,6 +293,8 @@ impl SamplingParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::MirostatMode;
+    use crate::rng::DEFAULT_SEED;
     use serde_json::json;
 
     fn parse(v: Value) -> Result<SamplingParams, FieldError> {
@@ -418,6 +362,46 @@ mod tests {
             let fields = Map::from_iter([(f.to_string(), json!([[]]))]);
             let e = SamplingParams::from_map(&fields, Vocabulary::Ids(10)).unwrap_err();
             assert!(!e.is_unknown() && e.field() == *f, "{f}: {e}");
+        }
+    }
+
+    /// Every field of the table, given a value other than its default under its name, comes
+    /// out of the parser as the table's own setter writes it, and nothing else changes.
+    #[test]
+    fn every_table_field_round_trips() {
+        for f in fields::FIELDS {
+            let mut want = SamplingParams::default();
+            let v = match f.kind {
+                Kind::Float { default, set, .. } => {
+                    let x = if default == 0.5 { 0.25 } else { 0.5 };
+                    set(&mut want, x);
+                    json!(x)
+                }
+                Kind::Int { default, set, .. } => {
+                    let x = if default == 1 { 2 } else { 1 };
+                    set(&mut want, x).unwrap();
+                    json!(x)
+                }
+                Kind::Bool { default, set, .. } => {
+                    set(&mut want, !default);
+                    json!(!default)
+                }
+                Kind::Breakers => {
+                    want.dry_sequence_breakers = vec!["x".into()];
+                    json!(["x"])
+                }
+                Kind::Samplers => {
+                    want.samplers = vec![SamplerType::TopK];
+                    json!(["top_k"])
+                }
+                Kind::LogitBias => {
+                    want.logit_bias = vec![(1, 2.0)];
+                    json!([[1, 2.0]])
+                }
+            };
+            assert_ne!(want, SamplingParams::default(), "{}", f.name);
+            let map = Map::from_iter([(f.name.to_string(), v)]);
+            assert_eq!(SamplingParams::from_map(&map, Vocabulary::Model(10)).unwrap(), want, "{}", f.name);
         }
     }
 

@@ -57,6 +57,25 @@ pub const DEFAULT_SAMPLERS: &[SamplerType] = &[
     SamplerType::Temperature,
 ];
 
+/// Every sampler type: llama.cpp's default order, then infill and adaptive-p (the order error
+/// messages list them in).
+impl SamplerType {
+    /// Every sampler type, in that order.
+    pub const ALL: &'static [SamplerType] = &[
+        SamplerType::Penalties,
+        SamplerType::Dry,
+        SamplerType::TopNSigma,
+        SamplerType::TopK,
+        SamplerType::TypicalP,
+        SamplerType::TopP,
+        SamplerType::MinP,
+        SamplerType::Xtc,
+        SamplerType::Temperature,
+        SamplerType::Infill,
+        SamplerType::AdaptiveP,
+    ];
+}
+
 impl SamplerType {
     /// Canonical name (`top_k`).
     pub fn name(self) -> &'static str {
@@ -117,5 +136,8 @@ mod tests {
         assert!(SamplerType::parse_names("top_k;bogus").is_err());
         assert_eq!(SamplerType::parse_codes("kt").unwrap(), vec![SamplerType::TopK, SamplerType::Temperature]);
         assert!(SamplerType::parse_codes("kz").is_err());
+        assert_eq!(SamplerType::ALL.len(), TABLE.len());
+        assert!(TABLE.iter().all(|e| SamplerType::ALL.contains(&e.0)));
+        assert_eq!(SamplerType::ALL[..DEFAULT_SAMPLERS.len()], *DEFAULT_SAMPLERS);
     }
 }

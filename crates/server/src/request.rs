@@ -221,7 +221,7 @@ pub fn parse(
     }
 
     let stop = parse_stop(c.stop.clone())?;
-    let params = sampling_fields::parse(&c, defaults, model)?;
+    let params = sampling_fields::parse(body, &c, defaults, model)?;
     let stop_tokens = parse_stop_token_ids(c.stop_token_ids.as_ref(), model.n_vocab())?;
     let min_tokens = int_in("min_tokens", c.min_tokens.as_ref(), 0, i32::MAX as i64)?.unwrap_or(0) as usize;
     if let Some(m) = max_tokens {

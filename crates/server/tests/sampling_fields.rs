@@ -22,6 +22,7 @@ use common::{config, model_path, TestServer};
 use nucleus_runtime::{
     generate, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model, Prompt, SequenceOptions,
 };
+use nucleus_sampler::fields::{self, Kind};
 use nucleus_sampler::{MirostatMode, SamplerType, SamplingParams, Token, DEFAULT_SEED};
 use nucleus_server::request::{self, Endpoint};
 use serde_json::{json, Map, Value};
@@ -289,6 +290,52 @@ fn each_name_sets_only_its_field() {
         for endpoint in [Endpoint::Chat, Endpoint::Completions] {
             let got = parse_with(endpoint, c.body.clone(), &defaults);
             assert_eq!(differing_fields(&got, &expected), Vec::<&str>::new(), "{endpoint:?} {}: {got:#?}", c.body);
+        }
+    }
+}
+
+/// Every field of nucleus-sampler's table, under each of its request names, on both routes,
+/// sets what the table's own setter sets (a value inside the field's request range, other than
+/// the default), and nothing else.
+#[test]
+fn every_table_field_round_trips_through_the_body() {
+    let defaults = SamplingParams::default();
+    for f in fields::FIELDS {
+        let mut want = defaults.clone();
+        let value = match f.kind {
+            Kind::Float { default, set, .. } => {
+                let x = if default == 0.5 { 0.25 } else { 0.5 };
+                set(&mut want, x);
+                json!(x)
+            }
+            Kind::Int { default, set, .. } => {
+                let x = if default == 1 { 2 } else { 1 };
+                set(&mut want, x).unwrap();
+                json!(x)
+            }
+            Kind::Bool { default, set, .. } => {
+                set(&mut want, !default);
+                json!(!default)
+            }
+            Kind::Breakers => {
+                want.dry_sequence_breakers = vec!["x".into()];
+                json!(["x"])
+            }
+            Kind::Samplers => {
+                want.samplers = vec![SamplerType::TopK];
+                json!(["top_k"])
+            }
+            Kind::LogitBias => {
+                want.logit_bias = vec![(1, 2.0)];
+                json!({"1": 2.0})
+            }
+        };
+        assert_eq!(differing_fields(&want, &defaults), [f.name], "the case of {} itself", f.name);
+        for name in f.request {
+            for endpoint in [Endpoint::Chat, Endpoint::Completions] {
+                let got = parse_with(endpoint, json!({ *name: value.clone() }), &defaults);
+                assert_eq!(differing_fields(&got, &want), Vec::<&str>::new(), "{endpoint:?} {name}: {got:#?}");
+            }
         }
     }
 }

@@ -1,7 +1,10 @@
 //! One module per subcommand.
 
+#[cfg(feature = "bench")]
 pub mod bench;
+#[cfg(feature = "bench")]
 pub mod bench_grammar;
+#[cfg(feature = "bench")]
 pub mod bench_real;
 pub mod generate;
 pub mod grammar;

@@ -20,6 +20,7 @@ use crate::body::scalars::{Integer, JsonObject, Number};
 #[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
 #[serde(expecting = "a JSON object")]
 #[schemars(rename = "CreateMessageRequest")]
+#[schemars(transform = crate::sampling_fields::schema_ranges)]
 pub struct MessagesBody {
     /// The model id (see `GET /v1/models`). Default: the one served.
     pub model: Option<String>,
@@ -34,16 +35,12 @@ pub struct MessagesBody {
     /// Strings that end the generation (not included; the one met is `stop_sequence`).
     pub stop_sequences: Option<Vec<String>>,
     /// Sampling temperature (0: greedy).
-    #[schemars(range(min = 0, max = 2))]
     pub temperature: Option<Number>,
     /// Nucleus sampling.
-    #[schemars(range(min = 0, max = 1))]
     pub top_p: Option<Number>,
     /// Keep the k most likely tokens (0: all).
-    #[schemars(range(min = -1, max = 2147483647))]
     pub top_k: Option<Integer>,
     /// Seed of the sampler's random numbers (an extension, as llama-server takes it).
-    #[schemars(range(min = -1, max = 4294967295u32))]
     pub seed: Option<Integer>,
     /// Request metadata (`user_id`): accepted and ignored.
     pub metadata: Option<JsonObject>,

@@ -7,6 +7,9 @@
 //! its path such as `messages[0].content`); then [`crate::request::parse`] checks the values
 //! (ranges, token ids, names, combinations) into a [`crate::request::GenerationRequest`].
 //! `null` means "absent" everywhere; unknown fields are ignored, as vLLM and llama.cpp do.
+//! The sampling fields are declared here for their JSON types and descriptions; their names,
+//! ranges and meaning are [`nucleus_sampler::fields`]'s: the schema takes the ranges from it
+//! ([`crate::sampling_fields::schema_ranges`]), as the reader does ([`crate::sampling_fields`]).
 
 pub mod messages;
 pub mod scalars;
@@ -24,8 +27,6 @@ use shapes::{
     Breakers, Grammar, LogitBias, Modalities, PromptIn, ResponseFormat, Samplers, SchemaValue, Stop, StreamOptions,
     TokenIds, TokenTrie,
 };
-
-const F32_MAX: f64 = f32::MAX as f64;
 
 /// Declares the fields both routes take once: [`Common`] holds them, and each route's body
 /// has them after its own fields (`split` separates the two).
@@ -127,84 +128,58 @@ bodies! {
         /// llama-server's: constrain the output to this GBNF grammar.
         grammar: Option<Grammar>,
         /// Sampling temperature (0: greedy).
-        #[schemars(range(min = 0, max = 2))]
         temperature: Option<Number>,
         /// Nucleus sampling: keep the smallest set of tokens with this much probability.
-        #[schemars(range(min = 0, max = 1))]
         top_p: Option<Number>,
         /// Penalty for tokens already present.
-        #[schemars(range(min = -2, max = 2))]
         presence_penalty: Option<Number>,
         /// Penalty proportional to how often a token appeared.
-        #[schemars(range(min = -2, max = 2))]
         frequency_penalty: Option<Number>,
         /// Seed of the sampler's random numbers (-1: the default seed). Choice i uses seed + i.
-        #[schemars(range(min = -1, max = 4294967295u32))]
         seed: Option<Integer>,
         /// Keep the k most likely tokens (0 or -1: all; llama-server's).
-        #[schemars(range(min = -1, max = 2147483647))]
         top_k: Option<Integer>,
         /// Drop tokens less likely than this fraction of the best (llama-server's).
-        #[schemars(range(min = 0, max = 1))]
         min_p: Option<Number>,
         /// Locally typical sampling (llama-server's; 1 disables).
-        #[schemars(range(min = 0, max = 1))]
         typical_p: Option<Number>,
         /// Repetition penalty (> 0; 1 disables; llama-server's).
-        #[schemars(range(max = F32_MAX), extend("exclusiveMinimum" = 0))]
         repeat_penalty: Option<Number>,
         /// vLLM's name for `repeat_penalty`.
-        #[schemars(range(max = F32_MAX), extend("exclusiveMinimum" = 0))]
         repetition_penalty: Option<Number>,
         /// How many recent tokens the penalties look at (llama-server's).
-        #[schemars(range(min = 0, max = 2147483647))]
         repeat_last_n: Option<Integer>,
         /// DRY repetition penalty strength (0 disables; llama-server's).
-        #[schemars(range(min = 0, max = F32_MAX))]
         dry_multiplier: Option<Number>,
         /// DRY base.
-        #[schemars(range(min = -F32_MAX, max = F32_MAX))]
         dry_base: Option<Number>,
         /// DRY: repeats longer than this are penalized.
-        #[schemars(range(min = 0, max = 2147483647))]
         dry_allowed_length: Option<Integer>,
         /// DRY: how many recent tokens it looks at.
-        #[schemars(range(min = 0, max = 2147483647))]
         dry_penalty_last_n: Option<Integer>,
         /// DRY: strings that break a repeat.
         dry_sequence_breakers: Option<Breakers>,
         /// XTC: chance of removing the top choices (llama-server's).
-        #[schemars(range(min = 0, max = 1))]
         xtc_probability: Option<Number>,
         /// XTC: probability above which a token counts as a top choice.
-        #[schemars(range(min = 0, max = 1))]
         xtc_threshold: Option<Number>,
         /// Mirostat: 0 off, 1 or 2 (llama-server's).
-        #[schemars(range(min = 0, max = 2))]
         mirostat: Option<Integer>,
         /// Mirostat target entropy.
-        #[schemars(range(min = 0, max = F32_MAX))]
         mirostat_tau: Option<Number>,
         /// Mirostat learning rate.
-        #[schemars(range(min = 0, max = F32_MAX))]
         mirostat_eta: Option<Number>,
         /// Keep tokens within this many standard deviations of the best logit (llama-server's).
-        #[schemars(range(min = -F32_MAX, max = F32_MAX))]
         top_n_sigma: Option<Number>,
         /// Dynamic temperature range (llama-server's).
-        #[schemars(range(min = 0, max = F32_MAX))]
         dynatemp_range: Option<Number>,
         /// Dynamic temperature exponent.
-        #[schemars(range(min = 0, max = F32_MAX))]
         dynatemp_exponent: Option<Number>,
         /// Adaptive-p target probability (negative disables; llama-server's).
-        #[schemars(range(min = -F32_MAX, max = 1))]
         adaptive_target: Option<Number>,
         /// Adaptive-p decay.
-        #[schemars(range(min = 0, max = 0.99))]
         adaptive_decay: Option<Number>,
         /// Samplers keep at least this many tokens (llama-server's).
-        #[schemars(range(min = 0, max = 2147483647))]
         min_keep: Option<Integer>,
         /// Never stop at end-of-generation tokens (llama-server's).
         ignore_eos: Option<bool>,
@@ -223,6 +198,7 @@ bodies! {
     /// Fields that need another: `top_logprobs` needs `logprobs: true`, `stream_options` needs
     /// `stream: true`, `tool_choice` needs `tools`.
     #[schemars(rename = "CreateChatCompletionRequest")]
+    #[schemars(transform = crate::sampling_fields::schema_ranges)]
     #[schemars(extend("allOf" = [
         {
             "if": { "required": ["top_logprobs"], "properties": { "top_logprobs": { "type": "integer" } } },
@@ -280,6 +256,7 @@ bodies! {
     /// vLLM's sampling extras.
     /// `stream_options` needs `stream: true`.
     #[schemars(rename = "CreateCompletionRequest")]
+    #[schemars(transform = crate::sampling_fields::schema_ranges)]
     #[schemars(extend("allOf" = [
         {
             "if": { "required": ["stream_options"], "properties": { "stream_options": { "type": "object" } } },

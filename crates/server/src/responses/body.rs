@@ -15,6 +15,7 @@ use crate::body::scalars::{Integer, Number};
 /// (`top_k`, `min_p`, `samplers`, `repeat_penalty`, …, as on `/v1/chat/completions`).
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 #[schemars(rename = "CreateResponseRequest")]
+#[schemars(transform = crate::sampling_fields::schema_ranges)]
 #[serde(expecting = "a JSON object")]
 pub struct ResponsesBody {
     /// The model id (see `GET /v1/models`). Default: the one served.
@@ -27,13 +28,10 @@ pub struct ResponsesBody {
     #[schemars(range(min = 1, max = 2147483647))]
     pub max_output_tokens: Option<Integer>,
     /// Sampling temperature (0: greedy).
-    #[schemars(range(min = 0, max = 2))]
     pub temperature: Option<Number>,
     /// Nucleus sampling.
-    #[schemars(range(min = 0, max = 1))]
     pub top_p: Option<Number>,
     /// Seed of the sampler's random numbers (this server's extension, as on chat).
-    #[schemars(range(min = -1, max = 4294967295u32))]
     pub seed: Option<Integer>,
     /// Functions the model may call: `function` tools, `namespace` groups of them, and hosted
     /// tools (`web_search`, …) that are left out when the model may leave them unused.

@@ -54,6 +54,9 @@ pub struct GenerationSettings {
     pub params: PropsParams,
 }
 
+// Every field of `nucleus_sampler::fields` is here under its main request name (a test checks),
+// beside the rest of llama-server's defaults. (Not in the doc comment: that is the schema's
+// published description.)
 /// The sampling defaults (llama-server's `params` object).
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 pub struct PropsParams {
@@ -188,5 +191,41 @@ fn params(d: &SamplingParams, reasoning: ReasoningFormat) -> PropsParams {
         logit_bias: d.logit_bias.iter().map(|&(token, bias)| PropsLogitBias { bias, token }).collect(),
         samplers: d.samplers.iter().map(|s| s.name()).collect(),
         reasoning_format: reasoning.as_str(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nucleus_sampler::fields::{self, Kind};
+    use nucleus_sampler::SamplerType;
+    use serde_json::{json, Value};
+
+    /// Each field of the table is in `params` under its main request name, with the value the
+    /// table reads off the defaults (over defaults that are not llama.cpp's, so a value cannot
+    /// come from anywhere else).
+    #[test]
+    fn params_hold_every_table_field() {
+        let d = SamplingParams {
+            seed: 5,
+            top_k: 3,
+            mirostat: MirostatMode::V2,
+            logit_bias: vec![(2, -1.5)],
+            samplers: vec![SamplerType::TopK],
+            ..SamplingParams::default()
+        };
+        let v = serde_json::to_value(params(&d, ReasoningFormat::Auto)).unwrap();
+        for f in fields::FIELDS {
+            let want = match f.kind {
+                Kind::Float { get, .. } => json!(get(&d)),
+                Kind::Int { get, .. } => json!(get(&d)),
+                Kind::Bool { get, .. } => json!(get(&d)),
+                Kind::Breakers => json!(d.dry_sequence_breakers),
+                Kind::Samplers => json!(["top_k"]),
+                Kind::LogitBias => json!([{"bias": -1.5, "token": 2}]),
+            };
+            assert_eq!(v.get(f.request_name()), Some(&want), "{}", f.name);
+        }
+        assert_eq!(v["seed"], Value::from(5));
     }
 }
