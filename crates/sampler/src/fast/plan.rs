@@ -254,7 +254,7 @@ impl FastStep<'_> {
                 self.cands.fill_from(&f.heap);
                 self.cands.set_sorted(true);
                 for s in &mut self.chain.samplers_mut()[at + 1..] {
-                    s.apply(&mut self.cands);
+                    s.apply(self.cands);
                 }
                 self.cands.selected_checked().map(Some)
             }
@@ -326,7 +326,7 @@ impl FastStep<'_> {
                 let f = &mut self.fast;
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
                 // The narrow path scans the row itself (NaN and `+inf` included).
-                match top_p_nucleus(r, p, min_keep, &mut f.scan, &mut f.top_p, &mut self.cands) {
+                match top_p_nucleus(r, p, min_keep, &mut f.scan, &mut f.top_p, self.cands) {
                     Nucleus::Bad(i) => Err(bad_logit(row, i)),
                     Nucleus::Skip => Ok(None),
                     Nucleus::Full { m, beyond } => {
@@ -355,9 +355,9 @@ impl FastStep<'_> {
                                 draw_tail(&w, ops.as_slice(), d.rng_mut(), &mut f.wide)
                             }
                             None => {
-                                fill_kept(&w, &mut f.wide, &mut self.cands);
+                                fill_kept(&w, &mut f.wide, self.cands);
                                 for s in &mut steps[at + 1..] {
-                                    s.apply(&mut self.cands);
+                                    s.apply(self.cands);
                                 }
                                 let Some(i) = self.cands.selected().filter(|&i| i < self.cands.len()) else {
                                     return self.cands.selected_checked().map(Some);
@@ -372,7 +372,7 @@ impl FastStep<'_> {
                     }
                     Nucleus::Nucleus => {
                         for s in &mut self.chain.samplers_mut()[at + 1..] {
-                            s.apply(&mut self.cands);
+                            s.apply(self.cands);
                         }
                         self.cands.selected_checked().map(Some)
                     }
@@ -391,15 +391,15 @@ impl FastStep<'_> {
                 let r = Row { logits: row, patches: f.sparse.as_slice() };
                 // The maximum surprise this step cuts at (the draw then moves it).
                 let mu = miro.mu();
-                match mirostat_prefix(r, temp, mu, &mut f.miro, &mut self.cands) {
+                match mirostat_prefix(r, temp, mu, &mut f.miro, self.cands) {
                     Miro::Bad(i) => Err(bad_logit(row, i)),
                     Miro::Full => Ok(None),
                     Miro::Prefix => {
-                        miro.finish(&mut self.cands);
+                        miro.finish(self.cands);
                         self.cands.selected_checked().map(Some)
                     }
                     Miro::Values => {
-                        miro.finish_normalized(&mut self.cands);
+                        miro.finish_normalized(self.cands);
                         let keep = self.cands.len();
                         let i = match self.cands.selected() {
                             Some(i) if i < keep => i,
