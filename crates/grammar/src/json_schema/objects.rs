@@ -117,6 +117,15 @@ impl Converter<'_> {
             };
             for (mut comp, is_req) in alts {
                 if let Some(r) = comp.get("$ref").and_then(Value::as_str) {
+                    // Since draft 2019-09 the keywords beside `$ref` apply too; the component
+                    // is replaced by the target below, so they would be lost.
+                    let beside = comp.as_object().and_then(|m| {
+                        m.keys().find(|k| *k != "$ref" && (SUPPORTED.contains(&k.as_str()) || UNSUPPORTED.contains(&k.as_str())))
+                    });
+                    if let (true, false, Some(k)) = (strict, self.draft7_or_older, beside) {
+                        let k = k.clone();
+                        self.refuse(&k, &cptr, "cannot be enforced next to $ref in an allOf component")?;
+                    }
                     comp = self.resolve_pointer(r, &cptr)?.clone();
                 }
                 if strict {
@@ -195,7 +204,13 @@ impl Converter<'_> {
         let addl = if strict && open && !self.opts.closed_objects { Some(Value::Bool(true)) } else { None };
         if strict {
             for r in &required {
-                if !props.iter().any(|(k, _)| k == r) {
+                if props.iter().any(|(k, _)| k == r) {
+                    continue;
+                }
+                if addl.is_some() {
+                    // Other names are allowed with any value: the name is required with any value.
+                    props.push((r.clone(), Value::Bool(true)));
+                } else {
                     self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
                 }
             }
