@@ -404,10 +404,7 @@ fn hostname_format_is_refused_with_its_reason() {
     assert_eq!(e.keyword, "format");
     assert!(e.reason.contains("253") && e.reason.contains("A-label"), "{}", e.reason);
     // What llguidance's expression admits and the validator refuses.
-    let validator = jsonschema::options()
-        .should_validate_formats(true)
-        .build(&json!({"format": "hostname"}))
-        .unwrap();
+    let validator = jsonschema::options().should_validate_formats(true).build(&json!({"format": "hostname"})).unwrap();
     let long = vec!["a".repeat(63); 4].join(".");
     for s in ["ab--cd", "xn--zz", long.as_str()] {
         assert!(!validator.is_valid(&Value::from(s)), "{s}");
@@ -461,4 +458,19 @@ fn keywords_of_other_types_beside_type() {
     check(json!({"type": "object", "items": {"type": "string"}}), &["{}", r#"{"a":[1]}"#], &["[]", r#"["a"]"#]);
     check(json!({"type": "integer", "maxLength": 1, "properties": {"a": {}}}), &["123"], &[r#""1""#]);
     check(json!({"type": ["string", "null"], "minimum": 1}), &[r#""0""#, "null"], &["0"]);
+}
+
+/// An `additionalProperties` schema no value satisfies closes the object; the object itself
+/// is still satisfiable (it was called unsatisfiable, refused, and a `oneOf` alternative of it
+/// dropped, so `{}` was rejected; found by the property test).
+#[test]
+fn unsatisfiable_additional_properties_close_the_object() {
+    let closed = json!({"type": "object", "required": ["a"], "additionalProperties": false});
+    let s = json!({"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": closed});
+    check(s, &["{}", r#"{"b":1}"#], &[r#"{"c":{}}"#, r#"{"b":"x"}"#]);
+    let s = json!({"anyOf": [{}, {}], "oneOf": [
+        {"type": "object", "additionalProperties": {"not": {}}},
+        {"type": "null"}
+    ]});
+    check(s, &["{}", "null"], &[r#"{"a":1}"#, "1"]);
 }

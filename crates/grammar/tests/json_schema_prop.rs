@@ -350,7 +350,9 @@ fn respelled(text: &str, seed: u64) -> String {
                     1 => out.push_str(&format!("{num}E+0")),
                     2 if plain && num.contains('.') => out.push_str(&format!("{num}00")),
                     2 if plain => out.push_str(&format!("{num}.00")),
-                    3 if plain && !matches!(num, "0" | "-0") => out.push_str(&format!("{num}0e-1")),
+                    3 if plain && !num.contains('.') && !matches!(num, "0" | "-0") => {
+                        out.push_str(&format!("{num}0e-1"))
+                    }
                     _ => out.push_str(num),
                 }
             }

@@ -262,7 +262,11 @@ mod tests {
         check(json!({"type": "integer", "multipleOf": 1}), &["-3", "0"], &["0.5"]);
         let s = json!({"type": "integer", "multipleOf": 15, "minimum": -20, "exclusiveMaximum": 45});
         check(s, &["-15", "0", "30"], &["45", "-30", "10"]);
-        check(json!({"type": "integer", "multipleOf": 3}), &["0", "-3", "123456789", "-99", "3.0"], &["1", "-100", "3.5"]);
+        check(
+            json!({"type": "integer", "multipleOf": 3}),
+            &["0", "-3", "123456789", "-99", "3.0"],
+            &["1", "-100", "3.5"],
+        );
         let s = json!({"type": "integer", "multipleOf": 3, "minimum": 0, "maximum": 3000});
         check(s, &["0", "3", "2997", "3000"], &["-3", "3003", "2998"]);
         let s = json!({"type": "number", "multipleOf": 0.25, "exclusiveMaximum": -1.5});
