@@ -158,6 +158,27 @@ fn large_document_with_many_optional_members() {
     assert!(out.starts_with("rejected at byte "), "{out}");
 }
 
+/// A number counts by its value, in whatever JSON spelling the document uses: `4.2E1` and
+/// `42.0` are the integer 42 (the grammar writes `42`), and `1.0E2` a number at most 100;
+/// `1.5` is no integer in any spelling, and `1.01E2` is over the maximum.
+#[test]
+fn numbers_in_any_json_spelling() {
+    let (code, out, err) = check_schema(r#"{"name": "Ada", "age": 4.2E1}"#);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().nth(1), Some(r#"{"name":"Ada","age":42}"#), "{out}");
+    let (code, out, err) = check_schema(r#"{"name": "Ada", "age": 42.0}"#);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = check_schema(r#"{"name": "Ada", "age": 1.5}"#);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("rejected at byte 21: unexpected \".\""), "{out}");
+    let s = write("n.json", br#"{"type": "number", "maximum": 100}"#);
+    let s = s.to_str().unwrap();
+    for (doc, want) in [("1.0E2", 0), ("1e2", 0), ("100.00", 0), ("-2.5e-3", 0), ("1.01E2", 1), ("1e3", 1)] {
+        let (code, out, err) = nucleus(&["grammar", "check", "--json-schema", s, "--text", doc]);
+        assert_eq!(code, want, "{doc}: {out}{err}");
+    }
+}
+
 #[test]
 fn non_json_input_is_rejected() {
     let (code, out, err) = check_schema(r#"{"name": "Ada", "age": 4"#);

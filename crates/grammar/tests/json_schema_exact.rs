@@ -351,3 +351,126 @@ fn property_named_star() {
     counted["required"] = json!(["*"]);
     check(counted, &[r#"{"*":1}"#, r#"{"*":1,"b":null}"#], &["{}", r#"{"b":null}"#]);
 }
+
+/// Every string over `alphabet` of at most `max` characters.
+fn strings_over(alphabet: &[char], max: usize) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut last = vec![String::new()];
+    for _ in 0..max {
+        last = last.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
+        out.extend(last.iter().cloned());
+    }
+    out
+}
+
+/// Issue 31: `format: duration` (RFC 3339 Appendix A, a regular language) is enforced exactly:
+/// the grammar agrees with the `jsonschema` crate on every string of up to 6 characters over
+/// the duration's letters and a digit, through the format's own rule and through the string
+/// automaton (beside `maxLength`).
+#[test]
+fn duration_format_agrees_with_a_validator() {
+    let plain = json!({"type": "string", "format": "duration"});
+    let bounded = json!({"type": "string", "format": "duration", "maxLength": 5});
+    for schema in [plain, bounded] {
+        let c = compile(&schema);
+        let validator = jsonschema::options().should_validate_formats(true).build(&schema).unwrap();
+        let mut valid = 0;
+        for s in strings_over(&['P', 'T', 'Y', 'M', 'W', 'D', 'H', 'S', '1'], 6) {
+            let v = Value::from(s.as_str());
+            let text = serde_json::to_string(&v).unwrap();
+            let expected = validator.is_valid(&v);
+            assert_eq!(accepts_text(&c, &text), expected, "{schema}: {text}");
+            valid += usize::from(expected);
+        }
+        assert!(valid >= 10, "{schema}: only {valid} valid durations");
+    }
+    check(
+        json!({"type": "string", "format": "duration"}),
+        &[r#""P1Y2M3DT4H5M6S""#, r#""PT05S""#, r#""P12W""#, r#""P0D""#],
+        &[r#""P1Y1D""#, r#""PT1H1S""#, r#""P1WT1H""#, r#""PT""#, r#""P""#, r#""p1d""#, r#""P1.5D""#],
+    );
+}
+
+/// Issue 31: `format: hostname` stays refused, with the reason. RFC 1123 names alone are regular
+/// but not small (a 253-character total over labels of at most 63 needs some 24,000 automaton
+/// states), and JSON Schema's hostname (RFC 5890/5891, as the `jsonschema` crate checks it)
+/// admits a label with `--` in its third and fourth characters only as a Punycode A-label that
+/// decodes to a valid U-label, which no grammar of this size checks. llguidance accepts
+/// `[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?` labels joined by dots, with no total length and
+/// no A-label check: a superset of valid hostnames.
+#[test]
+fn hostname_format_is_refused_with_its_reason() {
+    let e = schema_to_gbnf(&json!({"type": "string", "format": "hostname"}), &SchemaOptions::default()).unwrap_err();
+    assert_eq!(e.keyword, "format");
+    assert!(e.reason.contains("253") && e.reason.contains("A-label"), "{}", e.reason);
+    // What llguidance's expression admits and the validator refuses.
+    let validator = jsonschema::options().should_validate_formats(true).build(&json!({"format": "hostname"})).unwrap();
+    let long = vec!["a".repeat(63); 4].join(".");
+    for s in ["ab--cd", "xn--zz", long.as_str()] {
+        assert!(!validator.is_valid(&Value::from(s)), "{s}");
+    }
+    assert!(validator.is_valid(&Value::from("xn--bcher-kva.example")));
+}
+
+/// Issue 31: `oneOf` string alternatives with formats are proved disjoint by languages that hold
+/// every valid string of the format (the format's own for date, ipv4, uuid and duration; for
+/// the others a wider one: an email has an `@`), so the subsets nucleus writes for email or
+/// URI never make a proof unsound.
+#[test]
+fn one_of_disjoint_by_formats() {
+    let s = json!({"oneOf": [
+        {"type": "string", "format": "date"},
+        {"type": "string", "format": "ipv4"},
+        {"type": "string", "format": "email"},
+        {"type": "string", "format": "duration"}
+    ]});
+    check(s, &[r#""2024-02-29""#, r#""1.2.3.4""#, r#""a@b.cd""#, r#""P1D""#], &[r#""x""#, r#""2023-02-29""#]);
+    // Languages some valid email may share (`a@b.cd`, `x:y@z.io` is also a URI): not
+    // provable, refused.
+    for other in [json!({"type": "string", "pattern": "^a"}), json!({"type": "string", "format": "uri"})] {
+        let s = json!({"oneOf": [{"type": "string", "format": "email"}, other]});
+        assert!(schema_to_gbnf(&s, &SchemaOptions::default()).is_err(), "{s}");
+    }
+}
+
+/// Issue 31: required names that no `properties` lists, beside open additional properties,
+/// are required with any value (or the `additionalProperties` schema), in plain objects and
+/// merged `allOf`s alike; keywords beside a `$ref` inside an `allOf` component are not lost.
+#[test]
+fn required_names_outside_properties() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["b"]});
+    check(s, &[r#"{"b":null}"#, r#"{"a":1,"b":"x"}"#], &["{}", r#"{"a":1}"#, r#"{"a":"x","b":1}"#]);
+    let s = json!({"type": "object", "required": ["b"], "additionalProperties": {"type": "integer"}});
+    check(s, &[r#"{"b":1}"#, r#"{"b":1,"c":2}"#], &[r#"{"b":"x"}"#, r#"{"c":2}"#]);
+    let s = json!({"allOf": [{"properties": {"a": {}}, "additionalProperties": true}, {"required": ["b"]}]});
+    check(s, &[r#"{"b":1}"#, r#"{"a":1,"b":[]}"#, "3"], &[r#"{"a":1}"#, "{}"]);
+    let s = json!({"$defs": {"A": {"type": "object", "properties": {"a": {}}}},
+        "allOf": [{"$ref": "#/$defs/A", "required": ["b"]}, {"properties": {"c": {}}}]});
+    if let Ok(g) = schema_to_gbnf(&s, &SchemaOptions::default()) {
+        let c = compile(&s);
+        assert!(!accepts(&c, r#"{"a":1}"#), "{s} dropped the required beside $ref\n{}", g.gbnf);
+    }
+}
+
+/// Issue 31: keywords of another type beside `type` are ignored, as JSON Schema ignores them.
+#[test]
+fn keywords_of_other_types_beside_type() {
+    check(json!({"type": "object", "items": {"type": "string"}}), &["{}", r#"{"a":[1]}"#], &["[]", r#"["a"]"#]);
+    check(json!({"type": "integer", "maxLength": 1, "properties": {"a": {}}}), &["123"], &[r#""1""#]);
+    check(json!({"type": ["string", "null"], "minimum": 1}), &[r#""0""#, "null"], &["0"]);
+}
+
+/// An `additionalProperties` schema no value satisfies closes the object; the object itself
+/// is still satisfiable (it was called unsatisfiable, refused, and a `oneOf` alternative of it
+/// dropped, so `{}` was rejected; found by the property test).
+#[test]
+fn unsatisfiable_additional_properties_close_the_object() {
+    let closed = json!({"type": "object", "required": ["a"], "additionalProperties": false});
+    let s = json!({"type": "object", "properties": {"b": {"type": "integer"}}, "additionalProperties": closed});
+    check(s, &["{}", r#"{"b":1}"#], &[r#"{"c":{}}"#, r#"{"b":"x"}"#]);
+    let s = json!({"anyOf": [{}, {}], "oneOf": [
+        {"type": "object", "additionalProperties": {"not": {}}},
+        {"type": "null"}
+    ]});
+    check(s, &["{}", "null"], &[r#"{"a":1}"#, "1"]);
+}

@@ -2,7 +2,8 @@
 //! with an independent validator (the `jsonschema` crate, draft 2020-12) on every instance:
 //! random JSON values (valid and invalid) and random outputs of the grammar itself. A schema
 //! the converter refuses is skipped (refusals are allowed; wrong answers are not). Instances
-//! are fed as nucleus lays JSON out (compact, keys in an order the grammar accepts).
+//! are fed as nucleus lays JSON out (compact, keys in an order the grammar accepts), their
+//! numbers written in various JSON spellings of the same value.
 
 use nucleus_grammar::json_schema::relayout::{feed_json_in, parse_json};
 use nucleus_grammar::json_schema::{schema_to_gbnf, SchemaOptions};
@@ -11,8 +12,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
 
-/// A small JSON value: numbers are integers or decimals with a non-zero fraction (so an
-/// integer is never written `2.0`, which nucleus's integer rule does not spell).
+/// A small JSON value: numbers are integers or decimals with a non-zero fraction (instances
+/// are written in other spellings of their value by [`respelled`]).
 fn scalar() -> impl Strategy<Value = Value> {
     prop_oneof![
         Just(Value::Null),
@@ -20,8 +21,20 @@ fn scalar() -> impl Strategy<Value = Value> {
         (-12i64..12).prop_map(Value::from),
         (-1200i64..1200).prop_filter("a fraction", |n| n % 100 != 0).prop_map(|n| json!(n as f64 / 100.0)),
         "[ab]{0,4}".prop_map(Value::from),
-        prop::sample::select(vec!["2020-02-29", "2021-02-29", "1999-12-31", "2020-01-31", "1.2.3.4", "256.1.1.1"])
-            .prop_map(Value::from),
+        prop::sample::select(vec![
+            "2020-02-29",
+            "2021-02-29",
+            "1999-12-31",
+            "2020-01-31",
+            "1.2.3.4",
+            "256.1.1.1",
+            "P1Y2M3D",
+            "PT10M5S",
+            "P1W",
+            "P1Y1D",
+            "PT1H1S"
+        ])
+        .prop_map(Value::from),
     ]
 }
 
@@ -111,9 +124,11 @@ fn leaf() -> impl Strategy<Value = Value> {
         Just(json!({"type": "string", "format": "date"})),
         // `format` beside `enum`: the constants are checked against the format.
         (
-            prop::sample::select(vec!["date", "ipv4"]),
+            prop::sample::select(vec!["date", "ipv4", "duration"]),
             prop::sample::subsequence(
                 vec![
+                    json!("P1W"),
+                    json!("P1WT1H"),
                     json!("2020-01-31"),
                     json!("2020-02-30"),
                     json!("2024-02-29"),
@@ -129,10 +144,10 @@ fn leaf() -> impl Strategy<Value = Value> {
             .prop_map(|(f, v)| json!({ "format": f, "enum": v })),
         // `format` beside lengths and a pattern: intersected as automata.
         (
-            prop::sample::select(vec!["date", "ipv4"]),
+            prop::sample::select(vec!["date", "ipv4", "duration"]),
             prop::option::of(6u64..12),
             prop::option::of(7u64..11),
-            prop::option::of(prop::sample::select(vec!["^2", "9$", "^1\\.", "-29$"])),
+            prop::option::of(prop::sample::select(vec!["^2", "9$", "^1\\.", "-29$", "T1"])),
         )
             .prop_map(|(f, min, max, pat)| {
                 let mut m = Map::new();
@@ -304,6 +319,52 @@ fn doubles_hold_every_number(text: &str) -> bool {
     true
 }
 
+/// `text` (compact JSON) with each number written in another spelling of the same value,
+/// picked by `seed`: as it is, with `E+0`, with `.00` (or `00` after a fraction), or times
+/// ten and `e-1`. The grammar check must judge the value, whatever the spelling.
+fn respelled(text: &str, seed: u64) -> String {
+    let mut out = String::new();
+    let mut n = seed;
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                out.push_str(&text[start..i.min(b.len())]);
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                let num = &text[start..i];
+                let plain = !num.contains(['e', 'E']);
+                n = n.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                match (n >> 33) % 4 {
+                    1 => out.push_str(&format!("{num}E+0")),
+                    2 if plain && num.contains('.') => out.push_str(&format!("{num}00")),
+                    2 if plain => out.push_str(&format!("{num}.00")),
+                    3 if plain && !num.contains('.') && !matches!(num, "0" | "-0") => {
+                        out.push_str(&format!("{num}0e-1"))
+                    }
+                    _ => out.push_str(num),
+                }
+            }
+            _ => {
+                out.push(b[i] as char);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 #[derive(Default, Debug)]
 struct Tally {
     schemas: usize,
@@ -331,9 +392,9 @@ fn check_case(schema: &Value, instances: &[Value], seed: u64, tally: &mut Tally)
     let m = Matcher::from_gbnf(&g.gbnf)
         .map_err(|e| TestCaseError::fail(format!("{schema}: the emitted grammar does not build: {e}")))?;
     tally.schemas += 1;
-    for v in instances {
-        let text = serde_json::to_string(v).unwrap();
-        let valid = validator.is_valid(v);
+    for (k, v) in instances.iter().enumerate() {
+        let text = respelled(&serde_json::to_string(v).unwrap(), seed ^ k as u64);
+        let valid = validator.is_valid(&serde_json::from_str::<Value>(&text).unwrap());
         let verdict = feed_json_in(&m, &parse_json(&text).unwrap(), &g.member_orders);
         prop_assert_eq!(verdict.accepted, valid, "{} on {} (gave up: {})\n{}", schema, text, verdict.gave_up, g.gbnf);
         tally.instances += 1;

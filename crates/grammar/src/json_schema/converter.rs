@@ -36,7 +36,8 @@ pub struct Converter<'a> {
     pub(super) opts: SchemaOptions,
     /// Keywords that were ignored (`keyword at pointer`).
     pub ignored: Vec<String>,
-    draft7_or_older: bool,
+    /// The schema declares draft 7 or older (`$ref` siblings are ignored there).
+    pub(super) draft7_or_older: bool,
     /// Bodies of numeric range rules already built, by their keywords (`numeric_range`).
     pub(super) numeric_rules: HashMap<String, String>,
     /// Nesting of `visit` calls (merges inline `$ref` targets, so recursion through them is
@@ -84,6 +85,20 @@ pub(super) fn rule_name_chars(name: &str) -> String {
         }
     }
     out
+}
+
+/// Why a standard format is not enforced.
+fn unenforced_format(f: &str) -> String {
+    match f {
+        // RFC 1123 names are regular, but their 253-character total over labels of up to 63
+        // takes an automaton of some 24,000 states, and JSON Schema's hostname admits a label
+        // with `--` in its third and fourth characters only as a valid Punycode A-label.
+        "hostname" => "format \"hostname\" cannot be enforced: a grammar cannot hold the 253-character limit \
+                       on names without some 24,000 states, nor check that a label with -- in its third and \
+                       fourth characters is a valid Punycode A-label"
+            .to_string(),
+        _ => format!("format {f:?} cannot be enforced"),
+    }
 }
 
 /// llama.cpp's literal formatting: the text in quotes, escaping CR, LF, quote and backslash.
@@ -356,7 +371,7 @@ impl<'a> Converter<'a> {
                 && !ENFORCED_FORMATS.contains(&f)
                 && !f.starts_with("uuid")
             {
-                self.refuse("format", ptr, &format!("format {f:?} cannot be enforced"))?;
+                self.refuse("format", ptr, &unenforced_format(f))?;
             }
         }
         Ok(())

@@ -2,8 +2,8 @@
 //! `pattern`, `minLength`/`maxLength` or `not` is one more language in the intersection
 //! (`strings::string_language`), so every keyword holds at once. Each expression spells the
 //! same language as the format's built-in rule (`primitives`): calendar dates with Gregorian
-//! leap years, times with an optional millisecond part and a zone, dotted quads without
-//! leading zeros, RFC 4291 IPv6 text forms, and the conservative email and URI subsets. The
+//! leap years, times with an optional millisecond part and a zone, RFC 3339 durations,
+//! dotted quads without leading zeros, RFC 4291 IPv6 text forms, and the conservative email and URI subsets. The
 //! unit test holds each expression to its rule on sample strings.
 
 /// A two-digit day of a 31-, 30-day month and of February outside leap days.
@@ -17,6 +17,14 @@ const OCTET: &str = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])";
 const H16: &str = "[0-9a-fA-F]{1,4}";
 const HOST_LABEL: &str = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 const URI_PCHAR: &str = "([A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})";
+
+/// RFC 3339 Appendix A: a date part (`Y`, `M`, `D` in order, none skipped between two present)
+/// with an optional time part (`H`, `M`, `S` likewise), a time part alone, or weeks alone.
+fn duration() -> String {
+    let n = "[0-9]+";
+    let hms = format!("T{n}(H({n}M({n}S)?)?|M({n}S)?|S)");
+    format!("P({n}(W|(Y({n}M({n}D)?)?|M({n}D)?|D)({hms})?)|{hms})")
+}
 
 fn date() -> String {
     format!("([0-9]{{4}}-((0[13578]|1[02])-{DAY31}|(0[469]|11)-{DAY30}|02-{DAY28})|{LEAP_YEAR}-02-29)")
@@ -51,6 +59,7 @@ pub(super) fn format_regex(name: &str) -> Option<String> {
         "date" => date(),
         "time" => TIME.to_string(),
         "date-time" => format!("{}T{TIME}", date()),
+        "duration" => duration(),
         "ipv4" => ipv4(),
         "ipv6" => ipv6(),
         "email" => format!("[A-Za-z0-9_%+-]+(\\.[A-Za-z0-9_%+-]+)*@{HOST_LABEL}(\\.{HOST_LABEL})+"),
@@ -63,6 +72,24 @@ pub(super) fn format_regex(name: &str) -> Option<String> {
         _ => return None,
     };
     Some(format!("^({body})$"))
+}
+
+/// A language holding every string valid for a format, as validators check it: the format's
+/// own expression where its grammar is the whole language (date, ipv4, uuid, duration), else a
+/// wider one every valid string matches (an email has an `@`, a URI a scheme and a colon, a
+/// date-time a date and a `T`, a time `hh:mm:ss`, an IPv6 address hex digits, colons and dots).
+/// The grammar's strings lie inside it too, so the `oneOf` prover may intersect it: two
+/// alternatives whose languages do not meet share no instance.
+pub(super) fn format_cover_regex(name: &str) -> Option<String> {
+    match name {
+        "date" | "ipv4" | "uuid" | "duration" => format_regex(name),
+        "email" => Some("@".to_string()),
+        "uri" => Some("^[a-zA-Z][a-zA-Z0-9+.-]*:".to_string()),
+        "date-time" => Some("^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt]".to_string()),
+        "time" => Some("^[0-9]{2}:[0-9]{2}:[0-9]{2}".to_string()),
+        "ipv6" => Some("^[0-9a-fA-F:.]+$".to_string()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +153,7 @@ mod tests {
         }
         agrees("time", &["23:59:59Z", "00:00:00.123+05:30", "12:30:45-23:59"]);
         agrees("date-time", &["2024-02-29T23:59:59Z", "1999-12-31T00:00:00.000-01:00"]);
+        agrees("duration", &["P1Y2M3DT4H5M6S", "PT1M", "P3W", "P0D", "P1MT1S", "P12Y", "PT1H2M"]);
     }
 
     #[test]

@@ -122,4 +122,5 @@ pub const STANDARD_FORMATS: &[&str] = &[
 ];
 
 /// Formats compiled exactly in strict mode.
-pub const ENFORCED_FORMATS: &[&str] = &["date-time", "date", "time", "uuid", "ipv4", "ipv6", "email", "uri"];
+pub const ENFORCED_FORMATS: &[&str] =
+    &["date-time", "date", "time", "duration", "uuid", "ipv4", "ipv6", "email", "uri"];

@@ -14,7 +14,7 @@
 //!   `dependentSchemas` as presence cases (`dependencies`), `minProperties`/`maxProperties`
 //!   by counting (`counting`), decimal `multipleOf` (`multiple_of`), `enum` next to other
 //!   assertions by checking each value (`enum_filter`), `allOf` by merging, the `ipv6`
-//!   format, and enforced formats beside `pattern`/lengths/`not` as automata (`formats`); numeric bounds of any sign and scale and `multipleOf` steps as digit automata
+//!   and `duration` formats, and enforced formats beside `pattern`/lengths/`not` as automata (`formats`); numeric bounds of any sign and scale and `multipleOf` steps as digit automata
 //!   (`numeric_range`); open-ended tuples and `uniqueItems` over small finite item sets
 //!   (`arrays`). Keywords constrain only their own type: a schema without `type` admits every
 //!   other type (the typed view in `ir` sorts each keyword into its type's group). Object keys

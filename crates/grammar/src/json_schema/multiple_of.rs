@@ -240,8 +240,9 @@ mod tests {
         let s = json!({"type": "number", "multipleOf": 0.01, "minimum": -99999999999.99, "maximum": 99999999999.99});
         check(
             s,
-            &["1000.45", "200.0", "200.1", "0", "-0.5", "99999999999.99", "-99999999999.99", "7.100"],
-            &["1000.456", "99999999999.995", "100000000000", "-100000000000.00", "1e2", "0.001"],
+            // Judged by value: `1e2` is 100 (laid out as the grammar writes it).
+            &["1000.45", "200.0", "200.1", "0", "-0.5", "99999999999.99", "-99999999999.99", "7.100", "1e2"],
+            &["1000.456", "99999999999.995", "100000000000", "-100000000000.00", "1e-3", "0.001"],
         );
     }
 
@@ -261,7 +262,11 @@ mod tests {
         check(json!({"type": "integer", "multipleOf": 1}), &["-3", "0"], &["0.5"]);
         let s = json!({"type": "integer", "multipleOf": 15, "minimum": -20, "exclusiveMaximum": 45});
         check(s, &["-15", "0", "30"], &["45", "-30", "10"]);
-        check(json!({"type": "integer", "multipleOf": 3}), &["0", "-3", "123456789", "-99"], &["1", "-100", "3.0"]);
+        check(
+            json!({"type": "integer", "multipleOf": 3}),
+            &["0", "-3", "123456789", "-99", "3.0"],
+            &["1", "-100", "3.5"],
+        );
         let s = json!({"type": "integer", "multipleOf": 3, "minimum": 0, "maximum": 3000});
         check(s, &["0", "3", "2997", "3000"], &["-3", "3003", "2998"]);
         let s = json!({"type": "number", "multipleOf": 0.25, "exclusiveMaximum": -1.5});

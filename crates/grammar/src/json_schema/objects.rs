@@ -117,6 +117,17 @@ impl Converter<'_> {
             };
             for (mut comp, is_req) in alts {
                 if let Some(r) = comp.get("$ref").and_then(Value::as_str) {
+                    // Since draft 2019-09 the keywords beside `$ref` apply too; the component
+                    // is replaced by the target below, so they would be lost.
+                    let beside = comp.as_object().and_then(|m| {
+                        m.keys().find(|k| {
+                            *k != "$ref" && (SUPPORTED.contains(&k.as_str()) || UNSUPPORTED.contains(&k.as_str()))
+                        })
+                    });
+                    if let (true, false, Some(k)) = (strict, self.draft7_or_older, beside) {
+                        let k = k.clone();
+                        self.refuse(&k, &cptr, "cannot be enforced next to $ref in an allOf component")?;
+                    }
                     comp = self.resolve_pointer(r, &cptr)?.clone();
                 }
                 if strict {
@@ -195,7 +206,13 @@ impl Converter<'_> {
         let addl = if strict && open && !self.opts.closed_objects { Some(Value::Bool(true)) } else { None };
         if strict {
             for r in &required {
-                if !props.iter().any(|(k, _)| k == r) {
+                if props.iter().any(|(k, _)| k == r) {
+                    continue;
+                }
+                if addl.is_some() {
+                    // Other names are allowed with any value: the name is required with any value.
+                    props.push((r.clone(), Value::Bool(true)));
+                } else {
                     self.refuse("required", ptr, &format!("required property {r:?} is not listed in properties"))?;
                 }
             }
@@ -259,19 +276,27 @@ impl Converter<'_> {
         } else if let Some(a) = addl.filter(|a| **a != Value::Bool(false)) {
             let value_rule = match a {
                 Value::Object(_) | Value::Bool(true) => {
-                    self.value_rule(a, &format!("{sub}-value"), &format!("{ptr}/additionalProperties"))?
+                    match self.value_rule(a, &format!("{sub}-value"), &format!("{ptr}/additionalProperties")) {
+                        Ok(r) => Some(r),
+                        // No value satisfies the schema of the other names: none can appear,
+                        // and the object is still satisfiable without them.
+                        Err(e) if strict && is_unsatisfiable(&e) => None,
+                        Err(e) => return Err(e),
+                    }
                 }
                 _ => return Err(err("additionalProperties", ptr, "must be a boolean or a schema")),
             };
-            let key_rule = if names.is_empty() {
-                self.add_primitive("string", "string")?
-            } else {
-                let body = self.not_strings(&names.iter().map(|s| s.as_str()).collect::<Vec<_>>())?;
-                self.add_rule(&format!("{sub}-k"), &body)
-            };
-            let k = self.add_rule(&format!("{sub}-kv"), &format!("{key_rule} \":\" space {value_rule}"));
-            kv.insert(Slot::Extra, k);
-            opt.push(Slot::Extra);
+            if let Some(value_rule) = value_rule {
+                let key_rule = if names.is_empty() {
+                    self.add_primitive("string", "string")?
+                } else {
+                    let body = self.not_strings(&names.iter().map(|s| s.as_str()).collect::<Vec<_>>())?;
+                    self.add_rule(&format!("{sub}-k"), &body)
+                };
+                let k = self.add_rule(&format!("{sub}-kv"), &format!("{key_rule} \":\" space {value_rule}"));
+                kv.insert(Slot::Extra, k);
+                opt.push(Slot::Extra);
+            }
         }
         // The order this rule writes its named members in, for laying documents out.
         let optional_names = opt.iter().filter_map(|k| match k {

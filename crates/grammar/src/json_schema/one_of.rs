@@ -18,9 +18,10 @@
 
 use serde_json::{Map, Value};
 
-use super::any_of::total_types;
+use super::any_of::{custom_format, total_types};
 use super::automaton::Dfa;
 use super::converter::as_count;
+use super::formats::format_cover_regex;
 use super::ir::{declared_types as ir_declared, Node, TypeSet};
 use super::keywords::ANNOTATIONS;
 use super::shape::{declared_types, merge_all_of, merge_schemas, resolve};
@@ -293,7 +294,8 @@ fn ranges_apart(a: &Value, b: &Value) -> bool {
 }
 
 /// The strings a string schema admits, when its keywords are all ones an automaton expresses
-/// here (`pattern`, `minLength`, `maxLength`, `enum`/`const`; annotations ignored).
+/// here (`pattern`, `minLength`, `maxLength`, `enum`/`const`, an enforced `format` as a language
+/// covering every valid string; annotations and custom formats ignored).
 fn string_language(s: &Value) -> Option<Dfa> {
     let m = s.as_object()?;
     let mut lang = Dfa::any_string();
@@ -308,6 +310,8 @@ fn string_language(s: &Value) -> Option<Dfa> {
                 let words: Vec<&str> = v.as_array()?.iter().filter_map(Value::as_str).collect();
                 Dfa::literals(&words)
             }
+            "format" if v.as_str().is_some_and(custom_format) => continue,
+            "format" => Dfa::from_pattern(&format_cover_regex(v.as_str()?)?).ok()?,
             k if ANNOTATIONS.contains(&k) => continue,
             _ => return None,
         };

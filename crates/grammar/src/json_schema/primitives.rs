@@ -49,6 +49,13 @@ pub fn primitive(name: &str, strict: bool) -> Option<Builtin> {
         ("ipv6-address", true) => b("(ipv6-h16 \":\"){6} ipv6-ls32 | \"::\" (ipv6-h16 \":\"){5} ipv6-ls32 | ipv6-h16? \"::\" (ipv6-h16 \":\"){4} ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,1})? \"::\" (ipv6-h16 \":\"){3} ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,2})? \"::\" (ipv6-h16 \":\"){2} ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,3})? \"::\" ipv6-h16 \":\" ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,4})? \"::\" ipv6-ls32 | (ipv6-h16 (\":\" ipv6-h16){0,5})? \"::\" ipv6-h16 | (ipv6-h16 (\":\" ipv6-h16){0,6})? \"::\"", &["ipv6-h16", "ipv6-ls32"]),
         ("ipv6-h16", true) => b("[0-9a-fA-F]{1,4}", &[]),
         ("ipv6-ls32", true) => b("ipv6-h16 \":\" ipv6-h16 | ipv4-octet \".\" ipv4-octet \".\" ipv4-octet \".\" ipv4-octet", &["ipv6-h16", "ipv4-octet"]),
+        // RFC 3339 Appendix A durations: `P` then a date part (years, months, days, each unit at
+        // most once, in that order, none skipped between two present: `P1Y1D` is not one) with an
+        // optional time part (hours, minutes, seconds likewise), a time part alone, or weeks
+        // alone. Every number is one or more ASCII digits.
+        ("duration-string", true) => b("\"\\\"\" \"P\" ( [0-9]+ ( \"W\" | duration-ymd duration-hms? ) | duration-hms ) \"\\\"\" space", &["duration-ymd", "duration-hms"]),
+        ("duration-ymd", true) => b("\"Y\" ( [0-9]+ \"M\" ( [0-9]+ \"D\" )? )? | \"M\" ( [0-9]+ \"D\" )? | \"D\"", &[]),
+        ("duration-hms", true) => b("\"T\" [0-9]+ ( \"H\" ( [0-9]+ \"M\" ( [0-9]+ \"S\" )? )? | \"M\" ( [0-9]+ \"S\" )? | \"S\" )", &[]),
         // Conservative subsets: every output is a valid address/URI for any validator.
         ("email-string", true) => b("\"\\\"\" email-atom (\".\" email-atom)* \"@\" host-label (\".\" host-label)+ \"\\\"\" space", &["email-atom", "host-label"]),
         ("email-atom", true) => b("[A-Za-z0-9_%+-]+", &[]),

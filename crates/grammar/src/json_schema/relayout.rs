@@ -343,7 +343,18 @@ fn value(m: &Matcher, v: &Json, prefix: &str, s: &mut Search<'_>) -> Vec<Piece> 
     match v {
         Json::Null => fed(m, prefix, "null", s),
         Json::Bool(b) => fed(m, prefix, if *b { "true" } else { "false" }, s),
-        Json::Num(n) => fed(m, prefix, n, s),
+        Json::Num(n) => {
+            // As written first (its refusal is the one reported), then the value's other
+            // spellings, unrecorded.
+            let mut ways = fed(m, prefix, n, s);
+            for other in spellings(n).iter().filter(|o| *o != n) {
+                let mut mo = m.clone();
+                if mo.accept_bytes(other.as_bytes()).is_ok() {
+                    push_distinct(&mut ways, (mo, other.clone()));
+                }
+            }
+            ways
+        }
         Json::Str(x) => fed(m, prefix, &json_string(x), s),
         Json::Arr(a) => {
             let mut ways = fed(m, prefix, "[", s);
@@ -448,4 +459,104 @@ fn members(
         s.memo.insert(key, out.clone());
     }
     out
+}
+
+/// Longest plain (exponent-free) spelling tried: past the converter's 16 + 16 digits no rule
+/// writes one, and a number such as `1e999999` must not grow a million zeros.
+const PLAIN_MAX: usize = 40;
+
+/// The spellings of the JSON number written `text` that a schema grammar may write its value
+/// in. The strict converter writes numbers through four kinds of rule: the `integer` rule
+/// (`-`, at most 16 digits), the `number` rule (at most 16 integer digits, at most 16 fraction
+/// digits, an optional exponent), the digit automata of numeric bounds and `multipleOf` (no
+/// exponent; an integer or a fraction of 1 to 16 digits) and constants (`const`/`enum`, as
+/// serde_json writes the schema's number: an integer, or the shortest text of a double, such
+/// as `100.0`, `0.001`, `1e16`, `1.5e-7`). Whenever one of them writes the value at all, it
+/// writes one of these spellings: the integer (and with `.0`), the plain decimal with no
+/// trailing zeros, the scientific form with one digit before the point (`e`, no `+`), and
+/// for more than 17 significant digits the form with 16 before the point. Zero is also `-0`.
+/// Every spelling has the same exact decimal value as `text` (no rounding). Empty when `text`
+/// is not a JSON number.
+pub fn spellings(text: &str) -> Vec<String> {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => (body, "0"),
+    };
+    let exp_digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+    if exp_digits.is_empty() || !exp_digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
+    // An exponent beyond i64 keeps only its written spelling.
+    let Ok(e) = exp_digits.parse::<i64>() else { return vec![text.to_string()] };
+    let e = if exp.starts_with('-') { -i128::from(e) } else { i128::from(e) };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
+    // value = digits x 10^q, digits without leading or trailing zeros.
+    let all: String = format!("{int}{frac}");
+    let lead = all.trim_start_matches('0');
+    let digits = lead.trim_end_matches('0');
+    let mut out = vec![text.to_string()];
+    let mut push = |s: String| {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    };
+    if digits.is_empty() {
+        ["0", "-0", "0.0", "-0.0"].iter().for_each(|z| push(z.to_string()));
+        return out;
+    }
+    let q = e - frac.len() as i128 + (lead.len() - digits.len()) as i128;
+    let sign = if neg { "-" } else { "" };
+    let k = digits.len() as i128;
+    if q >= 0 && k + q <= PLAIN_MAX as i128 {
+        let int = format!("{sign}{digits}{}", "0".repeat(q as usize));
+        push(int.clone());
+        push(format!("{int}.0"));
+    } else if q < 0 {
+        let point = k + q; // digits before the point
+        if point > 0 {
+            push(format!("{sign}{}.{}", &digits[..point as usize], &digits[point as usize..]));
+        } else if k - point + 2 <= PLAIN_MAX as i128 {
+            push(format!("{sign}0.{}{digits}", "0".repeat((-point) as usize)));
+        }
+    }
+    let sci = |before: usize| {
+        let (a, b) = digits.split_at(before);
+        let dot = if b.is_empty() { String::new() } else { format!(".{b}") };
+        format!("{sign}{a}{dot}e{}", k - before as i128 + q)
+    };
+    push(sci(1));
+    if k > 17 {
+        push(sci(16));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spellings;
+
+    #[test]
+    fn spellings_keep_the_exact_value() {
+        assert_eq!(spellings("1.0E2"), ["1.0E2", "100", "100.0", "1e2"]);
+        assert_eq!(spellings("2.50"), ["2.50", "2.5", "2.5e0"]);
+        assert_eq!(spellings("-0.00012"), ["-0.00012", "-1.2e-4"]);
+        assert_eq!(spellings("-12e-1"), ["-12e-1", "-1.2", "-1.2e0"]);
+        assert_eq!(spellings("7"), ["7", "7.0", "7e0"]);
+        assert_eq!(spellings("0.0"), ["0.0", "0", "-0", "-0.0"]);
+        assert_eq!(spellings("1e16"), ["1e16", "10000000000000000", "10000000000000000.0"]);
+        assert_eq!(spellings("1e400"), ["1e400"]);
+        assert_eq!(
+            spellings("123456789012345678.5"),
+            ["123456789012345678.5", "1.234567890123456785e17", "1234567890123456.785e2"]
+        );
+        assert_eq!(spellings("1e99999999999999999999"), ["1e99999999999999999999"]);
+        assert!(spellings("1e").is_empty() && spellings("x").is_empty());
+    }
 }
