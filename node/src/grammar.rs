@@ -1,20 +1,28 @@
-//! `Vocab`, `Grammar` and `TokenTrie`: the matcher shared with the Python package
-//! (`python/src/matcher.rs`), with masks written into an `Int32Array` in place.
+//! `Vocab`, `Grammar` and `TokenTrie`: nucleus-grammar's [`GrammarMatcher`] and
+//! [`TrieMatcher`] (the ones the Python package and the C ABI wrap too), with masks written
+//! into an `Int32Array` in place.
 
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Either, Int32Array, Uint8Array, Unknown};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
-use nucleus_grammar::VocabIndex;
+use nucleus_grammar::bitmask::{as_unsigned, bitmask_words};
+use nucleus_grammar::continuations::Mode;
+use nucleus_grammar::{GrammarMatcher, OnEog, TrieMatcher, VocabIndex};
+use nucleus_runtime::{token_trie_for, TrieSetting};
+use nucleus_sampler::Token;
 use serde_json::Value;
 
 use crate::convert::to_value;
-use crate::generation::TrieSetting;
-use crate::matcher::{bitmask_words, vocab_index, GrammarMatcher, Trie};
 
-fn invalid(msg: String) -> Error {
-    Error::new(Status::InvalidArg, msg)
+fn invalid(msg: impl std::fmt::Display) -> Error {
+    Error::new(Status::InvalidArg, msg.to_string())
+}
+
+/// A token id from JavaScript, or None when no token has it.
+fn token(t: i64) -> Option<Token> {
+    Token::try_from(t).ok()
 }
 
 /// A JSON value given as an object or as JSON text.
@@ -26,7 +34,7 @@ fn json_arg(field: &str, v: &Unknown<'_>) -> Result<Value> {
 }
 
 /// Row `index` of a bitmask of `words`-word rows.
-fn row(out: &mut Int32Array, index: u32, words: usize) -> Result<&mut [i32]> {
+fn row(out: &mut Int32Array, index: u32, words: usize) -> Result<&mut [u32]> {
     // SAFETY: the array is borrowed for this call only and nothing else runs meanwhile (the
     // JavaScript thread is inside this call).
     let all = unsafe { out.as_mut() };
@@ -38,7 +46,7 @@ fn row(out: &mut Int32Array, index: u32, words: usize) -> Result<&mut [i32]> {
             all.len()
         )));
     }
-    Ok(&mut all[i * words..(i + 1) * words])
+    Ok(as_unsigned(&mut all[i * words..(i + 1) * words]))
 }
 
 /// A tokenizer vocabulary: every token's bytes (index = token id) and the end-of-generation
@@ -55,11 +63,11 @@ impl Vocab {
         let pieces = pieces
             .into_iter()
             .map(|p| match p {
-                Either::A(bytes) => bytes.to_vec(),
-                Either::B(text) => text.into_bytes(),
+                Either::A(bytes) => bytes.to_vec().into_boxed_slice(),
+                Either::B(text) => text.into_bytes().into_boxed_slice(),
             })
             .collect();
-        let index = vocab_index(pieces, &eog_ids.unwrap_or_default()).map_err(invalid)?;
+        let index = VocabIndex::checked(pieces, &eog_ids.unwrap_or_default()).map_err(invalid)?;
         Ok(Vocab { index: Arc::new(index) })
     }
 
@@ -89,8 +97,8 @@ impl Grammar {
     /// From GBNF text (start rule `start`, default `root`).
     #[napi(catch_unwind, factory)]
     pub fn from_gbnf(vocab: &Vocab, text: String, start: Option<String>) -> Result<Self> {
-        let m = GrammarMatcher::from_gbnf(vocab.index.clone(), &text, start.as_deref().unwrap_or("root"))
-            .map_err(invalid)?;
+        let start = start.as_deref().unwrap_or("root");
+        let m = GrammarMatcher::from_gbnf(vocab.index.clone(), &text, start, OnEog::Terminate).map_err(invalid)?;
         Ok(Grammar { m })
     }
 
@@ -98,8 +106,8 @@ impl Grammar {
     #[napi(catch_unwind, factory, ts_args_type = "vocab: Vocab, schema: object | string, llamaCppCompat?: boolean")]
     pub fn from_json_schema(vocab: &Vocab, schema: Unknown<'_>, llama_cpp_compat: Option<bool>) -> Result<Self> {
         let v = json_arg("schema", &schema)?;
-        let m = GrammarMatcher::from_json_schema(vocab.index.clone(), &v, llama_cpp_compat.unwrap_or(false))
-            .map_err(invalid)?;
+        let compat = llama_cpp_compat.unwrap_or(false);
+        let m = GrammarMatcher::from_json_schema(vocab.index.clone(), &v, compat, OnEog::Terminate).map_err(invalid)?;
         Ok(Grammar { m })
     }
 
@@ -115,7 +123,7 @@ impl Grammar {
     pub fn fill_next_token_bitmask(&self, mut bitmask: Int32Array, index: Option<u32>) -> Result<()> {
         let words = bitmask_words(self.m.n_vocab());
         let r = row(&mut bitmask, index.unwrap_or(0), words)?;
-        self.m.fill_next_token_bitmask(r).map_err(invalid)
+        self.m.fill_bitmask(r).map_err(invalid)
     }
 
     /// The tokens allowed next, in increasing order (the same set as the bitmask).
@@ -127,13 +135,13 @@ impl Grammar {
     /// Whether `token` is allowed next, checked without computing a mask.
     #[napi(catch_unwind)]
     pub fn is_allowed(&self, token: i64) -> bool {
-        self.m.is_allowed(token)
+        self::token(token).is_some_and(|t| self.m.is_allowed(t))
     }
 
     /// Advances by `token`; false (and no change) if the grammar does not allow it here.
     #[napi(catch_unwind)]
     pub fn accept_token(&mut self, token: i64) -> bool {
-        self.m.accept_token(token)
+        self::token(token).is_some_and(|t| self.m.accept(t).is_ok())
     }
 
     /// Undoes the last `n` accepted tokens (speculative decoding).
@@ -193,13 +201,14 @@ pub struct TokenTrieOptions {
 /// { tokenTrie })` constrain a model's generations with it.
 #[napi]
 pub struct TokenTrie {
-    t: Trie,
+    t: TrieMatcher,
 }
 
 impl TokenTrie {
-    /// This trie's path and mode as a constraint for a loaded model (see [`Trie::for_model`]).
+    /// This trie's path and mode as a constraint for a loaded model
+    /// ([`nucleus_runtime::token_trie_for`]).
     pub(crate) fn for_model(&self, model_id: &str, n_vocab: usize) -> Result<TrieSetting> {
-        self.t.for_model(model_id, n_vocab).map_err(invalid)
+        token_trie_for(&self.t, model_id, n_vocab).map_err(|e| invalid(format!("token trie: {e}")))
     }
 }
 
@@ -213,14 +222,9 @@ impl TokenTrie {
     pub fn new(descriptor: Unknown<'_>, mode: Option<String>, options: Option<TokenTrieOptions>) -> Result<Self> {
         let desc = json_arg("descriptor", &descriptor)?;
         let o = options.unwrap_or(TokenTrieOptions { path: None, n_vocab: None, model_id: None });
-        let t = Trie::new(
-            &desc,
-            o.path.as_deref(),
-            mode.as_deref().unwrap_or("greedy"),
-            o.n_vocab.map(|n| n as usize),
-            o.model_id.as_deref(),
-        )
-        .map_err(invalid)?;
+        let mode = Mode::from_name(mode.as_deref().unwrap_or("greedy")).map_err(invalid)?;
+        let n_vocab = o.n_vocab.map(|n| n as usize);
+        let t = TrieMatcher::new(&desc, o.path.as_deref(), mode, n_vocab, o.model_id.as_deref()).map_err(invalid)?;
         Ok(TokenTrie { t })
     }
 
@@ -233,7 +237,7 @@ impl TokenTrie {
     /// "greedy" or "sampled".
     #[napi(catch_unwind, getter)]
     pub fn mode(&self) -> String {
-        self.t.mode().to_string()
+        self.t.mode().name().to_string()
     }
 
     /// Vocabulary size.
@@ -261,13 +265,17 @@ impl TokenTrie {
             Either::A(t) => vec![t],
             Either::B(v) => v,
         };
+        let list = list
+            .into_iter()
+            .map(|t| token(t).ok_or_else(|| invalid(format!("token {t} is out of range"))))
+            .collect::<Result<Vec<Token>>>()?;
         self.t.advance(&list).map_err(invalid)
     }
 
     /// The leaf name if the tokens so far spell a complete leaf.
     #[napi(catch_unwind)]
     pub fn complete(&self) -> Option<String> {
-        self.t.complete()
+        self.t.complete().map(str::to_string)
     }
 
     /// Whether nothing more can follow.
@@ -286,6 +294,6 @@ impl TokenTrie {
     #[napi(catch_unwind)]
     pub fn fill_next_token_bitmask(&self, mut bitmask: Int32Array, index: Option<u32>) -> Result<()> {
         let r = row(&mut bitmask, index.unwrap_or(0), bitmask_words(self.t.n_vocab()))?;
-        self.t.fill_next_token_bitmask(r).map_err(invalid)
+        self.t.fill_bitmask(r).map_err(invalid)
     }
 }

@@ -8,11 +8,7 @@
 #![deny(clippy::all)]
 
 mod convert;
-#[path = "../../python/src/generation.rs"]
-mod generation;
 mod grammar;
 mod logits;
-#[path = "../../python/src/matcher.rs"]
-mod matcher;
 mod model;
 mod sampler;

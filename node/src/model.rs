@@ -11,7 +11,7 @@ use napi::{Error, Result, Status};
 use napi_derive::napi;
 use nucleus_runtime::{
     generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
-    ModelRef, Pip, Prompt, SequenceOptions,
+    ModelRef, Pip, Prompt, Sequence, SequenceOptions, TrieSetting,
 };
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
@@ -19,7 +19,6 @@ use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
 use crate::convert::{params_map, to_value};
-use crate::generation::{model_id, sequence, TrieSetting};
 use crate::grammar::TokenTrie;
 
 fn invalid(msg: String) -> Error {
@@ -79,7 +78,7 @@ impl Model {
         let r = ModelRef::parse(&model).map_err(failure)?;
         let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {}).map_err(failure)?;
         let loaded = LlamaCppModel::load(&path).map_err(failure)?;
-        Ok(Model { model: Arc::new(loaded), id: model_id(&model, &r), trie: None })
+        Ok(Model { model: Arc::new(loaded), id: r.descriptor_id(&model), trie: None })
     }
 
     /// The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
@@ -193,7 +192,8 @@ impl Model {
             let run = || -> std::result::Result<(), String> {
                 let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
-                let seq = sequence(model.as_ref(), &sampling, opts, trie)?;
+                let seq =
+                    Sequence::new(model.as_ref(), &sampling, opts).map_err(|e| e.to_string())?.with_token_trie(trie);
                 generate_sequence(ctx.as_mut(), &tokens, seq, Some(&flag), &mut |ev| {
                     let t = GeneratedToken { token: ev.token, text: ev.text.to_string() };
                     match tx.blocking_send(Ok(t)) {

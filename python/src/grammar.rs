@@ -1,20 +1,27 @@
-//! `nucleus.Vocab`, `nucleus.Grammar` and `nucleus.TokenTrie`: the matcher of
-//! [`crate::matcher`] with masks written into a caller's int32 buffer in place.
+//! `nucleus.Vocab`, `nucleus.Grammar` and `nucleus.TokenTrie`: nucleus-grammar's
+//! [`GrammarMatcher`] and [`TrieMatcher`] with masks written into a caller's int32 buffer in
+//! place.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use nucleus_grammar::VocabIndex;
+use nucleus_grammar::bitmask::{as_unsigned, bitmask_words};
+use nucleus_grammar::continuations::Mode;
+use nucleus_grammar::{GrammarMatcher, OnEog, TrieMatcher, VocabIndex};
+use nucleus_runtime::{token_trie_for, TrieSetting};
+use nucleus_sampler::Token;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use serde_json::Value;
 
-use crate::generation::TrieSetting;
-use crate::matcher::{bitmask_words, vocab_index, GrammarMatcher, Trie};
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
 
-fn value_error(e: String) -> PyErr {
-    PyValueError::new_err(e)
+/// A token id from Python, or None when no token has it.
+fn token(t: i64) -> Option<Token> {
+    Token::try_from(t).ok()
 }
 
 /// A tokenizer vocabulary: every token's bytes (index = token id) and the end-of-generation
@@ -29,7 +36,8 @@ impl Vocab {
     #[new]
     #[pyo3(signature = (pieces, eog_ids = Vec::new()))]
     fn new(py: Python<'_>, pieces: Vec<Vec<u8>>, eog_ids: Vec<i64>) -> PyResult<Self> {
-        let index = py.detach(|| vocab_index(pieces, &eog_ids)).map_err(value_error)?;
+        let pieces = pieces.into_iter().map(Vec::into_boxed_slice).collect();
+        let index = py.detach(|| VocabIndex::checked(pieces, &eog_ids)).map_err(value_error)?;
         Ok(Vocab { index: Arc::new(index) })
     }
 
@@ -58,7 +66,7 @@ fn schema_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
 }
 
 /// Row `index` of a writable int32 buffer (1-D: the whole buffer is one row).
-fn with_bitmask_row<R>(out: &Bound<'_, PyAny>, index: usize, f: impl FnOnce(&mut [i32]) -> R) -> PyResult<R> {
+fn with_bitmask_row<R>(out: &Bound<'_, PyAny>, index: usize, f: impl FnOnce(&mut [u32]) -> R) -> PyResult<R> {
     let buf = PyBuffer::<i32>::get(out)?;
     if buf.readonly() {
         return Err(PyValueError::new_err("the bitmask buffer is read-only"));
@@ -79,7 +87,7 @@ fn with_bitmask_row<R>(out: &Bound<'_, PyAny>, index: usize, f: impl FnOnce(&mut
     // writable and C-contiguous, exported until `buf` drops, and covers `rows * width` items.
     // The GIL is held, so no Python code touches it meanwhile.
     let all: &mut [i32] = unsafe { &mut *ptr.as_ptr() };
-    Ok(f(&mut all[index * width..(index + 1) * width]))
+    Ok(f(as_unsigned(&mut all[index * width..(index + 1) * width])))
 }
 
 /// A grammar position over a vocabulary: `Grammar(vocab, gbnf)` (llama.cpp's GBNF, start
@@ -112,14 +120,16 @@ impl Grammar {
     ) -> PyResult<Self> {
         let index = vocab.index.clone();
         let m = match (gbnf, json_schema) {
-            (Some(text), None) => py.detach(|| GrammarMatcher::from_gbnf(index, text, start)),
+            (Some(text), None) => {
+                py.detach(|| GrammarMatcher::from_gbnf(index, text, start, OnEog::Terminate)).map_err(value_error)?
+            }
             (None, Some(schema)) => {
                 let v = schema_value(schema)?;
-                py.detach(|| GrammarMatcher::from_json_schema(index, &v, llama_cpp_compat))
+                py.detach(|| GrammarMatcher::from_json_schema(index, &v, llama_cpp_compat, OnEog::Terminate))
+                    .map_err(value_error)?
             }
             _ => return Err(PyValueError::new_err("give exactly one of gbnf or json_schema")),
-        }
-        .map_err(value_error)?;
+        };
         Ok(Grammar { n_vocab: m.n_vocab(), state: Mutex::new(m) })
     }
 
@@ -134,8 +144,7 @@ impl Grammar {
     #[pyo3(signature = (bitmask, index = 0))]
     fn fill_next_token_bitmask(&self, py: Python<'_>, bitmask: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
         // The first mask of a state may walk the whole vocabulary: computed without the GIL.
-        with_bitmask_row(bitmask, index, |row| py.detach(|| self.lock().fill_next_token_bitmask(row)))?
-            .map_err(value_error)
+        with_bitmask_row(bitmask, index, |row| py.detach(|| self.lock().fill_bitmask(row)))?.map_err(value_error)
     }
 
     /// The tokens allowed next, in increasing order (the same set as the bitmask).
@@ -145,13 +154,13 @@ impl Grammar {
 
     /// Whether `token` is allowed next, checked without computing a mask.
     fn is_allowed(&self, token: i64) -> bool {
-        self.lock().is_allowed(token)
+        self::token(token).is_some_and(|t| self.lock().is_allowed(t))
     }
 
     /// Advances by `token`. Returns False (and changes nothing) if the grammar does not allow
     /// it here.
     fn accept_token(&self, token: i64) -> bool {
-        self.lock().accept_token(token)
+        self::token(token).is_some_and(|t| self.lock().accept(t).is_ok())
     }
 
     /// Undoes the last `n` accepted tokens (speculative decoding).
@@ -197,17 +206,18 @@ impl Grammar {
 /// model's generations with it.
 #[pyclass(module = "nucleus._nucleus")]
 pub(crate) struct TokenTrie {
-    state: Mutex<Trie>,
+    state: Mutex<TrieMatcher>,
 }
 
 impl TokenTrie {
-    fn lock(&self) -> MutexGuard<'_, Trie> {
+    fn lock(&self) -> MutexGuard<'_, TrieMatcher> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// This trie's path and mode as a constraint for a loaded model (see [`Trie::for_model`]).
+    /// This trie's path and mode as a constraint for a loaded model
+    /// ([`nucleus_runtime::token_trie_for`]).
     pub(crate) fn for_model(&self, model_id: &str, n_vocab: usize) -> PyResult<TrieSetting> {
-        self.lock().for_model(model_id, n_vocab).map_err(value_error)
+        token_trie_for(&self.lock(), model_id, n_vocab).map_err(|e| value_error(format!("token trie: {e}")))
     }
 }
 
@@ -223,7 +233,8 @@ impl TokenTrie {
         model_id: Option<&str>,
     ) -> PyResult<Self> {
         let desc = schema_value(descriptor)?;
-        let t = Trie::new(&desc, path, mode, n_vocab, model_id).map_err(value_error)?;
+        let mode = Mode::from_name(mode).map_err(value_error)?;
+        let t = TrieMatcher::new(&desc, path, mode, n_vocab, model_id).map_err(value_error)?;
         Ok(TokenTrie { state: Mutex::new(t) })
     }
 
@@ -236,7 +247,7 @@ impl TokenTrie {
     /// "greedy" or "sampled".
     #[getter]
     fn mode(&self) -> &'static str {
-        self.lock().mode()
+        self.lock().mode().name()
     }
 
     /// Vocabulary size.
@@ -262,12 +273,16 @@ impl TokenTrie {
             Ok(t) => vec![t],
             Err(_) => tokens.extract()?,
         };
+        let list = list
+            .into_iter()
+            .map(|t| token(t).ok_or_else(|| value_error(format!("token {t} is out of range"))))
+            .collect::<PyResult<Vec<Token>>>()?;
         self.lock().advance(&list).map_err(value_error)
     }
 
     /// The leaf name if the tokens so far spell a complete leaf, else None.
     fn complete(&self) -> Option<String> {
-        self.lock().complete()
+        self.lock().complete().map(str::to_string)
     }
 
     /// Whether nothing more can follow.
@@ -284,6 +299,6 @@ impl TokenTrie {
     /// path is finished).
     #[pyo3(signature = (bitmask, index = 0))]
     fn fill_next_token_bitmask(&self, bitmask: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
-        with_bitmask_row(bitmask, index, |row| self.lock().fill_next_token_bitmask(row))?.map_err(value_error)
+        with_bitmask_row(bitmask, index, |row| self.lock().fill_bitmask(row))?.map_err(value_error)
     }
 }

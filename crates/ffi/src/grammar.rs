@@ -1,15 +1,15 @@
 //! The grammar object (`nucleus_grammar`): a GBNF grammar or a JSON Schema over a
 //! `nucleus_vocab`, giving packed token bitmasks (the same tokens llama.cpp's grammar sampler
-//! keeps) and advancing by accepted tokens.
+//! keeps), advancing by accepted tokens and rolling them back. A thin wrapper over
+//! nucleus-grammar's [`GrammarMatcher`] (the one the Python and Node packages wrap too), with
+//! end-of-generation tokens leaving the grammar where it was ([`OnEog::Stay`]), as llama.cpp's
+//! grammar sampler does.
 
 use std::ffi::c_char;
 
-use ::nucleus_grammar::json_schema::{schema_to_grammar, SchemaOptions};
-use ::nucleus_grammar::GrammarSampler;
-use ::nucleus_sampler::Sampler;
+use ::nucleus_grammar::{GrammarMatcher, OnEog};
 
 use crate::args::{slice_mut, text};
-use crate::bitmask;
 use crate::error::{constructor, guard, status, Error, Result, NUCLEUS_ERR_REJECTED, NUCLEUS_OK};
 use crate::handle::{Handle, Kind};
 use crate::vocab::nucleus_vocab;
@@ -17,7 +17,7 @@ use crate::vocab::nucleus_vocab;
 /// A grammar's position over its vocabulary.
 #[derive(Clone)]
 pub struct GrammarState {
-    sampler: GrammarSampler,
+    m: GrammarMatcher,
 }
 
 impl Kind for GrammarState {
@@ -32,7 +32,7 @@ pub type nucleus_grammar = Handle<GrammarState>;
 
 impl GrammarState {
     fn n_vocab(&self) -> usize {
-        self.sampler.vocab().n_vocab()
+        self.m.n_vocab()
     }
 
     fn check_token(&self, token: i32) -> Result<()> {
@@ -66,9 +66,9 @@ pub unsafe extern "C" fn nucleus_grammar_new(
         if gbnf.trim().is_empty() {
             return Err(Error::invalid("`gbnf` is empty"));
         }
-        let sampler =
-            GrammarSampler::with_index(v.index.clone(), gbnf, root).map_err(|e| Error::invalid(e.to_string()))?;
-        Ok(Handle::into_raw(GrammarState { sampler }))
+        let m = GrammarMatcher::from_gbnf(v.index.clone(), gbnf, root, OnEog::Stay)
+            .map_err(|e| Error::invalid(e.to_string()))?;
+        Ok(Handle::into_raw(GrammarState { m }))
     })
 }
 
@@ -90,9 +90,9 @@ pub unsafe extern "C" fn nucleus_grammar_new_json_schema(
         let json = unsafe { text(schema_json, "schema_json")? };
         let schema: serde_json::Value =
             serde_json::from_str(json).map_err(|e| Error::invalid(format!("schema_json is not valid JSON: {e}")))?;
-        let grammar =
-            schema_to_grammar(&schema, &SchemaOptions::default()).map_err(|e| Error::invalid(e.to_string()))?;
-        Ok(Handle::into_raw(GrammarState { sampler: GrammarSampler::from_grammar(v.index.clone(), grammar) }))
+        let m = GrammarMatcher::from_json_schema(v.index.clone(), &schema, false, OnEog::Stay)
+            .map_err(|e| Error::invalid(e.to_string()))?;
+        Ok(Handle::into_raw(GrammarState { m }))
     })
 }
 
@@ -114,8 +114,7 @@ pub unsafe extern "C" fn nucleus_grammar_fill_bitmask(
         let g = unsafe { Handle::get_mut(g, "g")? };
         // SAFETY: the caller passes NULL or `n_words` writable words.
         let out = unsafe { slice_mut(bitmask, n_words, "bitmask")? };
-        bitmask::check_len(out, g.n_vocab())?;
-        bitmask::write(&g.sampler.mask(), g.n_vocab(), out)?;
+        g.m.fill_bitmask(out)?;
         Ok(NUCLEUS_OK)
     })
 }
@@ -136,7 +135,7 @@ pub unsafe extern "C" fn nucleus_grammar_apply(g: *mut nucleus_grammar, logits: 
         if row.len() != g.n_vocab() {
             return Err(Error::size(format!("`n_logits` is {} but the vocabulary has {}", row.len(), g.n_vocab())));
         }
-        let mask = g.sampler.mask();
+        let mask = g.m.sampler().mask();
         for (i, l) in row.iter_mut().enumerate() {
             if !mask.contains(i as i32) {
                 *l = f32::NEG_INFINITY;
@@ -157,7 +156,7 @@ pub unsafe extern "C" fn nucleus_grammar_is_allowed(g: *const nucleus_grammar, t
         // SAFETY: the caller passes NULL or a live grammar.
         let g = unsafe { Handle::get(g, "g")? };
         g.check_token(token)?;
-        Ok(g.sampler.is_allowed(token) as i32)
+        Ok(g.m.is_allowed(token) as i32)
     })
 }
 
@@ -172,8 +171,39 @@ pub unsafe extern "C" fn nucleus_grammar_accept(g: *mut nucleus_grammar, token: 
         // SAFETY: the caller passes NULL or a live grammar, used by one thread at a time.
         let g = unsafe { Handle::get_mut(g, "g")? };
         g.check_token(token)?;
-        g.sampler.try_accept(token).map_err(|e| Error::new(NUCLEUS_ERR_REJECTED, e.to_string()))?;
+        g.m.accept(token).map_err(|e| Error::new(NUCLEUS_ERR_REJECTED, e.to_string()))?;
         Ok(NUCLEUS_OK)
+    })
+}
+
+/// Undoes the last `n` accepted tokens (speculative decoding: the tokens a draft proposed and
+/// the target refused), all or nothing: `NUCLEUS_ERR_INVALID` when fewer than `n` were
+/// accepted since the grammar was built or reset (the state is then unchanged). Returns 0 or a
+/// negative code. Rejected tokens are not counted; a reset forgets the history.
+///
+/// # Safety
+/// `g` must be NULL or a live `nucleus_grammar`.
+#[no_mangle]
+pub unsafe extern "C" fn nucleus_grammar_rollback(g: *mut nucleus_grammar, n: usize) -> i32 {
+    status(|| {
+        // SAFETY: the caller passes NULL or a live grammar, used by one thread at a time.
+        let g = unsafe { Handle::get_mut(g, "g")? };
+        g.m.rollback(n).map_err(|e| Error::invalid(e.to_string()))?;
+        Ok(NUCLEUS_OK)
+    })
+}
+
+/// How many accepted tokens `nucleus_grammar_rollback` can undo (those accepted since the
+/// grammar was built or last reset), or a negative code.
+///
+/// # Safety
+/// `g` must be NULL or a live `nucleus_grammar`.
+#[no_mangle]
+pub unsafe extern "C" fn nucleus_grammar_num_accepted(g: *const nucleus_grammar) -> i32 {
+    status(|| {
+        // SAFETY: the caller passes NULL or a live grammar.
+        let g = unsafe { Handle::get(g, "g")? };
+        Ok(i32::try_from(g.m.accepted()).unwrap_or(i32::MAX))
     })
 }
 
@@ -187,7 +217,7 @@ pub unsafe extern "C" fn nucleus_grammar_can_end(g: *const nucleus_grammar) -> i
     status(|| {
         // SAFETY: the caller passes NULL or a live grammar.
         let g = unsafe { Handle::get(g, "g")? };
-        Ok(g.sampler.can_end() as i32)
+        Ok(g.m.can_end() as i32)
     })
 }
 
@@ -201,7 +231,7 @@ pub unsafe extern "C" fn nucleus_grammar_is_complete(g: *const nucleus_grammar) 
     status(|| {
         // SAFETY: the caller passes NULL or a live grammar.
         let g = unsafe { Handle::get(g, "g")? };
-        Ok(g.sampler.is_complete() as i32)
+        Ok(g.m.sampler().is_complete() as i32)
     })
 }
 
@@ -216,7 +246,7 @@ pub unsafe extern "C" fn nucleus_grammar_reset(g: *mut nucleus_grammar) {
         || {
             // SAFETY: the caller passes NULL or a live grammar, used by one thread at a time.
             let g = unsafe { Handle::get_mut(g, "g")? };
-            g.sampler.reset();
+            g.m.reset();
             Ok(())
         },
     )

@@ -11,7 +11,6 @@
 //! between threads but are used by one thread at a time.
 
 mod args;
-mod bitmask;
 mod error;
 pub mod grammar;
 mod handle;
@@ -22,7 +21,6 @@ pub mod llm;
 mod params;
 pub mod sampler;
 pub mod token_trie;
-mod trie_cache;
 pub mod vocab;
 
 use std::ffi::c_char;

@@ -5,17 +5,22 @@
 
 use std::ffi::{c_char, CString};
 
+use ::nucleus_grammar::bitmask;
 use ::nucleus_grammar::continuations::{ContinuationSet, Mode, TrieConstraint};
+use ::nucleus_grammar::trie_cache::{self, CacheKey};
 use ::nucleus_sampler::Token;
 use serde_json::{json, Value};
 
 use crate::args::{slice_mut, text_len};
-use crate::bitmask;
 use crate::error::{constructor, guard, status, Error, Result, NUCLEUS_ERR_REJECTED, NUCLEUS_OK};
 use crate::handle::{Handle, Kind};
 
 /// The one path the constraint walks: every leaf of every path of the descriptor.
 const UNION_PATH: &str = "*";
+
+/// The kind of compiled set in nucleus-grammar's process-wide cache: every path merged into
+/// [`UNION_PATH`] (the text is the descriptor as given; its own `modelId` is checked).
+const UNION_KIND: &str = "ffi-union";
 
 /// A position in the trie of a descriptor's leaves.
 #[derive(Clone)]
@@ -67,10 +72,12 @@ fn compile(json: &str, n_vocab: usize) -> Result<ContinuationSet> {
 }
 
 /// A constraint at the root of the trie of every leaf of the descriptor (`len` bytes of JSON),
-/// token ids checked to be below `n_vocab`; compiled sets come from the process-wide cache.
-/// The standalone object and the generation handle both walk this one trie.
+/// token ids checked to be below `n_vocab`; compiled sets come from nucleus-grammar's
+/// process-wide cache (shared with nucleus-runtime's). The standalone object and the
+/// generation handle both walk this one trie.
 pub(crate) fn root(json: &str, n_vocab: usize, mode: Mode) -> Result<TrieConstraint> {
-    let set = crate::trie_cache::get_or_compile(json, n_vocab, || compile(json, n_vocab))?;
+    let key = CacheKey { kind: UNION_KIND, descriptor: json, model_id: "", n_vocab };
+    let set = trie_cache::shared(&key, || compile(json, n_vocab))?;
     set.constraint(UNION_PATH, mode).map_err(|e| Error::invalid(format!("descriptor: {e}")))
 }
 
@@ -174,13 +181,9 @@ pub unsafe extern "C" fn nucleus_token_trie_fill_bitmask(
         let n = n_vocab as usize;
         t.check_vocab(n)?;
         if !t.active() {
-            bitmask::write_all(n, out)?;
-            return Ok(NUCLEUS_OK);
-        }
-        bitmask::check_len(out, n)?;
-        out.fill(0);
-        for id in t.constraint.allowed() {
-            out[id as usize / 32] |= 1 << (id as usize % 32);
+            bitmask::fill_all(n, out)?;
+        } else {
+            bitmask::fill_ids(n, t.constraint.allowed(), out)?;
         }
         Ok(NUCLEUS_OK)
     })

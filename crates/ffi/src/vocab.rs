@@ -55,18 +55,14 @@ unsafe fn read(
         let bytes = unsafe { slice(p as *const u8, len, &format!("pieces[{i}]"))? };
         texts.push(bytes.to_vec().into_boxed_slice());
     }
-    let mut eog = vec![false; n];
-    if n_eog > 0 {
+    let eog: Vec<i64> = if n_eog > 0 {
         // SAFETY: the caller passes `n_eog` ids when `n_eog > 0`.
-        let ids = unsafe { slice(eog_ids, n_eog, "eog_ids")? };
-        for &id in ids {
-            if id < 0 || id as usize >= n {
-                return Err(Error::invalid(format!("eog id {id} is outside the vocabulary [0, {n})")));
-            }
-            eog[id as usize] = true;
-        }
-    }
-    Ok(VocabState { index: Arc::new(VocabIndex::from_pieces(texts, eog)) })
+        unsafe { slice(eog_ids, n_eog, "eog_ids")? }.iter().map(|&id| i64::from(id)).collect()
+    } else {
+        Vec::new()
+    };
+    let index = VocabIndex::checked(texts, &eog).map_err(|e| Error::invalid(e.to_string()))?;
+    Ok(VocabState { index: Arc::new(index) })
 }
 
 /// Creates a vocabulary of `n_vocab` tokens: token `i`'s text is the `lengths[i]` bytes at

@@ -1,25 +1,19 @@
 //! Token-trie constraints ("allowed continuations"): from a descriptor listing, per path, the
 //! token sequences of its leaves (e.g. action names), only tokens continuing some leaf are
 //! allowed; where one continuation is forced the tokens are returned together
-//! (fast-forward). Built tries are cached (LRU) by a hash of the descriptor.
+//! (fast-forward). Built tries are cached by [`crate::trie_cache`].
 //!
 //! Descriptor: `{"modelId": "...", "descriptors": [{"path": "action", "leaves":
 //! [{"name": "THINK", "tokens": [100, 101]}, ...]}]}`.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use lru::LruCache;
 use nucleus_sampler::{Candidates, Sampler, Token};
 use serde_json::Value;
 
 use crate::error::DescriptorError;
-
-/// How many built descriptors the cache keeps.
-pub const CACHE_ENTRIES: usize = 128;
+pub use crate::trie_cache::{TrieCache, CACHE_ENTRIES};
 
 #[derive(Debug, Clone, Default)]
 struct Node {
@@ -130,59 +124,6 @@ impl ContinuationSet {
     /// The paths described.
     pub fn paths(&self) -> Vec<&str> {
         self.tries.keys().map(String::as_str).collect()
-    }
-}
-
-/// A stable hash of a descriptor (the cache key).
-pub fn descriptor_hash(desc: &Value) -> u64 {
-    let mut h = DefaultHasher::new();
-    serde_json::to_string(desc).unwrap_or_default().hash(&mut h);
-    h.finish()
-}
-
-/// LRU cache of built descriptors.
-pub struct TrieCache {
-    lru: LruCache<u64, Arc<ContinuationSet>>,
-}
-
-impl Default for TrieCache {
-    fn default() -> Self {
-        Self::new(CACHE_ENTRIES)
-    }
-}
-
-impl TrieCache {
-    /// A cache holding up to `entries` descriptors.
-    pub fn new(entries: usize) -> Self {
-        TrieCache { lru: LruCache::new(NonZeroUsize::new(entries.max(1)).unwrap()) }
-    }
-
-    /// The built set for `desc`, from the cache or built (and cached) now.
-    pub fn get_or_build(
-        &mut self,
-        desc: &Value,
-        model_id: &str,
-        n_vocab: usize,
-    ) -> Result<Arc<ContinuationSet>, DescriptorError> {
-        let key = descriptor_hash(desc);
-        if let Some(s) = self.lru.get(&key) {
-            if s.model_id == model_id {
-                return Ok(s.clone());
-            }
-        }
-        let s = Arc::new(ContinuationSet::from_descriptor(desc, model_id, n_vocab)?);
-        self.lru.put(key, s.clone());
-        Ok(s)
-    }
-
-    /// Number of cached descriptors.
-    pub fn len(&self) -> usize {
-        self.lru.len()
-    }
-
-    /// Whether the cache is empty.
-    pub fn is_empty(&self) -> bool {
-        self.lru.is_empty()
     }
 }
 

@@ -86,6 +86,10 @@ pub enum AcceptError {
         limit = crate::WORK_LIMIT
     )]
     TooAmbiguous,
+    /// A token arrived after an end-of-generation token ended the match
+    /// ([`crate::GrammarMatcher`] only; roll back to continue).
+    #[error("token {0} arrives after end of generation")]
+    Terminated(i32),
 }
 
 /// A JSON Schema the converter refuses, naming the keyword and where it is.
@@ -104,3 +108,41 @@ pub struct SchemaError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("token-trie descriptor: {0}")]
 pub struct DescriptorError(pub String);
+
+/// A vocabulary given as token texts and end-of-generation ids that cannot be indexed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum VocabError {
+    /// No tokens, or more than token ids (`i32`) can name.
+    #[error("a vocabulary needs between 1 and 2^31 - 1 tokens, got {0}")]
+    Size(usize),
+    /// An end-of-generation id names no token.
+    #[error("end-of-generation id {id} is outside the vocabulary [0, {n_vocab})")]
+    EogOutside {
+        /// The id as given.
+        id: i64,
+        /// The vocabulary size.
+        n_vocab: usize,
+    },
+}
+
+/// A packed bitmask buffer of the wrong length for its vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("the bitmask has {got} words but {n_vocab} tokens need ceil({n_vocab} / 32) = {want}")]
+pub struct BitmaskSizeError {
+    /// Words given.
+    pub got: usize,
+    /// Words needed.
+    pub want: usize,
+    /// The vocabulary size.
+    pub n_vocab: usize,
+}
+
+/// A rollback of more tokens than were accepted (the matcher is unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("cannot roll back {asked} tokens: only {accepted} were accepted")]
+pub struct RollbackError {
+    /// Tokens asked to undo.
+    pub asked: usize,
+    /// Tokens that can be undone.
+    pub accepted: usize,
+}

@@ -12,6 +12,7 @@
 //! assert!(m.accept_bytes(b"x").is_err());
 //! ```
 
+pub mod bitmask;
 pub mod builtin;
 pub mod compile;
 pub mod constrained;
@@ -20,6 +21,7 @@ pub mod dfa;
 pub mod error;
 mod fast_hash;
 pub mod grammar;
+pub mod grammar_matcher;
 pub mod json_schema;
 pub mod lazy;
 pub mod loop_exits;
@@ -28,14 +30,20 @@ pub mod matcher;
 pub mod parse;
 pub mod sampler;
 pub mod stacks;
+pub mod trie_cache;
+pub mod trie_matcher;
 pub mod uniform_run;
 pub mod vocab_index;
 
-pub use error::{AcceptError, BuildError, DescriptorError, ParseError, SchemaError};
+pub use error::{
+    AcceptError, BitmaskSizeError, BuildError, DescriptorError, ParseError, RollbackError, SchemaError, VocabError,
+};
 pub use grammar::Grammar;
+pub use grammar_matcher::{GrammarMatcher, OnEog};
 pub use lazy::Triggers;
 pub use mask::TokenMask;
 pub use matcher::Matcher;
 pub use sampler::GrammarSampler;
 pub use stacks::WORK_LIMIT;
+pub use trie_matcher::TrieMatcher;
 pub use vocab_index::VocabIndex;

@@ -57,6 +57,17 @@ impl TokenMask {
         }
     }
 
+    /// The bit vector: bit `id % 64` of word `id / 64` for token `id`.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// The packed 32-bit view ([`crate::bitmask`]): writes this mask over `n_vocab` tokens
+    /// into `out`, which must hold `ceil(n_vocab / 32)` words.
+    pub fn fill_u32(&self, n_vocab: usize, out: &mut [u32]) -> Result<(), crate::error::BitmaskSizeError> {
+        crate::bitmask::fill_from_mask(self, n_vocab, out)
+    }
+
     /// Number of allowed ids.
     pub fn count(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()

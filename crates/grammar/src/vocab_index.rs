@@ -90,7 +90,25 @@ impl VocabIndex {
         Self::from_pieces(pieces, eog)
     }
 
-    /// Builds the index from explicit token texts and EOG flags (tests, benchmarks).
+    /// Builds the index from token texts (index = token id) and the end-of-generation ids, as
+    /// an application hands them over (the C ABI, Python, Node): checks that there are between
+    /// 1 and 2^31 - 1 tokens and that every end-of-generation id names one of them.
+    pub fn checked(pieces: Vec<Box<[u8]>>, eog_ids: &[i64]) -> Result<Self, crate::error::VocabError> {
+        let n = pieces.len();
+        if n == 0 || n > i32::MAX as usize {
+            return Err(crate::error::VocabError::Size(n));
+        }
+        let mut eog = vec![false; n];
+        for &id in eog_ids {
+            if id < 0 || id as u64 >= n as u64 {
+                return Err(crate::error::VocabError::EogOutside { id, n_vocab: n });
+            }
+            eog[id as usize] = true;
+        }
+        Ok(Self::from_pieces(pieces, eog))
+    }
+
+    /// Builds the index from explicit token texts and EOG flags (one per token).
     pub fn from_pieces(pieces: Vec<Box<[u8]>>, eog: Vec<bool>) -> Self {
         let n_vocab = pieces.len();
         // Text as llama.cpp sees it: cut at the first NUL; empty text is never allowed.

@@ -2,9 +2,11 @@
 //! compilation: a keyword that cannot be enforced is refused) or any JSON object, built as a
 //! nucleus-grammar [`GrammarSampler`] over the model's vocabulary.
 
-use nucleus_grammar::continuations::{Mode as TrieMode, TrieCache, TrieConstraint};
+use nucleus_grammar::continuations::{Mode as TrieMode, TrieConstraint};
 use nucleus_grammar::json_schema::{schema_to_gbnf, schema_to_grammar, SchemaOptions};
-use nucleus_grammar::{builtin, BuildError, DescriptorError, GrammarSampler, SchemaError, Triggers, VocabIndex};
+use nucleus_grammar::{
+    builtin, BuildError, DescriptorError, GrammarSampler, SchemaError, TrieMatcher, Triggers, VocabIndex,
+};
 use nucleus_sampler::Token;
 use serde_json::Value;
 use std::sync::Mutex;
@@ -132,7 +134,8 @@ pub fn tool_arguments_gbnf(schema: &Value) -> Result<String, ConstraintError> {
 }
 
 /// The token-trie constraint for `path` of a descriptor (`{"modelId", "descriptors": [{path,
-/// leaves: [{name, tokens}]}]}`) whose `modelId` must be `model_id`; built tries are cached.
+/// leaves: [{name, tokens}]}]}`) whose `modelId` must be `model_id`; built tries are kept in
+/// nucleus-grammar's process-wide cache ([`nucleus_grammar::trie_cache::shared`]).
 /// `greedy` selects the mode the constraint reports ([`crate::Sequence::set_token_trie`] takes
 /// it too).
 pub fn token_trie(
@@ -142,10 +145,20 @@ pub fn token_trie(
     path: &str,
     greedy: bool,
 ) -> Result<TrieConstraint, DescriptorError> {
-    static CACHE: std::sync::OnceLock<Mutex<TrieCache>> = std::sync::OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(TrieCache::default()));
-    let set = cache.lock().unwrap_or_else(|p| p.into_inner()).get_or_build(desc, model_id, n_vocab)?;
+    let set = nucleus_grammar::trie_cache::shared_by_path(desc, model_id, n_vocab)?;
     set.constraint(path, if greedy { TrieMode::Greedy } else { TrieMode::Sampled })
+}
+
+/// A token-trie constraint for one model and whether it is greedy (what
+/// [`crate::Sequence::set_token_trie`] takes).
+pub type TrieSetting = (TrieConstraint, bool);
+
+/// The path and mode of `trie` (a binding's `TokenTrie`) as a constraint for a loaded model
+/// (`model_id`, `n_vocab` tokens), built and cached as `nucleus generate --token-trie` and the
+/// server build theirs, at the start of the path.
+pub fn token_trie_for(trie: &TrieMatcher, model_id: &str, n_vocab: usize) -> Result<TrieSetting, DescriptorError> {
+    let greedy = trie.mode() == TrieMode::Greedy;
+    Ok((token_trie(trie.descriptor(), model_id, n_vocab, trie.path(), greedy)?, greedy))
 }
 
 /// A grammar sampler enforcing `c` over `model`'s (shared, cached) vocabulary index, from the

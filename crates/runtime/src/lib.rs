@@ -50,7 +50,9 @@ pub mod utf8;
 
 pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
 pub use chat::{ChatMessage, ChatTemplate, ChatToolCall, TemplateSource};
-pub use constraint::{grammar_sampler, token_trie, tool_arguments_gbnf, ConstraintError, OutputConstraint};
+pub use constraint::{
+    grammar_sampler, token_trie, token_trie_for, tool_arguments_gbnf, ConstraintError, OutputConstraint, TrieSetting,
+};
 pub use engine::{Engine, SlotJob, SlotSink};
 pub use error::RuntimeError;
 pub use generate::{generate, generate_sequence, GenerationStats, PREFILL_CHUNK};

@@ -31,6 +31,16 @@ impl ModelRef {
         }
         Err(RuntimeError::UnknownModel { name: s.to_string(), known: catalog::known_names() })
     }
+
+    /// The `modelId` a token-trie descriptor names this model by (`spec` is what the user
+    /// typed): the catalog name, or the GGUF file's name without `.gguf` (what `nucleus
+    /// generate --token-trie` expects).
+    pub fn descriptor_id(&self, spec: &str) -> String {
+        match self {
+            ModelRef::Catalog(m) => m.name.to_string(),
+            ModelRef::File(p) => p.file_stem().map_or_else(|| spec.to_string(), |s| s.to_string_lossy().into_owned()),
+        }
+    }
 }
 
 /// The local path of `model`. A catalog model that is missing (or the wrong size) is pulled

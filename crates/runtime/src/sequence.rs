@@ -292,6 +292,14 @@ impl Sequence {
         self.trie = Some((trie, greedy));
     }
 
+    /// [`Sequence::set_token_trie`] when `trie` is given (a binding's per-model setting).
+    pub fn with_token_trie(mut self, trie: Option<crate::constraint::TrieSetting>) -> Self {
+        if let Some((t, greedy)) = trie {
+            self.set_token_trie(t, greedy);
+        }
+        self
+    }
+
     /// Reports every step to `sink` (see [`crate::step_report`]) with the top `n` of both
     /// distributions. Tokens do not change: sampling takes the chain's full path, which gives
     /// the fast paths' tokens, and costs a few passes over the vocabulary per token more.

@@ -4,7 +4,9 @@
  * Before each token prints "mask I: w0 w1 ..." (hex words of the packed bitmask), then accepts
  * the token; at the end prints "end: can_end complete". Also checks is_allowed against the
  * mask, that a clone taken halfway gives the same masks, that a token outside the mask is
- * rejected without changing the state, and that reset gives the first mask again. */
+ * rejected without changing the state, that rolling back k accepted tokens gives the mask of k
+ * steps earlier (and rolling back more than were accepted is refused, changing nothing), and
+ * that reset gives the first mask again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +129,41 @@ int main(int argc, char **argv) {
     }
     nucleus_grammar_free(half);
 
+    /* Rollback: every accepted token counts (the rejected ones do not); all or nothing. */
+    if (nucleus_grammar_num_accepted(g) != n_tokens) {
+        fprintf(stderr, "num_accepted %d, want %d\n", nucleus_grammar_num_accepted(g), n_tokens);
+        return 1;
+    }
+    if (nucleus_grammar_rollback(g, (size_t)n_tokens + 1) != NUCLEUS_ERR_INVALID) {
+        fprintf(stderr, "rolling back more tokens than were accepted was not refused\n");
+        return 1;
+    }
+    if (nucleus_grammar_num_accepted(g) != n_tokens) return fail("a refused rollback changed the history");
+    int back = n_tokens / 3 + 1;
+    for (int done = 0; done < n_tokens;) {
+        int k = done + back > n_tokens ? n_tokens - done : back;
+        if (nucleus_grammar_rollback(g, (size_t)k) != NUCLEUS_OK) return fail("nucleus_grammar_rollback");
+        done += k;
+        if (nucleus_grammar_fill_bitmask(g, other, n_words) != NUCLEUS_OK) return fail("fill after rollback");
+        if (memcmp(other, masks[n_tokens - done], sizeof(uint32_t) * n_words) != 0 ||
+            nucleus_grammar_num_accepted(g) != n_tokens - done) {
+            fprintf(stderr, "after rolling back to step %d the mask or count differs\n", n_tokens - done);
+            return 1;
+        }
+    }
+    if (nucleus_grammar_rollback(g, 0) != NUCLEUS_OK) return fail("rollback(0)");
+    /* Walking forward again after a rollback gives the same masks. */
+    for (int i = 0; i < n_tokens / 2; i++) {
+        if (nucleus_grammar_accept(g, atoi(argv[5 + i])) != NUCLEUS_OK) return fail("accept after rollback");
+    }
+    if (nucleus_grammar_fill_bitmask(g, other, n_words) != NUCLEUS_OK) return fail("fill after re-walk");
+    if (memcmp(other, masks[n_tokens / 2], sizeof(uint32_t) * n_words) != 0) {
+        fprintf(stderr, "re-walking after a rollback gives another mask\n");
+        return 1;
+    }
+
     nucleus_grammar_reset(g);
+    if (nucleus_grammar_num_accepted(g) != 0) return fail("reset kept the history");
     if (nucleus_grammar_fill_bitmask(g, other, n_words) != NUCLEUS_OK) return fail("fill after reset");
     if (memcmp(other, first, sizeof(uint32_t) * n_words) != 0) {
         fprintf(stderr, "reset did not return to the first mask\n");

@@ -157,6 +157,8 @@ static void grammar_checks(void) {
     expect_code(nucleus_grammar_accept(NULL, 0), NUCLEUS_ERR_NULL, "grammar_accept(NULL)");
     expect_code(nucleus_grammar_can_end(NULL), NUCLEUS_ERR_NULL, "can_end(NULL)");
     expect_code(nucleus_grammar_is_complete(NULL), NUCLEUS_ERR_NULL, "is_complete(NULL)");
+    expect_code(nucleus_grammar_rollback(NULL, 0), NUCLEUS_ERR_NULL, "rollback(NULL)");
+    expect_code(nucleus_grammar_num_accepted(NULL), NUCLEUS_ERR_NULL, "num_accepted(NULL)");
     nucleus_grammar_reset(NULL);
     expect_code(-1, -1, "grammar_reset(NULL) reports");
     expect_null(nucleus_grammar_clone(NULL), "grammar_clone(NULL)");
@@ -187,6 +189,17 @@ static void grammar_checks(void) {
     expect_ok(nucleus_grammar_fill_bitmask(g, mask, 1), "fill_bitmask at the end");
     if (mask[0] != 0x8u || nucleus_grammar_can_end(g) != 1 || nucleus_grammar_is_complete(g) != 1) {
         fprintf(stderr, "FAIL end mask %#x, want 0x8 (eog)\n", mask[0]);
+        failures++;
+    }
+    if (nucleus_grammar_num_accepted(g) != 1) {
+        fprintf(stderr, "FAIL num_accepted %d, want 1 (rejected tokens do not count)\n", nucleus_grammar_num_accepted(g));
+        failures++;
+    }
+    expect_code(nucleus_grammar_rollback(g, 2), NUCLEUS_ERR_INVALID, "rollback(2 of 1)");
+    expect_ok(nucleus_grammar_rollback(g, 1), "rollback(1)");
+    expect_ok(nucleus_grammar_fill_bitmask(g, mask, 1), "fill_bitmask after rollback");
+    if (mask[0] != 0x5u || nucleus_grammar_num_accepted(g) != 0) {
+        fprintf(stderr, "FAIL mask after rollback %#x, want 0x5\n", mask[0]);
         failures++;
     }
     nucleus_grammar_free(g);
