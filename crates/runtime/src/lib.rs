@@ -64,6 +64,6 @@ pub use pull::{models_dir, Pip, PullEvent};
 pub use reasoning::{ReasoningFormat, ReasoningOptions, Split, SplitKind, ThinkSplitter};
 pub use resolve::{locate, ModelRef};
 pub use sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
-pub use speculative::{SpecOptions, SpecStats};
+pub use speculative::{SpecOptions, SpecStats, SpecType};
 pub use step_report::{StepReport, StepSink};
 pub use threads::default_threads;

@@ -192,6 +192,16 @@ impl Sequence {
         self.spec = Some(NgramDrafter::new(opts));
     }
 
+    /// Like [`Sequence::set_speculation`], for a sequence whose prompt was accepted already:
+    /// the drafter is given `prompt` (the tokens [`Sequence::accept_prompt`] took) here.
+    pub fn set_speculation_over(&mut self, opts: SpecOptions, prompt: &[Token]) {
+        let mut d = NgramDrafter::new(opts);
+        for &t in prompt {
+            d.push(t);
+        }
+        self.spec = Some(d);
+    }
+
     /// What speculation did so far (`None` without it).
     pub fn spec_stats(&self) -> Option<SpecStats> {
         self.spec.as_ref().map(NgramDrafter::stats)

@@ -15,6 +15,48 @@ use std::collections::HashMap;
 
 use nucleus_sampler::Token;
 
+/// Where drafts come from (llama.cpp's `--spec-type`, with its `ngram` modes as one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpecType {
+    /// No speculation.
+    #[default]
+    None,
+    /// N-gram lookup over the sequence's own tokens ([`NgramDrafter`]).
+    Ngram,
+    /// A second, smaller model of the same vocabulary.
+    Draft,
+}
+
+impl SpecType {
+    /// The name users write (`none`, `ngram`, `draft`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpecType::None => "none",
+            SpecType::Ngram => "ngram",
+            SpecType::Draft => "draft",
+        }
+    }
+}
+
+impl std::fmt::Display for SpecType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SpecType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(SpecType::None),
+            "ngram" => Ok(SpecType::Ngram),
+            "draft" => Ok(SpecType::Draft),
+            other => Err(format!("'{other}' is not one of 'none', 'ngram', 'draft'")),
+        }
+    }
+}
+
 /// How drafts are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpecOptions {

@@ -54,6 +54,7 @@ pub mod responses;
 pub mod routes;
 pub mod sampling_fields;
 pub mod shutdown;
+pub mod speculative;
 pub mod sse;
 pub mod state;
 pub mod step_trace;

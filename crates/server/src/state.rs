@@ -69,6 +69,9 @@ pub struct ServerConfig {
     pub reasoning: crate::reasoning::ReasoningDefaults,
     /// Responses kept in memory for `/v1/responses` chaining (`--responses-store`, 0: none).
     pub responses_store: usize,
+    /// Speculative decoding unless a request says otherwise (`--spec-type`, `--draft-max`,
+    /// `--draft-min`, `--spec-ngram-size-n`).
+    pub speculative: crate::speculative::SpecDefaults,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +96,7 @@ impl Default for ServerConfig {
             cache_ram: DEFAULT_CACHE_RAM_MIB << 20,
             reasoning: Default::default(),
             responses_store: DEFAULT_RESPONSES_STORE,
+            speculative: Default::default(),
         }
     }
 }

@@ -13,12 +13,13 @@ use nucleus_runtime::pull;
 use nucleus_runtime::{
     generate_sequence, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
     ContextOptions, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
-    SequenceOptions, SpecOptions, StopReason, TokenEvent, Tokenizer,
+    SequenceOptions, SpecType, StopReason, TokenEvent, Tokenizer,
 };
 use serde_json::json;
 
 use crate::progress::PullProgress;
 use crate::sampling_args::SamplingArgs;
+use crate::spec_args::SpecArgs;
 
 /// Arguments of `nucleus generate`.
 #[derive(Args, Debug)]
@@ -83,19 +84,8 @@ pub struct GenerateArgs {
     /// greedy: the most likely allowed token; sampled: the sampler chain over the allowed tokens
     #[arg(long = "token-trie-mode", value_name = "MODE", default_value = "greedy", value_parser = ["greedy", "sampled"])]
     pub token_trie_mode: String,
-    /// Speculative decoding: `ngram` drafts from the prompt and the output so far, verified
-    /// exactly (the answer does not change; docs/speculative.md), or `none`
-    #[arg(long = "spec-type", value_name = "TYPE", default_value = "none", value_parser = ["none", "ngram"])]
-    pub spec_type: String,
-    /// Most tokens drafted per forward pass (with --spec-type ngram)
-    #[arg(long = "draft-max", visible_alias = "draft", value_name = "N", default_value_t = 16)]
-    pub draft_max: usize,
-    /// Drafts shorter than this are not used (with --spec-type ngram)
-    #[arg(long = "draft-min", value_name = "N", default_value_t = 1)]
-    pub draft_min: usize,
-    /// Shortest match of the last tokens that may propose a draft (with --spec-type ngram)
-    #[arg(long = "spec-ngram-size-n", value_name = "N", default_value_t = 3)]
-    pub spec_ngram_size_n: usize,
+    #[command(flatten)]
+    pub spec: SpecArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -108,14 +98,10 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     if args.n_predict < -1 {
         return Err(format!("invalid --n-predict {}: use -1 (no limit) or a count >= 0", args.n_predict));
     }
-    let spec = (args.spec_type == "ngram").then_some(SpecOptions {
-        draft_max: args.draft_max,
-        draft_min: args.draft_min,
-        min_match: args.spec_ngram_size_n,
-    });
-    if let Some(s) = &spec {
-        s.validate().map_err(|e| format!("--{e}"))?;
-    }
+    let spec = match args.spec.to_options()? {
+        (SpecType::None, _) => None,
+        (_, opts) => Some(opts),
+    };
     let prompt = read_prompt(args)?;
     let constraint = read_constraint(args)?;
     let mut params = args.sampling.to_params(true)?;

@@ -14,6 +14,7 @@ use nucleus_server::{Server, ServerConfig};
 
 use crate::progress::PullProgress;
 use crate::sampling_args::SamplingArgs;
+use crate::spec_args::SpecArgs;
 
 /// Arguments of `nucleus serve`.
 #[derive(Args, Debug)]
@@ -86,6 +87,8 @@ pub struct ServeArgs {
     #[arg(long = "responses-store", value_name = "N", default_value_t = nucleus_server::state::DEFAULT_RESPONSES_STORE)]
     pub responses_store: usize,
     #[command(flatten)]
+    pub spec: SpecArgs,
+    #[command(flatten)]
     pub sampling: SamplingArgs,
 }
 
@@ -128,6 +131,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     }
     let defaults = args.sampling.to_params(true)?;
     let reasoning = reasoning_defaults(args)?;
+    let (kind, opts) = args.spec.to_options()?;
     llama::set_verbose(args.verbose);
     let api_key = args.api_key.clone().or_else(|| std::env::var("NUCLEUS_API_KEY").ok()).filter(|k| !k.is_empty());
 
@@ -170,6 +174,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         prefill_chunk: args.prefill_chunk,
         reasoning,
         responses_store: args.responses_store,
+        speculative: nucleus_server::speculative::SpecDefaults { kind, opts },
     };
     eprintln!("nucleus serve: loading {}", path.display());
     let load_path = path.clone();

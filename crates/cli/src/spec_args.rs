@@ -1,0 +1,34 @@
+//! The speculative-decoding flags `generate` and `serve` share, with llama.cpp's names
+//! (`--spec-type`, `--draft-max`, `--draft-min`, `--spec-ngram-size-n`).
+
+use clap::Args;
+use nucleus_runtime::{SpecOptions, SpecType};
+
+/// Speculative decoding flags.
+#[derive(Args, Debug, Clone)]
+pub struct SpecArgs {
+    /// Speculative decoding: `ngram` drafts from the prompt and the output so far, verified
+    /// exactly (the answer does not change; docs/speculative.md), or `none`
+    #[arg(long = "spec-type", value_name = "TYPE", default_value = "none", value_parser = ["none", "ngram"])]
+    pub spec_type: String,
+    /// Most tokens drafted per forward pass
+    #[arg(long = "draft-max", visible_alias = "draft", value_name = "N", default_value_t = 16)]
+    pub draft_max: usize,
+    /// Drafts shorter than this are not used
+    #[arg(long = "draft-min", value_name = "N", default_value_t = 1)]
+    pub draft_min: usize,
+    /// Shortest match of the last tokens that may propose an n-gram draft
+    #[arg(long = "spec-ngram-size-n", value_name = "N", default_value_t = 3)]
+    pub spec_ngram_size_n: usize,
+}
+
+impl SpecArgs {
+    /// The kind and the checked options (an error names the flag).
+    pub fn to_options(&self) -> Result<(SpecType, SpecOptions), String> {
+        let kind: SpecType = self.spec_type.parse().map_err(|e| format!("--spec-type: {e}"))?;
+        let opts =
+            SpecOptions { draft_max: self.draft_max, draft_min: self.draft_min, min_match: self.spec_ngram_size_n };
+        opts.validate().map_err(|e| format!("--{e}"))?;
+        Ok((kind, opts))
+    }
+}
