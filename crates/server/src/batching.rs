@@ -89,6 +89,10 @@ impl SlotSink<Client> for Outbox {
         self.shared.metrics.sequence_done(generated, done.sequence.sample_time());
         let reasoning_tokens = done.sequence.reasoning_tokens();
         self.shared.metrics.reasoning_done(reasoning_tokens, done.sequence.reasoning_forced_end());
+        let speculative = done.sequence.spec_stats();
+        if let Some(s) = &speculative {
+            self.shared.metrics.speculative_done(s);
+        }
         let _ = done.tag.events.send(Event::Finished {
             choice: done.tag.choice,
             reason: done.reason,
@@ -96,6 +100,7 @@ impl SlotSink<Client> for Outbox {
             cached_tokens: done.tag.cached,
             completion_tokens: generated,
             reasoning_tokens,
+            speculative,
         });
         self.release();
     }

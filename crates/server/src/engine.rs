@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nucleus_runtime::{Context, Sequence, StopReason};
+use nucleus_runtime::{Context, Sequence, SpecStats, StopReason};
 use nucleus_sampler::probs::TokenProb;
 use nucleus_sampler::Token;
 use tokio::sync::mpsc::UnboundedSender;
@@ -92,6 +92,8 @@ pub enum Event {
         completion_tokens: usize,
         /// Of those, how many were inside a reasoning block.
         reasoning_tokens: usize,
+        /// What speculative decoding did for it (`None`: it did not speculate).
+        speculative: Option<SpecStats>,
     },
     /// The job failed; no more events follow.
     Failed {

@@ -144,6 +144,9 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut |ev| out.token(ev))
         .map_err(|e| e.to_string())?;
     out.finish();
+    if args.json {
+        out.summary(&stats);
+    }
     report(&stats);
     Ok(())
 }
@@ -275,6 +278,38 @@ impl<'a> Output<'a> {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()), // stdout closed (e.g. piped into `head`)
         }
+    }
+
+    /// With `--json`: a last line `{"done": {...}}` with the stop reason, counts, timings and
+    /// what speculation did (`speculative`: null when it was off).
+    fn summary(&mut self, s: &GenerationStats) {
+        let stop = match &s.stop {
+            StopReason::EndOfGeneration => "end_of_generation",
+            StopReason::StopString(_) => "stop_string",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::ContextFull => "context_full",
+            StopReason::Cancelled => "cancelled",
+        };
+        let speculative = s.spec.map(|sp| {
+            json!({
+                "drafted": sp.drafted,
+                "accepted": sp.accepted,
+                "acceptance_rate": sp.acceptance_rate(),
+                "passes_saved": sp.accepted,
+                "verify_passes": sp.verify_passes,
+            })
+        });
+        let line = json!({"done": {
+            "stop": stop,
+            "prompt_tokens": s.prompt_tokens,
+            "generated_tokens": s.generated_tokens,
+            "prompt_seconds": s.prompt_time.as_secs_f64(),
+            "generation_seconds": s.generation_time.as_secs_f64(),
+            "generation_tokens_per_second": s.generation_tokens_per_sec(),
+            "speculative": speculative,
+        }});
+        let _ = writeln!(self.stdout, "{line}");
+        let _ = self.stdout.flush();
     }
 
     /// Ends the text on a terminal with a newline so the shell prompt starts on its own line.

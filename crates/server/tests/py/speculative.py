@@ -128,7 +128,7 @@ CASES = cases()
 SEEDS = [rng.randrange(1 << 31) for _ in CASES]
 
 drafted = accepted = 0
-alone = {}
+alone, alone_usage = {}, {}
 for i, case in enumerate(CASES):
     plain, u0 = run(case, SEEDS[i], NONE)
     assert u0 is None, (case, u0)
@@ -139,6 +139,7 @@ for i, case in enumerate(CASES):
     drafted += u1["drafted"]
     accepted += u1["accepted"]
     alone[i] = plain
+    alone_usage[i] = u1
     print(case, "drafted", u1["drafted"], "accepted", u1["accepted"], flush=True)
 assert accepted > 0, "no draft was accepted: the test does not exercise speculation"
 assert drafted > accepted, "no draft was rejected: the test does not exercise the cut"
@@ -150,6 +151,21 @@ with ThreadPoolExecutor(len(jobs)) as pool:
     got = list(pool.map(lambda j: run(CASES[j[0]], SEEDS[j[0]], NONE if j[1] == "none" else spec_for(j[0])), jobs))
 for (i, s), (view, _) in zip(jobs, got):
     assert view == alone[i], f"case {CASES[i]} ({s}) under load differs\n{json.dumps(alone[i])}\n{json.dumps(view)}"
+
+# /metrics counts every finished speculating sequence: the alone runs and the crowd's.
+status, _, data = raw("GET", "/metrics")
+assert status == 200, status
+m = {l.split()[0]: float(l.split()[1]) for l in data.decode().splitlines() if l and not l.startswith("#")}
+crowd = [u for (_, s), (_, u) in zip(jobs, got) if s == "ngram"]
+assert all(u is not None for u in crowd), crowd
+assert m["nucleus_speculative_drafted_tokens_total"] == drafted + sum(u["drafted"] for u in crowd), m
+assert m["nucleus_speculative_accepted_tokens_total"] == accepted + sum(u["accepted"] for u in crowd), m
+assert m["nucleus_speculative_passes_saved_total"] == m["nucleus_speculative_accepted_tokens_total"], m
+assert m["nucleus_speculative_sequences_total"] == 2 * len(CASES), m
+assert 0 < m["nucleus_speculative_acceptance_rate"] < 1, m
+# A request's drafts do not depend on its neighbours either.
+assert [u for (i, s), (_, u) in zip(jobs, got) if s == "ngram"] == [
+    alone_usage[i] for (i, s) in jobs if s == "ngram"], "drafts differ under load"
 
 # Bad fields are 400s naming them.
 base = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
