@@ -7,10 +7,15 @@ use nucleus_runtime::{SpecOptions, SpecType};
 /// Speculative decoding flags.
 #[derive(Args, Debug, Clone)]
 pub struct SpecArgs {
-    /// Speculative decoding: `ngram` drafts from the prompt and the output so far, verified
-    /// exactly (the answer does not change; docs/speculative.md), or `none`
-    #[arg(long = "spec-type", value_name = "TYPE", default_value = "none", value_parser = ["none", "ngram"])]
-    pub spec_type: String,
+    /// Speculative decoding: `ngram` drafts from the prompt and the output so far, `draft` from
+    /// --model-draft, verified exactly (the answer does not change; docs/speculative.md), or
+    /// `none` (default: none, or draft when --model-draft is given)
+    #[arg(long = "spec-type", value_name = "TYPE", value_parser = ["none", "ngram", "draft"])]
+    pub spec_type: Option<String>,
+    /// A draft model of the same vocabulary (a known name or a GGUF path) whose greedy
+    /// proposals the model verifies
+    #[arg(long = "model-draft", visible_alias = "md", value_name = "MODEL")]
+    pub model_draft: Option<String>,
     /// Most tokens drafted per forward pass
     #[arg(long = "draft-max", visible_alias = "draft", value_name = "N", default_value_t = 16)]
     pub draft_max: usize,
@@ -25,7 +30,18 @@ pub struct SpecArgs {
 impl SpecArgs {
     /// The kind and the checked options (an error names the flag).
     pub fn to_options(&self) -> Result<(SpecType, SpecOptions), String> {
-        let kind: SpecType = self.spec_type.parse().map_err(|e| format!("--spec-type: {e}"))?;
+        let kind: SpecType = match (&self.spec_type, &self.model_draft) {
+            (None, None) => SpecType::None,
+            (None, Some(_)) => SpecType::Draft,
+            (Some(t), _) => t.parse().map_err(|e| format!("--spec-type: {e}"))?,
+        };
+        match (kind, &self.model_draft) {
+            (SpecType::Draft, None) => return Err("--spec-type draft needs --model-draft MODEL".into()),
+            (SpecType::Ngram | SpecType::None, Some(_)) => {
+                return Err(format!("--model-draft is for --spec-type draft, not --spec-type {kind}"))
+            }
+            _ => {}
+        }
         let opts =
             SpecOptions { draft_max: self.draft_max, draft_min: self.draft_min, min_match: self.spec_ngram_size_n };
         opts.validate().map_err(|e| format!("--{e}"))?;

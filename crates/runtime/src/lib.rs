@@ -30,6 +30,7 @@
 pub mod catalog;
 pub mod chat;
 pub mod constraint;
+pub mod draft_model;
 pub mod engine;
 pub mod error;
 pub mod generate;
@@ -50,10 +51,11 @@ pub mod utf8;
 
 pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
 pub use chat::{ChatMessage, ChatTemplate, ChatToolCall, TemplateSource};
+pub use draft_model::{check_vocabulary, DraftModel};
 pub use constraint::{grammar_sampler, token_trie, tool_arguments_gbnf, ConstraintError, OutputConstraint};
 pub use engine::{Engine, SlotJob, SlotSink};
 pub use error::RuntimeError;
-pub use generate::{generate, generate_sequence, GenerationStats, PREFILL_CHUNK};
+pub use generate::{generate, generate_sequence, generate_sequence_drafted, GenerationStats, PREFILL_CHUNK};
 #[cfg(feature = "llama")]
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SavedSequence, SeqId, SpecialTokens, Tokenizer};

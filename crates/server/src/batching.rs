@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use nucleus_runtime::engine::{Finished, Pass, PromptToken, SlotFailure, SlotJob, SlotSink};
 use nucleus_runtime::sequence::Step;
-use nucleus_runtime::{Context, Engine, SeqId, StopReason};
+use nucleus_runtime::{Context, DraftModel, Engine, SeqId, StopReason};
 use nucleus_sampler::Token;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -132,6 +132,7 @@ pub(crate) struct Scheduler {
 impl Scheduler {
     pub(crate) fn new(
         ctx: Box<dyn Context>,
+        draft: Option<DraftModel>,
         rx: Receiver<Msg>,
         shared: Arc<Shared>,
         slot_ctx: usize,
@@ -139,10 +140,14 @@ impl Scheduler {
         cache: Option<usize>,
     ) -> Self {
         let n = shared.parallel;
+        let mut engine = Engine::new(n, slot_ctx, chunk);
+        if let Some(d) = draft {
+            engine.set_draft_model(d);
+        }
         Scheduler {
             ctx,
             rx,
-            engine: Engine::new(n, slot_ctx, chunk),
+            engine,
             out: Outbox { shared, caches: vec![SlotCache::default(); n] },
             memory: MemoryCache::new(cache.unwrap_or(0)),
             cache_on: cache.is_some(),

@@ -3,6 +3,9 @@
 //! (the `speculative` extension object, and llama-server's `speculative.n_max` /
 //! `speculative.n_min`), checked into the options each sequence drafts with.
 //!
+//! With a draft model (`--model-draft`, [`nucleus_runtime::DraftModel`]) the engine asks it for
+//! the drafts of requests of `type: draft`; they are verified the same way.
+//!
 //! Drafts ride in the same decode call as the other slots' tokens (the runtime's engine), and
 //! each is verified by the request's own sampler chain, so a seeded answer is the same with
 //! speculation on or off — provided the model's logits do not depend on batching
@@ -104,10 +107,15 @@ impl SpecRequest {
     }
 }
 
-/// Makes every sequence of `seqs` draft with `opts` over its prompt (n-gram drafts).
-pub fn attach(opts: SpecOptions, seqs: &mut [SeqJob]) {
+/// Makes every sequence of `seqs` draft with `opts`: n-gram drafts over its prompt and output,
+/// or the draft model's.
+pub fn attach(kind: SpecType, opts: SpecOptions, seqs: &mut [SeqJob]) {
     for s in seqs {
-        s.sequence.set_speculation_over(opts, &s.prompt);
+        match kind {
+            SpecType::None => {}
+            SpecType::Ngram => s.sequence.set_speculation_over(opts, &s.prompt),
+            SpecType::Draft => s.sequence.set_model_speculation(opts),
+        }
     }
 }
 

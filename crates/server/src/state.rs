@@ -113,6 +113,8 @@ pub struct Ready {
     pub fingerprint: String,
     /// The chat template (`--chat-template`, else the model's or a built-in one).
     pub template: nucleus_runtime::ChatTemplate,
+    /// A draft model was loaded (`--model-draft`).
+    pub has_draft: bool,
 }
 
 /// Shared by every handler.

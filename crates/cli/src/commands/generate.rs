@@ -11,8 +11,8 @@ use clap::{ArgGroup, Args};
 use nucleus_runtime::catalog::DEFAULT_MODEL;
 use nucleus_runtime::pull;
 use nucleus_runtime::{
-    generate_sequence, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
-    ContextOptions, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
+    check_vocabulary, generate_sequence, generate_sequence_drafted, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
+    ContextOptions, DraftModel, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
     SequenceOptions, SpecType, StopReason, TokenEvent, Tokenizer,
 };
 use serde_json::json;
@@ -98,10 +98,7 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     if args.n_predict < -1 {
         return Err(format!("invalid --n-predict {}: use -1 (no limit) or a count >= 0", args.n_predict));
     }
-    let spec = match args.spec.to_options()? {
-        (SpecType::None, _) => None,
-        (_, opts) => Some(opts),
-    };
+    let (spec_kind, spec_opts) = args.spec.to_options()?;
     let prompt = read_prompt(args)?;
     let constraint = read_constraint(args)?;
     let mut params = args.sampling.to_params(true)?;
@@ -111,6 +108,15 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     let model = load_model(&args.model)?;
     let opts = ContextOptions { n_ctx: args.ctx_size, threads: args.threads, ..Default::default() };
     let mut ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
+    let draft = match &args.spec.model_draft {
+        Some(name) => {
+            let dm = load_model(name).map_err(|e| format!("--model-draft: {e}"))?;
+            check_vocabulary(&model, &dm).map_err(|e| format!("--model-draft {name}: {e}"))?;
+            let dctx = dm.new_context(&opts).map_err(|e| format!("--model-draft: {e}"))?;
+            Some(DraftModel::new(dctx))
+        }
+        None => None,
+    };
     let tokens = prompt_tokens(&model, &prompt).map_err(|e| e.to_string())?;
     let seq_opts = SequenceOptions {
         max_tokens: (args.n_predict >= 0).then_some(args.n_predict as usize),
@@ -138,11 +144,17 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
             .map_err(|e| format!("--token-trie: {e}"))?;
         seq.set_token_trie(trie, greedy);
     }
-    if let Some(s) = spec {
-        seq.set_speculation(s);
+    match spec_kind {
+        SpecType::None => {}
+        SpecType::Ngram => seq.set_speculation(spec_opts),
+        SpecType::Draft => seq.set_model_speculation(spec_opts),
     }
-    let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut |ev| out.token(ev))
-        .map_err(|e| e.to_string())?;
+    let mut on_token = |ev: &TokenEvent<'_>| out.token(ev);
+    let stats = match draft {
+        Some(d) => generate_sequence_drafted(ctx.as_mut(), &tokens, seq, d, Some(&cancel), &mut on_token),
+        None => generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut on_token),
+    }
+    .map_err(|e| e.to_string())?;
     out.finish();
     if args.json {
         out.summary(&stats);

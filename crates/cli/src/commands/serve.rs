@@ -176,15 +176,21 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         responses_store: args.responses_store,
         speculative: nucleus_server::speculative::SpecDefaults { kind, opts },
     };
+    let draft_path = match &args.spec.model_draft {
+        Some(name) => Some(resolve(&ModelRef::parse(name).map_err(|e| format!("--model-draft: {e}"))?)?),
+        None => None,
+    };
     eprintln!("nucleus serve: loading {}", path.display());
-    let load_path = path.clone();
-    let server = Server::start(
-        config,
+    let loader = |p: std::path::PathBuf| -> nucleus_server::ModelLoader {
         Box::new(move || {
-            let m = LlamaCppModel::load(&load_path).map_err(|e| e.to_string())?;
+            let m = LlamaCppModel::load(&p).map_err(|e| e.to_string())?;
             Ok(Arc::new(m) as Arc<dyn Model>)
-        }),
-    )?;
+        })
+    };
+    if let Some(p) = &draft_path {
+        eprintln!("nucleus serve: draft model {}", p.display());
+    }
+    let server = Server::start_with_draft(config, loader(path.clone()), draft_path.map(loader))?;
     server.wait_ready()?;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
