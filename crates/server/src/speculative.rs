@@ -173,7 +173,7 @@ mod tests {
         for (text, param) in cases {
             let e = request(text).unwrap_err();
             assert_eq!(e.param.as_deref(), Some(param), "{text}: {}", e.message);
-            assert_eq!(e.status, 400, "{text}");
+            assert_eq!(e.status.as_u16(), 400, "{text}");
         }
         let e = request(r#"{"speculative": {"draft_min": 9, "draft_max": 4}}"#).unwrap().resolve(&ngram, ALL);
         assert_eq!(e.unwrap_err().param.as_deref(), Some("speculative.draft_min"));

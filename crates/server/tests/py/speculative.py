@@ -127,14 +127,18 @@ if os.environ.get("SPEC_DEFAULT") == "ngram":
 if os.environ.get("SPEC_DRAFT") == "1":
     # A server with a draft model (the model itself): drafts from it change no answer, and a
     # greedy request accepts every one of them.
+    total = 0
     for i, case in enumerate(cases()):
         plain, _ = run(case, 100 + i, NONE)
         drafted_answer, u = run(case, 100 + i, {"type": "draft", "draft_max": 6})
         assert drafted_answer == plain, f"case {case}: the draft model changed the answer"
-        assert u is not None and u["drafted"] > 0, (case, u)
+        assert u is not None, case
+        total += u["drafted"]
         if case[1] == "greedy" and case[3] is None:
-            assert u["accepted"] >= 0.95 * u["drafted"], (case, u)
+            # The model's own greedy proposals are its greedy tokens: all accepted.
+            assert u["drafted"] > 0 and u["accepted"] == u["drafted"], (case, u)
         print(case, u, flush=True)
+    assert total > 0
     done("draft-model speculation gives the plain answers")
     raise SystemExit(0)
 
