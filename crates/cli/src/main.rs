@@ -4,6 +4,7 @@ mod commands;
 mod logits_file;
 mod progress;
 mod sampling_args;
+mod spec_args;
 
 use clap::{Parser, Subcommand};
 

@@ -66,12 +66,42 @@ fn json_lines_per_token() {
     let args = [&["generate", "-p", "The capital of France is", "-n", "3", "--json", "--n-probs", "2"], FAST].concat();
     let (code, out, err) = nucleus(&args, &[]);
     assert_eq!(code, 0, "{err}");
-    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("a JSON object per line")).collect();
+    let mut lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).expect("a JSON object per line")).collect();
+    let done = lines.pop().expect("a summary line");
+    assert_eq!(done["done"]["generated_tokens"], 3, "{done}");
+    assert_eq!(done["done"]["stop"], "max_tokens", "{done}");
+    assert!(done["done"]["speculative"].is_null(), "{done}");
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["text"], " Paris");
     assert!(lines[0]["id"].is_i64() && lines[0]["logprob"].as_f64().unwrap() < 0.0);
     assert_eq!(lines[0]["top"].as_array().unwrap().len(), 2);
     assert_eq!(lines[0]["top"][0]["id"], lines[0]["id"]);
+}
+
+/// `--spec-type ngram` gives the plain tokens and logprobs, and `--json`'s summary line says
+/// what it drafted.
+#[test]
+fn speculation_keeps_the_tokens_and_reports_its_drafts() {
+    ensure_model();
+    let prompt = "one two three four five, one two three four five, one two three four five, one two";
+    let base = [&["generate", "-p", prompt, "-n", "24", "--json", "--ignore-eos"], FAST].concat();
+    let run = |extra: &[&str]| {
+        let (code, out, err) = nucleus(&[&base[..], extra].concat(), &[]);
+        assert_eq!(code, 0, "{err}");
+        let mut lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let done = lines.pop().unwrap();
+        (lines, done["done"]["speculative"].clone(), err)
+    };
+    let (plain, none, _) = run(&[]);
+    let (spec, sp, err) = run(&["--spec-type", "ngram", "--draft-max", "8"]);
+    assert!(none.is_null());
+    assert_eq!(plain, spec, "speculation changed the tokens");
+    assert!(sp["drafted"].as_u64().unwrap() > 0 && sp["accepted"].as_u64().unwrap() > 0, "{sp}");
+    assert_eq!(sp["passes_saved"], sp["accepted"]);
+    assert!(err.contains("speculative:"), "{err}");
+    let (code, _, err) = nucleus(&[&base[..], &["--spec-type", "ngram", "--draft-max", "0"]].concat(), &[]);
+    assert_ne!(code, 0);
+    assert!(err.contains("draft-max"), "{err}");
 }
 
 #[test]

@@ -62,6 +62,10 @@ pub enum RuntimeError {
         /// Context size in tokens.
         n_ctx: usize,
     },
+    /// A draft model whose vocabulary is not the target model's (its drafts would be other
+    /// tokens).
+    #[error("the draft model cannot draft for this model: {0}")]
+    DraftVocabulary(String),
     /// The prompt tokenized to nothing.
     #[error("the prompt is empty (it tokenized to no tokens)")]
     EmptyPrompt,

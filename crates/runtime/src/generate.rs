@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use nucleus_sampler::{SamplingParams, Token};
 
+use crate::draft_model::DraftModel;
 use crate::engine::{Engine, Finished, Pass, SlotFailure, SlotJob, SlotSink};
 use crate::error::{Result, RuntimeError};
 use crate::model::{Context, Model, SeqId};
@@ -96,7 +97,32 @@ pub fn generate(
 pub fn generate_sequence(
     ctx: &mut dyn Context,
     prompt: &[Token],
+    seq: Sequence,
+    cancel: Option<&AtomicBool>,
+    on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
+) -> Result<GenerationStats> {
+    run_one(ctx, prompt, seq, None, cancel, on_token)
+}
+
+/// Like [`generate_sequence`] for a sequence that drafts with a draft model
+/// ([`Sequence::set_model_speculation`]): `draft`'s context (one sequence at least) proposes
+/// the tokens the model verifies.
+pub fn generate_sequence_drafted(
+    ctx: &mut dyn Context,
+    prompt: &[Token],
+    seq: Sequence,
+    draft: DraftModel,
+    cancel: Option<&AtomicBool>,
+    on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
+) -> Result<GenerationStats> {
+    run_one(ctx, prompt, seq, Some(draft), cancel, on_token)
+}
+
+fn run_one(
+    ctx: &mut dyn Context,
+    prompt: &[Token],
     mut seq: Sequence,
+    draft: Option<DraftModel>,
     cancel: Option<&AtomicBool>,
     on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
 ) -> Result<GenerationStats> {
@@ -111,6 +137,9 @@ pub fn generate_sequence(
     ctx.clear(SLOT);
 
     let mut engine = Engine::new(1, ctx.n_ctx(), PREFILL_CHUNK.min(ctx.n_batch()).max(1));
+    if let Some(d) = draft {
+        engine.set_draft_model(d);
+    }
     let prompt_only = seq.options().max_tokens == Some(0);
     let job = SlotJob { tag: (), prompt: prompt.into(), sequence: seq, cached: 0, score_prompt: None, prompt_only };
     let t0 = Instant::now();

@@ -30,6 +30,7 @@
 pub mod catalog;
 pub mod chat;
 pub mod constraint;
+pub mod draft_model;
 pub mod engine;
 pub mod error;
 pub mod generate;
@@ -53,9 +54,10 @@ pub use chat::{ChatMessage, ChatTemplate, ChatToolCall, TemplateSource};
 pub use constraint::{
     grammar_sampler, token_trie, token_trie_for, tool_arguments_gbnf, ConstraintError, OutputConstraint, TrieSetting,
 };
+pub use draft_model::{check_vocabulary, DraftModel};
 pub use engine::{Engine, SlotJob, SlotSink};
 pub use error::RuntimeError;
-pub use generate::{generate, generate_sequence, GenerationStats, PREFILL_CHUNK};
+pub use generate::{generate, generate_sequence, generate_sequence_drafted, GenerationStats, PREFILL_CHUNK};
 #[cfg(feature = "llama")]
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SavedSequence, SeqId, SpecialTokens, Tokenizer};
@@ -66,6 +68,6 @@ pub use pull::{models_dir, Pip, PullEvent};
 pub use reasoning::{BlockStyle, ReasoningFormat, ReasoningOptions, Split, SplitKind, ThinkSplitter};
 pub use resolve::{locate, ModelRef};
 pub use sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
-pub use speculative::{SpecOptions, SpecStats};
+pub use speculative::{SpecOptions, SpecStats, SpecType};
 pub use step_report::{StepReport, StepSink};
 pub use threads::default_threads;

@@ -192,6 +192,16 @@ impl Sequence {
         self.spec = Some(NgramDrafter::new(opts));
     }
 
+    /// Like [`Sequence::set_speculation`], for a sequence whose prompt was accepted already:
+    /// the drafter is given `prompt` (the tokens [`Sequence::accept_prompt`] took) here.
+    pub fn set_speculation_over(&mut self, opts: SpecOptions, prompt: &[Token]) {
+        let mut d = NgramDrafter::new(opts);
+        for &t in prompt {
+            d.push(t);
+        }
+        self.spec = Some(d);
+    }
+
     /// What speculation did so far (`None` without it).
     pub fn spec_stats(&self) -> Option<SpecStats> {
         self.spec.as_ref().map(NgramDrafter::stats)
@@ -203,19 +213,53 @@ impl Sequence {
     /// an active grammar the draft ends before the first token the grammar refuses; under a
     /// token trie nothing is drafted (its forced tokens are decoded ahead already).
     pub fn draft(&self, max: usize) -> Vec<Token> {
-        let Some(spec) = self.spec.as_ref() else { return Vec::new() };
-        if max == 0 || self.finished.is_some() || self.trie.is_some() || !self.forced_ahead().is_empty() {
+        let Some(spec) = self.drafter(max) else { return Vec::new() };
+        if spec.drafts_from_model() {
             return Vec::new();
+        }
+        let draft = spec.draft(max);
+        self.fit_draft(draft)
+    }
+
+    /// Drafts tokens with a draft model ([`crate::draft_model`]) instead of n-gram lookup: the
+    /// engine that runs the sequence asks its draft model, and verifies the drafts exactly as
+    /// n-gram drafts. Any time before the first step.
+    pub fn set_model_speculation(&mut self, opts: SpecOptions) {
+        self.spec = Some(NgramDrafter::for_model(opts));
+    }
+
+    /// With a draft model: how many tokens to ask it for now (at most `max`; 0 when nothing is
+    /// to be drafted, for the reasons [`Sequence::draft`] gives none).
+    pub fn draft_budget(&self, max: usize) -> usize {
+        match self.drafter(max) {
+            Some(spec) if spec.drafts_from_model() => spec.budget(max),
+            _ => 0,
+        }
+    }
+
+    /// The drafter, when a draft of up to `max` tokens may be made now.
+    fn drafter(&self, max: usize) -> Option<&NgramDrafter> {
+        let spec = self.spec.as_ref()?;
+        if max == 0 || self.finished.is_some() || self.trie.is_some() || !self.forced_ahead().is_empty() {
+            return None;
         }
         if self.reasoning.as_ref().is_some_and(|r| !r.forced.is_empty()) {
-            return Vec::new();
+            return None;
         }
-        let mut draft = spec.draft(max);
+        Some(spec)
+    }
+
+    /// A proposed draft cut before the first token an active grammar refuses; empty when what
+    /// is left is shorter than `draft_min`.
+    pub fn fit_draft(&self, mut draft: Vec<Token>) -> Vec<Token> {
         let unconstrained = self.reasoning.as_ref().is_some_and(|r| r.unconstrained());
         if let Some(g) = self.grammar.as_ref().filter(|g| g.is_active() && !unconstrained) {
             let mut g = g.clone();
             let ok = draft.iter().take_while(|&&t| g.try_accept(t).is_ok()).count();
             draft.truncate(ok);
+        }
+        if self.spec.as_ref().is_some_and(|s| !s.long_enough(draft.len())) {
+            draft.clear();
         }
         draft
     }

@@ -15,6 +15,48 @@ use std::collections::HashMap;
 
 use nucleus_sampler::Token;
 
+/// Where drafts come from (llama.cpp's `--spec-type`, with its `ngram` modes as one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpecType {
+    /// No speculation.
+    #[default]
+    None,
+    /// N-gram lookup over the sequence's own tokens ([`NgramDrafter`]).
+    Ngram,
+    /// A second, smaller model of the same vocabulary.
+    Draft,
+}
+
+impl SpecType {
+    /// The name users write (`none`, `ngram`, `draft`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpecType::None => "none",
+            SpecType::Ngram => "ngram",
+            SpecType::Draft => "draft",
+        }
+    }
+}
+
+impl std::fmt::Display for SpecType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SpecType {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(SpecType::None),
+            "ngram" => Ok(SpecType::Ngram),
+            "draft" => Ok(SpecType::Draft),
+            other => Err(format!("'{other}' is not one of 'none', 'ngram', 'draft'")),
+        }
+    }
+}
+
 /// How drafts are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpecOptions {
@@ -89,9 +131,13 @@ const FAILS_BEFORE_PAUSE: u32 = 2;
 const MAX_PAUSE: usize = 64;
 
 /// Prompt-lookup drafts over one sequence's tokens, adaptive in length and in when to draft.
+/// For a sequence drafted by a draft model ([`NgramDrafter::for_model`]) it only paces the
+/// drafts (length cap, pauses) and counts them; the engine asks the model.
 #[derive(Clone, Debug)]
 pub struct NgramDrafter {
     opts: SpecOptions,
+    /// Drafts come from a draft model: no lookup index is kept.
+    model: bool,
     history: Vec<Token>,
     /// Positions `e` (with `e < history.len()`) after which each `min_match`-gram ends, by the
     /// n-gram's hash, oldest first.
@@ -111,6 +157,7 @@ impl NgramDrafter {
     pub fn new(opts: SpecOptions) -> Self {
         NgramDrafter {
             opts,
+            model: false,
             history: Vec::new(),
             index: HashMap::new(),
             cap: opts.draft_max.min(4).max(opts.draft_min).max(1),
@@ -119,6 +166,32 @@ impl NgramDrafter {
             next_pause: 4,
             stats: SpecStats::default(),
         }
+    }
+
+    /// Pacing and counts for drafts a draft model makes.
+    pub fn for_model(opts: SpecOptions) -> Self {
+        NgramDrafter { model: true, ..NgramDrafter::new(opts) }
+    }
+
+    /// Whether drafts come from a draft model.
+    pub fn drafts_from_model(&self) -> bool {
+        self.model
+    }
+
+    /// How many tokens a draft may have now (at most `max`): 0 while paused or when fewer than
+    /// `draft_min` would be allowed.
+    pub fn budget(&self, max: usize) -> usize {
+        let max = max.min(self.cap);
+        if self.pause > 0 || max < self.opts.draft_min.max(1) {
+            0
+        } else {
+            max
+        }
+    }
+
+    /// Whether a draft of `len` tokens is long enough to be used.
+    pub fn long_enough(&self, len: usize) -> bool {
+        len >= self.opts.draft_min.max(1)
     }
 
     /// What it did so far.
@@ -130,13 +203,16 @@ impl NgramDrafter {
     pub fn push(&mut self, t: Token) {
         let n = self.opts.min_match;
         let len = self.history.len();
+        self.pause = self.pause.saturating_sub(1);
+        if self.model {
+            return;
+        }
         // The n-gram ending at `len` now has a continuation (`t`): index it.
         if len >= n {
             let h = hash(&self.history[len - n..len]);
             self.index.entry(h).or_default().push(len as u32);
         }
         self.history.push(t);
-        self.pause = self.pause.saturating_sub(1);
     }
 
     /// Up to `max` tokens likely to follow the history: the continuation of the longest earlier
@@ -144,8 +220,8 @@ impl NgramDrafter {
     pub fn draft(&self, max: usize) -> Vec<Token> {
         let n = self.opts.min_match;
         let len = self.history.len();
-        let max = max.min(self.cap);
-        if self.pause > 0 || len < n || max < self.opts.draft_min.max(1) {
+        let max = self.budget(max);
+        if self.model || max == 0 || len < n {
             return Vec::new();
         }
         let suffix = &self.history[len - n..];
@@ -160,7 +236,7 @@ impl NgramDrafter {
         }
         let Some((_, e)) = best else { return Vec::new() };
         let draft: Vec<Token> = self.history[e..len.min(e + max)].to_vec();
-        if draft.len() < self.opts.draft_min.max(1) {
+        if !self.long_enough(draft.len()) {
             return Vec::new();
         }
         draft

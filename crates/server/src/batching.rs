@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use nucleus_runtime::engine::{Finished, Pass, PromptToken, SlotFailure, SlotJob, SlotSink};
 use nucleus_runtime::sequence::Step;
-use nucleus_runtime::{Context, Engine, SeqId, StopReason};
+use nucleus_runtime::{Context, DraftModel, Engine, SeqId, StopReason};
 use nucleus_sampler::Token;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -89,6 +89,10 @@ impl SlotSink<Client> for Outbox {
         self.shared.metrics.sequence_done(generated, done.sequence.sample_time());
         let reasoning_tokens = done.sequence.reasoning_tokens();
         self.shared.metrics.reasoning_done(reasoning_tokens, done.sequence.reasoning_forced_end());
+        let speculative = done.sequence.spec_stats();
+        if let Some(s) = &speculative {
+            self.shared.metrics.speculative_done(s);
+        }
         let _ = done.tag.events.send(Event::Finished {
             choice: done.tag.choice,
             reason: done.reason,
@@ -96,6 +100,7 @@ impl SlotSink<Client> for Outbox {
             cached_tokens: done.tag.cached,
             completion_tokens: generated,
             reasoning_tokens,
+            speculative,
         });
         self.release();
     }
@@ -127,6 +132,7 @@ pub(crate) struct Scheduler {
 impl Scheduler {
     pub(crate) fn new(
         ctx: Box<dyn Context>,
+        draft: Option<DraftModel>,
         rx: Receiver<Msg>,
         shared: Arc<Shared>,
         slot_ctx: usize,
@@ -134,10 +140,14 @@ impl Scheduler {
         cache: Option<usize>,
     ) -> Self {
         let n = shared.parallel;
+        let mut engine = Engine::new(n, slot_ctx, chunk);
+        if let Some(d) = draft {
+            engine.set_draft_model(d);
+        }
         Scheduler {
             ctx,
             rx,
-            engine: Engine::new(n, slot_ctx, chunk),
+            engine,
             out: Outbox { shared, caches: vec![SlotCache::default(); n] },
             memory: MemoryCache::new(cache.unwrap_or(0)),
             cache_on: cache.is_some(),

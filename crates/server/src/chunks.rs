@@ -11,10 +11,11 @@ use crate::engine::{Event, TokenOut};
 use crate::errors::ApiError;
 use crate::openai_types::{
     ChatChunk, ChatLogprobs, ChunkChoice, CompletionTokensDetails, Delta, FunctionDelta, LegacyLogprobs, LogprobEntry,
-    StepEntry, TextChoice, TextCompletion, ToolCallDelta, Usage,
+    SpeculativeUsage, StepEntry, TextChoice, TextCompletion, ToolCallDelta, Usage,
 };
 use crate::render::ResponseMeta;
 use crate::request::Endpoint;
+use nucleus_runtime::SpecStats;
 
 /// One chunk of the stream.
 #[derive(Clone, Debug)]
@@ -56,6 +57,8 @@ pub struct ChunkMaker {
     completion_tokens: usize,
     /// Of those, inside reasoning blocks.
     reasoning_tokens: usize,
+    /// What speculation did, summed over the choices that speculated (none: `None`).
+    speculative: Option<SpecStats>,
     /// Cached prompt tokens per choice.
     cached: Vec<usize>,
     done: bool,
@@ -90,6 +93,7 @@ impl ChunkMaker {
             finished: 0,
             completion_tokens: 0,
             reasoning_tokens: 0,
+            speculative: None,
             cached: vec![0; n],
             done: false,
         };
@@ -137,12 +141,15 @@ impl ChunkMaker {
             }
             Event::Token { choice, token } if choice < self.choices.len() => self.on_token(choice, token, out),
             Event::Token { .. } => {}
-            Event::Finished { choice, reason, completion_tokens, cached_tokens, reasoning_tokens, .. }
-                if choice < self.choices.len() =>
-            {
+            Event::Finished {
+                choice, reason, completion_tokens, cached_tokens, reasoning_tokens, speculative, ..
+            } if choice < self.choices.len() => {
                 self.cached[choice] = cached_tokens;
                 if !self.choices[choice].finished {
                     self.reasoning_tokens += reasoning_tokens;
+                    if let Some(s) = speculative {
+                        self.speculative.get_or_insert_with(SpecStats::default).add(&s);
+                    }
                 }
                 self.on_finished(choice, reason, completion_tokens, out)
             }
@@ -358,6 +365,7 @@ impl ChunkMaker {
                 usage.completion_tokens_details =
                     Some(CompletionTokensDetails { reasoning_tokens: self.reasoning_tokens });
             }
+            usage.speculative = self.speculative.as_ref().map(SpeculativeUsage::from);
             let usage = Some(Some(usage));
             out.push(match self.meta.endpoint {
                 Endpoint::Chat => Chunk::Chat(self.meta.completion("chat.completion.chunk", Vec::new(), usage)),

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nucleus_runtime::{Context, Sequence, StopReason};
+use nucleus_runtime::{Context, DraftModel, Sequence, SpecStats, StopReason};
 use nucleus_sampler::probs::TokenProb;
 use nucleus_sampler::Token;
 use tokio::sync::mpsc::UnboundedSender;
@@ -92,6 +92,8 @@ pub enum Event {
         completion_tokens: usize,
         /// Of those, how many were inside a reasoning block.
         reasoning_tokens: usize,
+        /// What speculative decoding did for it (`None`: it did not speculate).
+        speculative: Option<SpecStats>,
     },
     /// The job failed; no more events follow.
     Failed {
@@ -168,8 +170,15 @@ pub struct EngineConfig {
 }
 
 impl EngineHandle {
-    /// Starts the engine thread over `ctx` (which must hold `config.parallel` sequences).
-    pub fn spawn(ctx: Box<dyn Context>, config: &EngineConfig, metrics: Arc<Metrics>) -> std::io::Result<Self> {
+    /// Starts the engine thread over `ctx` (which must hold `config.parallel` sequences), with
+    /// `draft` proposing tokens for requests that speculate with the draft model (its context
+    /// holding as many sequences).
+    pub fn spawn(
+        ctx: Box<dyn Context>,
+        draft: Option<DraftModel>,
+        config: &EngineConfig,
+        metrics: Arc<Metrics>,
+    ) -> std::io::Result<Self> {
         let parallel = config.parallel.max(1);
         let slot_ctx = ctx.n_ctx_seq();
         let chunk = config.prefill_chunk.clamp(1, ctx.n_batch().max(1));
@@ -185,7 +194,7 @@ impl EngineHandle {
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("nucleus-engine".into())
-            .spawn(move || Scheduler::new(ctx, rx, sh, slot_ctx, chunk, cache).run())?;
+            .spawn(move || Scheduler::new(ctx, draft, rx, sh, slot_ctx, chunk, cache).run())?;
         Ok(EngineHandle { tx: Mutex::new(tx), shared, thread: Mutex::new(Some(thread)), slot_ctx })
     }
 

@@ -54,6 +54,7 @@ pub mod responses;
 pub mod routes;
 pub mod sampling_fields;
 pub mod shutdown;
+pub mod speculative;
 pub mod sse;
 pub mod state;
 pub mod step_trace;
@@ -91,6 +92,13 @@ impl Server {
     /// Binds the address (so [`Server::addr`] is known at once), then serves on its own
     /// threads while the model loads in the background.
     pub fn start(config: ServerConfig, load: ModelLoader) -> Result<Server, String> {
+        Server::start_with_draft(config, load, None)
+    }
+
+    /// Like [`Server::start`], with a draft model (`--model-draft`) for speculative decoding
+    /// (`--spec-type draft`, or a request's `speculative.type: draft`). Its vocabulary must be
+    /// the model's: loading fails with a message saying so otherwise.
+    pub fn start_with_draft(config: ServerConfig, load: ModelLoader, draft: Option<ModelLoader>) -> Result<Server, String> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("nucleus-http")
@@ -113,7 +121,7 @@ impl Server {
         let (st, sp) = (state.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name("nucleus-server".into())
-            .spawn(move || rt.block_on(serve(listener, st, load, sp, ready_tx)))
+            .spawn(move || rt.block_on(serve(listener, st, load, draft, sp, ready_tx)))
             .map_err(|e| e.to_string())?;
         Ok(Server { addr, stop, ready: Mutex::new(ready_rx), thread: Mutex::new(Some(thread)), state })
     }
@@ -160,12 +168,13 @@ async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
     load: ModelLoader,
+    draft: Option<ModelLoader>,
     stop: Arc<Notify>,
     ready_tx: mpsc::Sender<Result<(), String>>,
 ) -> Result<(), String> {
     let st = state.clone();
     let loading = tokio::task::spawn_blocking(move || {
-        let r = load_engine(&st, load);
+        let r = load_engine(&st, load, draft);
         if let Err(e) = &r {
             let _ = st.load_error.set(e.clone());
         }
@@ -190,7 +199,7 @@ async fn serve(
 }
 
 /// Loads the model and starts the engine over a context of `--parallel` sequences.
-fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
+fn load_engine(state: &AppState, load: ModelLoader, draft: Option<ModelLoader>) -> Result<(), String> {
     let model = load()?;
     let c = &state.config;
     let parallel = c.parallel.max(1);
@@ -208,6 +217,16 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
         ..Default::default()
     };
     let ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
+    let draft = match draft {
+        Some(load_draft) => {
+            let dm = load_draft().map_err(|e| format!("the draft model failed to load: {e}"))?;
+            nucleus_runtime::check_vocabulary(model.as_ref(), dm.as_ref()).map_err(|e| e.to_string())?;
+            let dctx = dm.new_context(&opts).map_err(|e| format!("the draft model's context: {e}"))?;
+            Some(nucleus_runtime::DraftModel::new(dctx))
+        }
+        None => None,
+    };
+    let has_draft = draft.is_some();
     let prompt_cache = model.batch_invariant();
     if !prompt_cache {
         eprintln!(
@@ -218,6 +237,7 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
     }
     let engine = EngineHandle::spawn(
         ctx,
+        draft,
         &engine::EngineConfig {
             parallel,
             queue: c.queue,
@@ -230,6 +250,7 @@ fn load_engine(state: &AppState, load: ModelLoader) -> Result<(), String> {
     .map_err(|e| format!("could not start the engine thread: {e}"))?;
     let fingerprint = format!("nucleus-{}-{}", env!("CARGO_PKG_VERSION"), c.model_id);
     let template = nucleus_runtime::ChatTemplate::for_model_or(model.as_ref(), c.chat_template.as_deref());
-    let _ = state.ready.set(state::Ready { model, engine, created: openai_types::unix_now(), fingerprint, template });
+    let ready = state::Ready { model, engine, created: openai_types::unix_now(), fingerprint, template, has_draft };
+    let _ = state.ready.set(ready);
     Ok(())
 }

@@ -24,6 +24,10 @@ pub struct Metrics {
     completion_tokens: AtomicU64,
     reasoning_tokens: AtomicU64,
     reasoning_forced_ends: AtomicU64,
+    spec_sequences: AtomicU64,
+    spec_drafted: AtomicU64,
+    spec_accepted: AtomicU64,
+    spec_verify_passes: AtomicU64,
     sequences: AtomicU64,
     cancelled: AtomicU64,
     decode_steps: AtomicU64,
@@ -132,6 +136,14 @@ impl Metrics {
         self.reasoning_forced_ends.fetch_add(forced as u64, Ordering::Relaxed);
     }
 
+    /// A finished sequence speculated: its drafts.
+    pub fn speculative_done(&self, s: &nucleus_runtime::SpecStats) {
+        self.spec_sequences.fetch_add(1, Ordering::Relaxed);
+        self.spec_drafted.fetch_add(s.drafted as u64, Ordering::Relaxed);
+        self.spec_accepted.fetch_add(s.accepted as u64, Ordering::Relaxed);
+        self.spec_verify_passes.fetch_add(s.verify_passes as u64, Ordering::Relaxed);
+    }
+
     /// A sequence was dropped because its client left.
     pub fn cancelled(&self) {
         self.cancelled.fetch_add(1, Ordering::Relaxed);
@@ -207,6 +219,44 @@ impl Metrics {
             "counter",
             "Reasoning blocks whose end the thinking budget forced.",
             g(&self.reasoning_forced_ends).to_string(),
+        );
+        metric(
+            "nucleus_speculative_sequences_total",
+            "counter",
+            "Finished sequences that speculated.",
+            g(&self.spec_sequences).to_string(),
+        );
+        let (drafted, accepted) = (g(&self.spec_drafted), g(&self.spec_accepted));
+        metric(
+            "nucleus_speculative_drafted_tokens_total",
+            "counter",
+            "Draft tokens decoded for verification by finished sequences.",
+            drafted.to_string(),
+        );
+        metric(
+            "nucleus_speculative_accepted_tokens_total",
+            "counter",
+            "Draft tokens the sampler confirmed (finished sequences).",
+            accepted.to_string(),
+        );
+        let rate = if drafted > 0 { accepted as f64 / drafted as f64 } else { 0.0 };
+        metric(
+            "nucleus_speculative_acceptance_rate",
+            "gauge",
+            "Accepted over drafted tokens, all finished sequences together.",
+            format!("{rate:.6}"),
+        );
+        metric(
+            "nucleus_speculative_passes_saved_total",
+            "counter",
+            "Forward passes plain decoding would have needed and speculation did not (one per accepted token).",
+            accepted.to_string(),
+        );
+        metric(
+            "nucleus_speculative_verify_passes_total",
+            "counter",
+            "Forward passes that carried a draft (finished sequences).",
+            g(&self.spec_verify_passes).to_string(),
         );
         metric("nucleus_sequences_total", "counter", "Sequences (choices) finished.", g(&self.sequences).to_string());
         metric(
@@ -304,5 +354,9 @@ mod tests {
         assert!(t.contains("nucleus_completion_tokens_total 5"), "{t}");
         assert!(t.contains("nucleus_generation_tokens_per_second 200.000"), "{t}");
         assert!(t.contains("nucleus_slots_total 2"), "{t}");
+        m.speculative_done(&nucleus_runtime::SpecStats { drafted: 8, accepted: 6, verify_passes: 3 });
+        let t = m.render();
+        assert!(t.contains("nucleus_speculative_acceptance_rate 0.750000"), "{t}");
+        assert!(t.contains("nucleus_speculative_passes_saved_total 6"), "{t}");
     }
 }

@@ -35,7 +35,7 @@ pub fn new_id(prefix: &str) -> String {
 }
 
 /// Token counts.
-#[derive(Clone, Copy, Debug, Default, Serialize, JsonSchema, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, JsonSchema, PartialEq)]
 pub struct Usage {
     /// Prompt tokens (each prompt once, whatever `n`).
     pub prompt_tokens: usize,
@@ -49,6 +49,38 @@ pub struct Usage {
     /// How many generated tokens were reasoning (when answers are read for it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completion_tokens_details: Option<CompletionTokensDetails>,
+    /// What speculative decoding did, all choices together (this server's extension; only
+    /// when the request speculated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpeculativeUsage>,
+}
+
+/// `usage.speculative` (this server's extension): the drafts of a speculating request.
+#[derive(Clone, Copy, Debug, Default, Serialize, JsonSchema, PartialEq)]
+pub struct SpeculativeUsage {
+    /// Draft tokens decoded for verification.
+    pub drafted: usize,
+    /// Draft tokens the request's sampler confirmed.
+    pub accepted: usize,
+    /// `accepted / drafted` (0 without drafts).
+    pub acceptance_rate: f64,
+    /// Forward passes plain decoding would have needed and speculation did not (one per
+    /// accepted token).
+    pub passes_saved: usize,
+    /// Forward passes that carried a draft.
+    pub verify_passes: usize,
+}
+
+impl From<&nucleus_runtime::SpecStats> for SpeculativeUsage {
+    fn from(s: &nucleus_runtime::SpecStats) -> Self {
+        SpeculativeUsage {
+            drafted: s.drafted,
+            accepted: s.accepted,
+            acceptance_rate: s.acceptance_rate(),
+            passes_saved: s.accepted,
+            verify_passes: s.verify_passes,
+        }
+    }
 }
 
 /// `usage.completion_tokens_details`.
@@ -74,6 +106,7 @@ impl Usage {
             total_tokens: prompt_tokens + completion_tokens,
             prompt_tokens_details: None,
             completion_tokens_details: None,
+            speculative: None,
         }
     }
 

@@ -76,6 +76,8 @@ pub struct GenerationRequest {
     pub token_trie: Option<TokenTrieRequest>,
     /// Chat: how the answer is read for reasoning and how long the model may think.
     pub reasoning: ReasoningFields,
+    /// Speculative decoding asked for (over the server's settings, [`crate::speculative`]).
+    pub speculative: crate::speculative::SpecRequest,
 }
 
 /// `token_trie`: the output is one of a descriptor path's leaves (token sequences).
@@ -233,6 +235,7 @@ pub fn parse(
         }
     }
     params.validate(Some(model.n_vocab())).map_err(sampling_fields::param_error)?;
+    let speculative = crate::speculative::parse(&c)?;
     let reasoning = match &own {
         Own::Chat(f) => reasoning::parse(
             f.reasoning_format.as_deref(),
@@ -263,6 +266,7 @@ pub fn parse(
         cache_prompt,
         token_trie,
         reasoning,
+        speculative,
     })
 }
 

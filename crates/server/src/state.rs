@@ -69,6 +69,9 @@ pub struct ServerConfig {
     pub reasoning: crate::reasoning::ReasoningDefaults,
     /// Responses kept in memory for `/v1/responses` chaining (`--responses-store`, 0: none).
     pub responses_store: usize,
+    /// Speculative decoding unless a request says otherwise (`--spec-type`, `--draft-max`,
+    /// `--draft-min`, `--spec-ngram-size-n`).
+    pub speculative: crate::speculative::SpecDefaults,
 }
 
 impl Default for ServerConfig {
@@ -93,6 +96,7 @@ impl Default for ServerConfig {
             cache_ram: DEFAULT_CACHE_RAM_MIB << 20,
             reasoning: Default::default(),
             responses_store: DEFAULT_RESPONSES_STORE,
+            speculative: Default::default(),
         }
     }
 }
@@ -109,6 +113,8 @@ pub struct Ready {
     pub fingerprint: String,
     /// The chat template (`--chat-template`, else the model's or a built-in one).
     pub template: nucleus_runtime::ChatTemplate,
+    /// A draft model was loaded (`--model-draft`).
+    pub has_draft: bool,
 }
 
 /// Shared by every handler.

@@ -270,6 +270,40 @@ fn every_documented_request_field_is_read_by_the_parser() {
     eprintln!("{checked} documented fields checked");
 }
 
+/// `usage.speculative` (this server's extension) is documented in the `Usage` schema, and a
+/// speculating request's answer carries exactly the documented fields (a plain one none).
+#[test]
+fn usage_speculative_is_documented_and_sent() {
+    let doc = document();
+    let schemas = &doc["components"]["schemas"];
+    let documented: Vec<String> = schemas["SpeculativeUsage"]["properties"]
+        .as_object()
+        .expect("SpeculativeUsage is documented")
+        .keys()
+        .cloned()
+        .collect();
+    let prop = schemas["Usage"]["properties"]["speculative"].to_string();
+    assert!(prop.contains("#/components/schemas/SpeculativeUsage"), "Usage.speculative: {prop}");
+    let addr = server().server.addr();
+    let prompt = "Repeat: red green blue, red green blue, red green blue, red green blue, red green";
+    let body = |spec: Value| {
+        json!({"messages": [{"role": "user", "content": prompt}], "max_tokens": 16, "temperature": 0,
+               "speculative": spec})
+    };
+    let (status, _, text) = http(addr, "POST", "/v1/chat/completions", Some(&body(json!({"type": "ngram"}))));
+    assert_eq!(status, 200, "{text}");
+    let r: Value = serde_json::from_str(&text).unwrap();
+    let mut sent: Vec<String> = r["usage"]["speculative"].as_object().expect("usage.speculative").keys().cloned().collect();
+    let mut want = documented.clone();
+    sent.sort();
+    want.sort();
+    assert_eq!(sent, want, "{text}");
+    let (status, _, text) = http(addr, "POST", "/v1/chat/completions", Some(&body(json!({"type": "none"}))));
+    assert_eq!(status, 200, "{text}");
+    let r: Value = serde_json::from_str(&text).unwrap();
+    assert!(r["usage"].get("speculative").is_none(), "{text}");
+}
+
 /// Installs the pinned schemathesis with pip when that release is not importable.
 fn ensure_schemathesis() {
     let check =

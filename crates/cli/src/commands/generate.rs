@@ -11,14 +11,15 @@ use clap::{ArgGroup, Args};
 use nucleus_runtime::catalog::DEFAULT_MODEL;
 use nucleus_runtime::pull;
 use nucleus_runtime::{
-    generate_sequence, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
-    ContextOptions, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
-    SequenceOptions, SpecOptions, StopReason, TokenEvent, Tokenizer,
+    check_vocabulary, generate_sequence, generate_sequence_drafted, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
+    ContextOptions, DraftModel, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
+    SequenceOptions, SpecType, StopReason, TokenEvent, Tokenizer,
 };
 use serde_json::json;
 
 use crate::progress::PullProgress;
 use crate::sampling_args::SamplingArgs;
+use crate::spec_args::SpecArgs;
 
 /// Arguments of `nucleus generate`.
 #[derive(Args, Debug)]
@@ -83,19 +84,8 @@ pub struct GenerateArgs {
     /// greedy: the most likely allowed token; sampled: the sampler chain over the allowed tokens
     #[arg(long = "token-trie-mode", value_name = "MODE", default_value = "greedy", value_parser = ["greedy", "sampled"])]
     pub token_trie_mode: String,
-    /// Speculative decoding: `ngram` drafts from the prompt and the output so far, verified
-    /// exactly (the answer does not change; docs/speculative.md), or `none`
-    #[arg(long = "spec-type", value_name = "TYPE", default_value = "none", value_parser = ["none", "ngram"])]
-    pub spec_type: String,
-    /// Most tokens drafted per forward pass (with --spec-type ngram)
-    #[arg(long = "draft-max", visible_alias = "draft", value_name = "N", default_value_t = 16)]
-    pub draft_max: usize,
-    /// Drafts shorter than this are not used (with --spec-type ngram)
-    #[arg(long = "draft-min", value_name = "N", default_value_t = 1)]
-    pub draft_min: usize,
-    /// Shortest match of the last tokens that may propose a draft (with --spec-type ngram)
-    #[arg(long = "spec-ngram-size-n", value_name = "N", default_value_t = 3)]
-    pub spec_ngram_size_n: usize,
+    #[command(flatten)]
+    pub spec: SpecArgs,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -108,14 +98,7 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     if args.n_predict < -1 {
         return Err(format!("invalid --n-predict {}: use -1 (no limit) or a count >= 0", args.n_predict));
     }
-    let spec = (args.spec_type == "ngram").then_some(SpecOptions {
-        draft_max: args.draft_max,
-        draft_min: args.draft_min,
-        min_match: args.spec_ngram_size_n,
-    });
-    if let Some(s) = &spec {
-        s.validate().map_err(|e| format!("--{e}"))?;
-    }
+    let (spec_kind, spec_opts) = args.spec.to_options()?;
     let prompt = read_prompt(args)?;
     let constraint = read_constraint(args)?;
     let mut params = args.sampling.to_params(true)?;
@@ -125,6 +108,15 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
     let model = load_model(&args.model)?;
     let opts = ContextOptions { n_ctx: args.ctx_size, threads: args.threads, ..Default::default() };
     let mut ctx = model.new_context(&opts).map_err(|e| e.to_string())?;
+    let draft = match &args.spec.model_draft {
+        Some(name) => {
+            let dm = load_model(name).map_err(|e| format!("--model-draft: {e}"))?;
+            check_vocabulary(&model, &dm).map_err(|e| format!("--model-draft {name}: {e}"))?;
+            let dctx = dm.new_context(&opts).map_err(|e| format!("--model-draft: {e}"))?;
+            Some(DraftModel::new(dctx))
+        }
+        None => None,
+    };
     let tokens = prompt_tokens(&model, &prompt).map_err(|e| e.to_string())?;
     let seq_opts = SequenceOptions {
         max_tokens: (args.n_predict >= 0).then_some(args.n_predict as usize),
@@ -152,12 +144,21 @@ pub fn run(args: &GenerateArgs) -> Result<(), String> {
             .map_err(|e| format!("--token-trie: {e}"))?;
         seq.set_token_trie(trie, greedy);
     }
-    if let Some(s) = spec {
-        seq.set_speculation(s);
+    match spec_kind {
+        SpecType::None => {}
+        SpecType::Ngram => seq.set_speculation(spec_opts),
+        SpecType::Draft => seq.set_model_speculation(spec_opts),
     }
-    let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut |ev| out.token(ev))
-        .map_err(|e| e.to_string())?;
+    let mut on_token = |ev: &TokenEvent<'_>| out.token(ev);
+    let stats = match draft {
+        Some(d) => generate_sequence_drafted(ctx.as_mut(), &tokens, seq, d, Some(&cancel), &mut on_token),
+        None => generate_sequence(ctx.as_mut(), &tokens, seq, Some(&cancel), &mut on_token),
+    }
+    .map_err(|e| e.to_string())?;
     out.finish();
+    if args.json {
+        out.summary(&stats);
+    }
     report(&stats);
     Ok(())
 }
@@ -289,6 +290,38 @@ impl<'a> Output<'a> {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()), // stdout closed (e.g. piped into `head`)
         }
+    }
+
+    /// With `--json`: a last line `{"done": {...}}` with the stop reason, counts, timings and
+    /// what speculation did (`speculative`: null when it was off).
+    fn summary(&mut self, s: &GenerationStats) {
+        let stop = match &s.stop {
+            StopReason::EndOfGeneration => "end_of_generation",
+            StopReason::StopString(_) => "stop_string",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::ContextFull => "context_full",
+            StopReason::Cancelled => "cancelled",
+        };
+        let speculative = s.spec.map(|sp| {
+            json!({
+                "drafted": sp.drafted,
+                "accepted": sp.accepted,
+                "acceptance_rate": sp.acceptance_rate(),
+                "passes_saved": sp.accepted,
+                "verify_passes": sp.verify_passes,
+            })
+        });
+        let line = json!({"done": {
+            "stop": stop,
+            "prompt_tokens": s.prompt_tokens,
+            "generated_tokens": s.generated_tokens,
+            "prompt_seconds": s.prompt_time.as_secs_f64(),
+            "generation_seconds": s.generation_time.as_secs_f64(),
+            "generation_tokens_per_second": s.generation_tokens_per_sec(),
+            "speculative": speculative,
+        }});
+        let _ = writeln!(self.stdout, "{line}");
+        let _ = self.stdout.flush();
     }
 
     /// Ends the text on a terminal with a newline so the shell prompt starts on its own line.

@@ -14,6 +14,7 @@ use nucleus_server::{Server, ServerConfig};
 
 use crate::progress::PullProgress;
 use crate::sampling_args::SamplingArgs;
+use crate::spec_args::SpecArgs;
 
 /// Arguments of `nucleus serve`.
 #[derive(Args, Debug)]
@@ -87,6 +88,8 @@ pub struct ServeArgs {
     #[arg(long = "responses-store", value_name = "N", default_value_t = nucleus_server::state::DEFAULT_RESPONSES_STORE)]
     pub responses_store: usize,
     #[command(flatten)]
+    pub spec: SpecArgs,
+    #[command(flatten)]
     pub sampling: SamplingArgs,
 }
 
@@ -129,6 +132,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
     }
     let defaults = args.sampling.to_params(true)?;
     let reasoning = reasoning_defaults(args)?;
+    let (kind, opts) = args.spec.to_options()?;
     llama::set_verbose(args.verbose);
     let api_key = args.api_key.clone().or_else(|| std::env::var("NUCLEUS_API_KEY").ok()).filter(|k| !k.is_empty());
 
@@ -171,16 +175,23 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         prefill_chunk: args.prefill_chunk,
         reasoning,
         responses_store: args.responses_store,
+        speculative: nucleus_server::speculative::SpecDefaults { kind, opts },
+    };
+    let draft_path = match &args.spec.model_draft {
+        Some(name) => Some(resolve(&ModelRef::parse(name).map_err(|e| format!("--model-draft: {e}"))?)?),
+        None => None,
     };
     eprintln!("nucleus serve: loading {}", path.display());
-    let load_path = path.clone();
-    let server = Server::start(
-        config,
+    let loader = |p: std::path::PathBuf| -> nucleus_server::ModelLoader {
         Box::new(move || {
-            let m = LlamaCppModel::load(&load_path).map_err(|e| e.to_string())?;
+            let m = LlamaCppModel::load(&p).map_err(|e| e.to_string())?;
             Ok(Arc::new(m) as Arc<dyn Model>)
-        }),
-    )?;
+        })
+    };
+    if let Some(p) = &draft_path {
+        eprintln!("nucleus serve: draft model {}", p.display());
+    }
+    let server = Server::start_with_draft(config, loader(path.clone()), draft_path.map(loader))?;
     server.wait_ready()?;
     let mut out = std::io::stdout().lock();
     let _ = writeln!(

@@ -32,6 +32,7 @@ use nucleus_sampler::Token;
 pub use sink::{Finished, Pass, PromptToken, SlotFailure, SlotSink};
 pub use slot::SlotJob;
 
+use crate::draft_model::{DraftAsk, DraftModel};
 use crate::error::RuntimeError;
 use crate::model::{Context, SeqId};
 use crate::score::raw_score;
@@ -49,6 +50,8 @@ pub struct Engine<T> {
     top: Vec<TokenProb>,
     /// Whether tokens a constraint forces are decoded together with the token before them.
     decode_forced: bool,
+    /// Drafts for sequences that speculate with a draft model ([`Engine::set_draft_model`]).
+    draft: Option<DraftModel>,
 }
 
 /// What became of a slot after its logits were used.
@@ -68,7 +71,15 @@ impl<T> Engine<T> {
             chunk: chunk.max(1),
             top: Vec::new(),
             decode_forced: true,
+            draft: None,
         }
+    }
+
+    /// Drafts for the slots whose sequences speculate with a draft model
+    /// ([`crate::Sequence::set_model_speculation`]); its context needs a sequence per slot.
+    /// Without one, such sequences decode plainly.
+    pub fn set_draft_model(&mut self, draft: DraftModel) {
+        self.draft = Some(draft);
     }
 
     /// Whether a slot's forced tokens (a token trie's unique continuation,
@@ -252,6 +263,9 @@ impl<T> Engine<T> {
     fn add_forced(&mut self, ctx: &dyn Context, runs: &mut [(SeqId, Vec<Token>)]) -> Vec<usize> {
         let mut room = ctx.n_batch().saturating_sub(runs.len());
         let mut drafted = vec![0; runs.len()];
+        // Runs whose draft comes from the draft model, with the length each may have (its room
+        // in the batch is set aside until the drafts are known).
+        let mut from_model: Vec<(usize, usize)> = Vec::new();
         for (i, (slot, run)) in runs.iter_mut().enumerate() {
             let Some(s) = self.slots[*slot].as_mut() else { continue };
             if room == 0 {
@@ -268,6 +282,14 @@ impl<T> Engine<T> {
             }
             k = k.min(self.slot_ctx.saturating_sub(ctx.seq_len(*slot) + 1));
             let forced = s.seq.forced_ahead();
+            if forced.is_empty() && self.draft.is_some() {
+                let budget = s.seq.draft_budget(k);
+                if budget > 0 {
+                    from_model.push((i, budget));
+                    room -= budget;
+                    continue;
+                }
+            }
             if forced.is_empty() {
                 let draft = s.seq.draft(k);
                 drafted[i] = draft.len();
@@ -278,6 +300,27 @@ impl<T> Engine<T> {
             let k = k.min(forced.len());
             run.extend_from_slice(&forced[..k]);
             room -= k;
+        }
+        if let (Some(dm), false) = (self.draft.as_mut(), from_model.is_empty()) {
+            let histories: Vec<Vec<Token>> = from_model
+                .iter()
+                .map(|&(i, _)| {
+                    let Some(s) = self.slots[runs[i].0].as_ref() else { return Vec::new() };
+                    [&s.prompt[..], s.seq.generated()].concat()
+                })
+                .collect();
+            let asks: Vec<DraftAsk<'_>> = from_model
+                .iter()
+                .zip(&histories)
+                .map(|(&(i, max), h)| DraftAsk { slot: runs[i].0, tokens: h, max })
+                .collect();
+            let drafts = dm.draft(&asks);
+            for ((i, _), draft) in from_model.into_iter().zip(drafts) {
+                let Some(s) = self.slots[runs[i].0].as_ref() else { continue };
+                let draft = s.seq.fit_draft(draft);
+                drafted[i] = draft.len();
+                runs[i].1.extend_from_slice(&draft);
+            }
         }
         drafted
     }

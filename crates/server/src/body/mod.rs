@@ -24,8 +24,8 @@ use crate::errors::ApiError;
 use messages::{Messages, ToolChoiceIn, Tools};
 use scalars::{Integer, Number, MISSING};
 use shapes::{
-    Breakers, Grammar, LogitBias, Modalities, PromptIn, ResponseFormat, Samplers, SchemaValue, Stop, StreamOptions,
-    TokenIds, TokenTrie,
+    Breakers, Grammar, LogitBias, Modalities, PromptIn, ResponseFormat, Samplers, SchemaValue, Speculative, Stop,
+    StreamOptions, TokenIds, TokenTrie,
 };
 
 /// Declares the fields both routes take once: [`Common`] holds them, and each route's body
@@ -191,6 +191,16 @@ bodies! {
         /// many top candidates before and after the chain) in `choices[].steps` (0: off).
         #[schemars(range(min = 0, max = 64))]
         trace_steps: Option<Integer>,
+        /// This server's extension: speculative decoding for this request (see the type).
+        speculative: Option<Speculative>,
+        /// llama-server's: most tokens drafted per pass (`speculative.draft_max` wins).
+        #[serde(rename = "speculative.n_max")]
+        #[schemars(range(min = 1, max = 256))]
+        speculative_n_max: Option<Integer>,
+        /// llama-server's: drafts shorter than this are not used (`speculative.draft_min` wins).
+        #[serde(rename = "speculative.n_min")]
+        #[schemars(range(min = 0, max = 256))]
+        speculative_n_min: Option<Integer>,
     }
 
     /// `POST /v1/chat/completions`: OpenAI's chat fields plus llama-server's and vLLM's

@@ -421,3 +421,36 @@ pub struct TokenTrie {
     #[schemars(with = "Option<TrieMode>")]
     pub mode: Option<String>,
 }
+
+/// The `type` values of `speculative`.
+#[derive(Clone, Copy, Debug, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SpecTypeName {
+    /// No speculation for this request.
+    None,
+    /// Drafts from n-gram matches over the prompt and the output so far.
+    Ngram,
+    /// Drafts from the server's draft model (`--model-draft`).
+    Draft,
+}
+
+/// `speculative` (this server's extension): speculative decoding for this request, over the
+/// server's `--spec-type`, `--draft-max`, `--draft-min` and `--spec-ngram-size-n`. It never
+/// changes the answer (tokens, logprobs): drafts are verified by the request's own sampler.
+#[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
+#[serde(expecting = "an object")]
+pub struct Speculative {
+    /// `none`, `ngram` or `draft` (default: the server's `--spec-type`).
+    #[serde(rename = "type")]
+    #[schemars(with = "Option<SpecTypeName>")]
+    pub kind: Option<String>,
+    /// Most tokens drafted per forward pass.
+    #[schemars(range(min = 1, max = 256))]
+    pub draft_max: Option<Integer>,
+    /// Drafts shorter than this are not used (at most `draft_max`).
+    #[schemars(range(min = 0, max = 256))]
+    pub draft_min: Option<Integer>,
+    /// Shortest match of the last tokens that may propose an n-gram draft.
+    #[schemars(range(min = 1, max = 64))]
+    pub ngram_size_n: Option<Integer>,
+}

@@ -22,6 +22,7 @@ use crate::openai_types::{new_id, unix_now};
 use crate::prepare::prepare;
 use crate::render::{Renderer, ResponseMeta};
 use crate::request::{self, Endpoint};
+use crate::speculative;
 use crate::state::AppState;
 use crate::step_trace::{self, StepQueues};
 use crate::streaming;
@@ -120,11 +121,18 @@ pub(crate) async fn start(
     let defaults = state.config.defaults.clone();
     let (slot_ctx, parallel) = (ready.engine.slot_ctx(), ready.engine.parallel());
     let reasoning = state.config.reasoning.clone();
+    let spec_defaults = state.config.speculative;
+    let draft_model = ready.has_draft;
     let (req, prepared, steps) = tokio::task::spawn_blocking(move || {
         let req = parse(&map, &defaults, model.as_ref())?;
         let trace = step_trace::parse(&map)?;
+        let can = speculative::Available { batch_invariant: model.batch_invariant(), draft_model };
+        let spec = req.speculative.resolve(&spec_defaults, can)?;
         let reasoning = req.reasoning.over(&reasoning);
         let mut prepared = prepare(&req, &reasoning, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
+        if let Some((kind, opts)) = spec {
+            speculative::attach(kind, opts, &mut prepared.seqs);
+        }
         let steps = trace.map(|n| StepQueues::attach(n, &mut prepared.seqs));
         Ok::<_, ApiError>((req, prepared, steps))
     })

@@ -8,6 +8,7 @@ use nucleus_sampler::{MirostatMode, SamplingParams};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::speculative::SpecDefaults;
 use crate::state::{Ready, ServerConfig};
 
 /// The answer of `GET /props`.
@@ -105,6 +106,15 @@ pub struct PropsParams {
     pub samplers: Vec<&'static str>,
     /// `--reasoning-format`: `none`, `deepseek`, `harmony` or `auto`.
     pub reasoning_format: &'static str,
+    /// `--draft-max` (llama-server's name).
+    #[serde(rename = "speculative.n_max")]
+    pub speculative_n_max: usize,
+    /// `--draft-min` (llama-server's name).
+    #[serde(rename = "speculative.n_min")]
+    pub speculative_n_min: usize,
+    /// `--spec-type`: `none`, `ngram` or `draft` (this server's).
+    #[serde(rename = "speculative.type")]
+    pub speculative_type: &'static str,
 }
 
 /// One default logit bias.
@@ -130,7 +140,7 @@ pub fn props(config: &ServerConfig, ready: &Ready) -> Props {
     Props {
         default_generation_settings: GenerationSettings {
             n_ctx: ready.engine.slot_ctx(),
-            params: params(&config.defaults, config.reasoning.format),
+            params: params(&config.defaults, config.reasoning.format, &config.speculative),
         },
         total_slots: ready.engine.parallel(),
         model_alias: config.model_id.clone(),
@@ -149,7 +159,7 @@ pub fn props(config: &ServerConfig, ready: &Ready) -> Props {
 }
 
 /// `params` from the server's sampling defaults.
-fn params(d: &SamplingParams, reasoning: ReasoningFormat) -> PropsParams {
+fn params(d: &SamplingParams, reasoning: ReasoningFormat, spec: &SpecDefaults) -> PropsParams {
     PropsParams {
         seed: d.seed,
         temperature: d.temp,
@@ -191,6 +201,9 @@ fn params(d: &SamplingParams, reasoning: ReasoningFormat) -> PropsParams {
         logit_bias: d.logit_bias.iter().map(|&(token, bias)| PropsLogitBias { bias, token }).collect(),
         samplers: d.samplers.iter().map(|s| s.name()).collect(),
         reasoning_format: reasoning.as_str(),
+        speculative_n_max: spec.opts.draft_max,
+        speculative_n_min: spec.opts.draft_min,
+        speculative_type: spec.kind.as_str(),
     }
 }
 
@@ -214,7 +227,7 @@ mod tests {
             samplers: vec![SamplerType::TopK],
             ..SamplingParams::default()
         };
-        let v = serde_json::to_value(params(&d, ReasoningFormat::Auto)).unwrap();
+        let v = serde_json::to_value(params(&d, ReasoningFormat::Auto, &SpecDefaults::default())).unwrap();
         for f in fields::FIELDS {
             let want = match f.kind {
                 Kind::Float { get, .. } => json!(get(&d)),

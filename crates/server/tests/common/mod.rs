@@ -80,6 +80,14 @@ impl TestServer {
         TestServer { server, api_key }
     }
 
+    /// A server of the default model with `draft` as its draft model (`--model-draft`).
+    pub fn start_with_draft(config: ServerConfig, draft: ModelLoader) -> TestServer {
+        let api_key = config.api_key.clone();
+        let server = Server::start_with_draft(config, loader(), Some(draft)).expect("start server");
+        server.wait_ready().expect("model and draft model load");
+        TestServer { server, api_key }
+    }
+
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.server.addr())
     }

@@ -7,7 +7,8 @@ assemble) are joined the plain way: texts concatenated, logprob arrays appended.
 Shapes: plain text, n > 1, stop strings, logprobs / top_logprobs, response_format json_object
 and json_schema, tools under auto / required / named / none with parallel_tool_calls true,
 false or unset, calls cut by a small max_tokens, /v1/completions with echo and logprobs; under a
-reasoning template, the thinking too (`reasoning_content`).
+reasoning template, the thinking too (`reasoning_content`). About half the cases speculate
+(`speculative: {"type": "ngram"}` with random draft settings, `usage.speculative` compared too).
 EQUIV_SEED fixes the draw (printed on every run, and with each failing case), EQUIV_CASES
 says how many cases are drawn."""
 
@@ -35,6 +36,7 @@ PROMPTS = [
     "Write a haiku about rain.",
     "List two fruits, comma separated.",
     "Count from one to ten.",
+    "Say this twice: the cat sat on the mat, the cat sat on the mat.",
 ]
 TOOLS = [
     {"type": "function", "function": {
@@ -49,6 +51,14 @@ TOOLS = [
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["name", "n"],
           "properties": {"name": {"type": "string", "maxLength": 12}, "n": {"type": "integer"}}}
 STOPS = ["\n", ".", ",", " the", "}"]
+
+
+def draw_speculative(kw):
+    """About half the cases speculate, with random draft settings."""
+    if rng.random() < 0.5:
+        kw["extra_body"] = {"speculative": {"type": "ngram", "draft_max": rng.choice([2, 5, 16]),
+                                            "ngram_size_n": rng.choice([1, 2, 3])}}
+    return kw
 
 
 def draw_chat():
@@ -79,7 +89,7 @@ def draw_chat():
         if parallel is not None:
             kw["parallel_tool_calls"] = parallel
         kw["max_tokens"] = rng.choice([5, 12, 20, 30, 60, 90])
-    return kw
+    return draw_speculative(kw)
 
 
 def draw_completion():
@@ -93,13 +103,13 @@ def draw_completion():
         kw["n"] = 2
     if rng.random() < 0.3:
         kw["stop"] = rng.sample(STOPS, 1)
-    return kw
+    return draw_speculative(kw)
 
 
 def usage_of(u):
     """Usage less the cached-prompt count, which the prompt cache changes between the two runs."""
     assert u is not None
-    return (u.prompt_tokens, u.completion_tokens, u.total_tokens)
+    return (u.prompt_tokens, u.completion_tokens, u.total_tokens, (u.model_extra or {}).get("speculative"))
 
 
 def logprobs_of(lp):
