@@ -98,7 +98,11 @@ impl Server {
     /// Like [`Server::start`], with a draft model (`--model-draft`) for speculative decoding
     /// (`--spec-type draft`, or a request's `speculative.type: draft`). Its vocabulary must be
     /// the model's: loading fails with a message saying so otherwise.
-    pub fn start_with_draft(config: ServerConfig, load: ModelLoader, draft: Option<ModelLoader>) -> Result<Server, String> {
+    pub fn start_with_draft(
+        config: ServerConfig,
+        load: ModelLoader,
+        draft: Option<ModelLoader>,
+    ) -> Result<Server, String> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("nucleus-http")

@@ -293,7 +293,8 @@ fn usage_speculative_is_documented_and_sent() {
     let (status, _, text) = http(addr, "POST", "/v1/chat/completions", Some(&body(json!({"type": "ngram"}))));
     assert_eq!(status, 200, "{text}");
     let r: Value = serde_json::from_str(&text).unwrap();
-    let mut sent: Vec<String> = r["usage"]["speculative"].as_object().expect("usage.speculative").keys().cloned().collect();
+    let mut sent: Vec<String> =
+        r["usage"]["speculative"].as_object().expect("usage.speculative").keys().cloned().collect();
     let mut want = documented.clone();
     sent.sort();
     want.sort();

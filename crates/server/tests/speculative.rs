@@ -11,9 +11,9 @@
 mod common;
 
 use common::{config, loader, loader_of, pulled, TestServer};
-use nucleus_server::Server;
 use nucleus_runtime::{SpecOptions, SpecType};
 use nucleus_server::speculative::SpecDefaults;
+use nucleus_server::Server;
 
 #[test]
 fn speculation_never_changes_an_answer_alone_or_under_load() {

@@ -11,9 +11,9 @@ use clap::{ArgGroup, Args};
 use nucleus_runtime::catalog::DEFAULT_MODEL;
 use nucleus_runtime::pull;
 use nucleus_runtime::{
-    check_vocabulary, generate_sequence, generate_sequence_drafted, grammar_sampler, llama, locate, models_dir, prompt_tokens, token_trie, ChatMessage,
-    ContextOptions, DraftModel, GenerationStats, LlamaCppModel, Model, ModelRef, OutputConstraint, Pip, Prompt, Sequence,
-    SequenceOptions, SpecType, StopReason, TokenEvent, Tokenizer,
+    check_vocabulary, generate_sequence, generate_sequence_drafted, grammar_sampler, llama, locate, models_dir,
+    prompt_tokens, token_trie, ChatMessage, ContextOptions, DraftModel, GenerationStats, LlamaCppModel, Model,
+    ModelRef, OutputConstraint, Pip, Prompt, Sequence, SequenceOptions, SpecType, StopReason, TokenEvent, Tokenizer,
 };
 use serde_json::json;
 
