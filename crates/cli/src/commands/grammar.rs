@@ -69,8 +69,8 @@ pub struct CheckArgs {
     /// Read the text to check from FILE (`-` for stdin)
     #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
-    /// The text to check
-    #[arg(long, value_name = "STRING")]
+    /// The text to check (it may start with `-`, as a negative JSON number does)
+    #[arg(long, value_name = "STRING", allow_hyphen_values = true)]
     pub text: Option<String>,
     /// With --grammar: the start rule [default: root]
     #[arg(long, value_name = "NAME", requires = "grammar")]
