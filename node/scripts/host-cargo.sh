@@ -8,6 +8,13 @@
 set -euo pipefail
 
 real_cargo=${NUCLEUS_REAL_CARGO:-cargo}
+# napi hands the type-definition folder over as given on its command line (relative to this
+# directory), but rustc expands the macros that write into it from the workspace root: make it
+# absolute, or index.d.ts comes out empty.
+if [ -n "${NAPI_TYPE_DEF_TMP_FOLDER:-}" ]; then
+    NAPI_TYPE_DEF_TMP_FOLDER=$(realpath -m "$NAPI_TYPE_DEF_TMP_FOLDER")
+    export NAPI_TYPE_DEF_TMP_FOLDER
+fi
 host=$(rustc -vV | sed -n 's/^host: //p')
 args=() triple="" napi_dir="" profile=debug
 while [ $# -gt 0 ]; do

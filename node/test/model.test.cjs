@@ -29,7 +29,10 @@ test('generate: same tokens as nucleus generate, event loop keeps ticking', asyn
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'ignore'],
   })
-  const want = out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
+  // One object per token, then the summary line {"done": {...}}.
+  const lines = out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
+  assert.equal(lines.at(-1).done.generated_tokens, 16)
+  const want = lines.slice(0, -1)
   assert.deepEqual(got.map((t) => t.token), want.map((w) => w.id))
   assert.equal(got.map((t) => t.text).join(''), want.map((w) => w.text).join(''))
 })

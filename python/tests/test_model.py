@@ -39,7 +39,9 @@ def test_same_tokens_as_nucleus_generate(model):
         [str(cli), "generate", "-p", PROMPT, "-n", "16", "--seed", "42", "-t", "1", "--json"],
         capture_output=True, text=True, check=True,
     )
-    want = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    # One object per token, then the summary line {"done": {...}}.
+    *want, done = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert done["done"]["generated_tokens"] == 16
     assert [t for t, _ in got] == [w["id"] for w in want]
     assert "".join(text for _, text in got) == "".join(w["text"] for w in want)
 
