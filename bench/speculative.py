@@ -6,7 +6,8 @@ server after the other, on three workloads:
   extract  fields of a ~1,000-token document as JSON under a schema (testdata/speculative/tenancy.*)
   chat     the multi-turn chat load of bench/chat_load.py (little to copy)
 
-For each (server, workload): output tokens/s (completion tokens over wall time), TTFT p50
+For each (server, workload): output tokens/s (completion tokens over wall time), decode tokens/s
+(the tokens after each answer's first over the time after its first content), TTFT p50
 (first streamed content), and the acceptance the server reports (nucleus: usage.speculative;
 llama-server: timings.draft_n / draft_n_accepted when it sends them). Seeded answers of nucleus
 plain and speculative are compared (they must be identical). A benchmark, not a test: numbers
@@ -17,7 +18,8 @@ measured on a loaded machine say nothing about speed.
 
 Options: --threads (1), --parallel (1), --ctx (8192), --requests (2 per document workload),
 --chat-users (2), --chat-turns (3), --llama-modes (ngram-simple,ngram-map-k,ngram-mod),
---draft-max (16), --only (plain,ngram,llama), --quick (one request each, short chat).
+--draft-max (16, nucleus's; llama-server's n-gram modes keep their own defaults: b11434 removed
+its --draft-max, and each mode has its own sizes), --only (plain,ngram,llama), --quick (one request each, short chat).
 """
 
 import argparse
@@ -111,7 +113,9 @@ def document_workload(port, make, requests, extra):
         if spec:
             drafted += spec["drafted"]
             accepted += spec["accepted"]
+    decode = wall - sum(ttfts)
     return {"output_tokens_per_s": tokens / wall if wall else 0.0, "ttft_p50": statistics.median(ttfts),
+            "decode_tokens_per_s": (tokens - requests) / decode if decode > 0 else 0.0,
             "tokens": tokens, "wall_s": wall, "acceptance": accepted / drafted if drafted else None,
             "answers": answers}
 
@@ -123,6 +127,7 @@ def chat_workload(port, args):
                          text=True, check=True)
     c = json.loads(out.stdout)["chat"]
     return {"output_tokens_per_s": c["output_tokens_per_s"], "ttft_p50": c["ttft_p50"], "acceptance": None,
+            "decode_tokens_per_s": None,
             "answers": c.get("answers")}
 
 
@@ -153,6 +158,7 @@ def main():
     p.add_argument("--chat-users", type=int, default=2)
     p.add_argument("--chat-turns", type=int, default=3)
     p.add_argument("--draft-max", type=int, default=16)
+    p.add_argument("--ngram-size-n", type=int, default=3, help="nucleus's --spec-ngram-size-n")
     p.add_argument("--llama-modes", default="ngram-simple,ngram-map-k,ngram-mod")
     p.add_argument("--only", default="plain,ngram,llama")
     p.add_argument("--repeat", type=int, default=1)
@@ -169,12 +175,13 @@ def main():
     if "ngram" in only:
         servers.append(("nucleus ngram", [args.nucleus, "serve", *common, "--port", "8183", "--parallel",
                                           str(args.parallel), "--spec-type", "ngram", "--draft-max",
-                                          str(args.draft_max)], 8183, None))
+                                          str(args.draft_max), "--spec-ngram-size-n", str(args.ngram_size_n)],
+                        8183, None))
     if "llama" in only and args.llama_server:
         for mode in args.llama_modes.split(","):
             servers.append((f"llama-server {mode}", [args.llama_server, *common, "--port", "8181", "-tb",
                                                      str(args.threads), "-np", str(args.parallel), "--jinja",
-                                                     "--spec-type", mode, "--draft-max", str(args.draft_max)],
+                                                     "--spec-type", mode],
                             8181, None))
     results = {}
     for rep in range(args.repeat):
@@ -190,12 +197,13 @@ def main():
             w.pop("answers", None)
     print(json.dumps({"results": results, "nucleus_same_answers": same}, indent=1))
     print(f"\n-t {args.threads}, {args.parallel} slot(s), draft-max {args.draft_max}\n")
-    print("| server | workload | out tok/s | TTFT p50 | acceptance |")
-    print("|---|---|---:|---:|---:|")
+    print("| server | workload | out tok/s | decode tok/s | TTFT p50 | acceptance |")
+    print("|---|---|---:|---:|---:|---:|")
     for name, r in results.items():
         for w, m in r.items():
             acc = "" if m["acceptance"] is None else f"{100 * m['acceptance']:.0f}%"
-            print(f"| {name} | {w} | {m['output_tokens_per_s']:.1f} | {m['ttft_p50']:.2f} s | {acc} |")
+            dec = "" if m["decode_tokens_per_s"] is None else f"{m['decode_tokens_per_s']:.1f}"
+            print(f"| {name} | {w} | {m['output_tokens_per_s']:.1f} | {dec} | {m['ttft_p50']:.2f} s | {acc} |")
     print(f"\nnucleus plain == nucleus ngram (seeded answers): {same}")
     if same and not all(same.values()):
         sys.exit(1)

@@ -17,13 +17,13 @@ pub struct SpecArgs {
     #[arg(long = "model-draft", visible_alias = "md", value_name = "MODEL")]
     pub model_draft: Option<String>,
     /// Most tokens drafted per forward pass
-    #[arg(long = "draft-max", visible_alias = "draft", value_name = "N", default_value_t = 16)]
+    #[arg(long = "draft-max", visible_alias = "draft", value_name = "N", default_value_t = SpecOptions::default().draft_max)]
     pub draft_max: usize,
     /// Drafts shorter than this are not used
-    #[arg(long = "draft-min", value_name = "N", default_value_t = 1)]
+    #[arg(long = "draft-min", value_name = "N", default_value_t = SpecOptions::default().draft_min)]
     pub draft_min: usize,
     /// Shortest match of the last tokens that may propose an n-gram draft
-    #[arg(long = "spec-ngram-size-n", value_name = "N", default_value_t = 3)]
+    #[arg(long = "spec-ngram-size-n", value_name = "N", default_value_t = SpecOptions::default().min_match)]
     pub spec_ngram_size_n: usize,
 }
 
