@@ -51,46 +51,18 @@ fn parse_with(endpoint: Endpoint, body: Value, defaults: &SamplingParams) -> Sam
 /// compared.
 #[deny(unused_variables)]
 fn differing_fields(a: &SamplingParams, b: &SamplingParams) -> Vec<&'static str> {
-    let SamplingParams {
-        seed,
-        min_keep,
-        top_k,
-        top_p,
-        min_p,
-        xtc_probability,
-        xtc_threshold,
-        typ_p,
-        temp,
-        dynatemp_range,
-        dynatemp_exponent,
-        penalty_last_n,
-        penalty_repeat,
-        penalty_freq,
-        penalty_present,
-        dry_multiplier,
-        dry_base,
-        dry_allowed_length,
-        dry_penalty_last_n,
-        dry_sequence_breakers,
-        adaptive_target,
-        adaptive_decay,
-        mirostat,
-        mirostat_tau,
-        mirostat_eta,
-        top_n_sigma,
-        ignore_eos,
-        samplers,
-        logit_bias,
-    } = a;
-    let mut out = Vec::new();
-    macro_rules! compare {
-        ($($field:ident),* $(,)?) => {
+    // One list: the pattern binds every field (so it must name them all) and each is compared.
+    macro_rules! differing {
+        ($($field:ident),* $(,)?) => {{
+            let SamplingParams { $($field),* } = a;
+            let mut out = Vec::new();
             $(if *$field != b.$field {
                 out.push(stringify!($field));
             })*
-        };
+            out
+        }};
     }
-    compare!(
+    differing!(
         seed,
         min_keep,
         top_k,
@@ -120,8 +92,7 @@ fn differing_fields(a: &SamplingParams, b: &SamplingParams) -> Vec<&'static str>
         ignore_eos,
         samplers,
         logit_bias,
-    );
-    out
+    )
 }
 
 /// The tokens of `text` as the server tokenizes a `logit_bias` text key.
