@@ -29,7 +29,8 @@ test('generate: same tokens as nucleus generate, event loop keeps ticking', asyn
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'ignore'],
   })
-  const want = out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l))
+  // The last line is the {"done": ...} summary.
+  const want = out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l)).filter((w) => !('done' in w))
   assert.deepEqual(got.map((t) => t.token), want.map((w) => w.id))
   assert.equal(got.map((t) => t.text).join(''), want.map((w) => w.text).join(''))
 })
