@@ -85,7 +85,10 @@ impl From<nucleus_runtime::SpecStats> for SpecStats {
 }
 
 /// The `speculative` option (its keys camelCase or snake_case) as the runtime's kind and options.
-fn speculation(map: &mut serde_json::Map<String, Value>, batch_invariant: bool) -> Result<Option<nucleus_runtime::SpecOptions>> {
+fn speculation(
+    map: &mut serde_json::Map<String, Value>,
+    batch_invariant: bool,
+) -> Result<Option<nucleus_runtime::SpecOptions>> {
     let v = match map.remove("speculative") {
         Some(Value::Object(o)) => Some(Value::Object(o.into_iter().map(|(k, v)| (snake_case(&k), v)).collect())),
         other => other,

@@ -147,7 +147,9 @@ impl Model {
         let prompt = prompt_of(prompt)?;
         let spec = match speculative {
             Some(v) if !v.is_none() && !v.is_instance_of::<PyDict>() => {
-                return Err(PyTypeError::new_err("speculative must be a dict (the server's `speculative` object) or None"))
+                return Err(PyTypeError::new_err(
+                    "speculative must be a dict (the server's `speculative` object) or None",
+                ))
             }
             Some(v) => spec_binding_option(Some(&to_value("speculative", v)?), self.model.batch_invariant())
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,

@@ -202,8 +202,7 @@ impl SpecRequest {
         let kind = match p.kind {
             None | Some(Value::Null) => None,
             Some(Value::String(k)) => Some(
-                k.parse::<SpecType>()
-                    .map_err(|e| SpecFieldError::new("speculative.type", SpecProblem::Invalid(e)))?,
+                k.parse::<SpecType>().map_err(|e| SpecFieldError::new("speculative.type", SpecProblem::Invalid(e)))?,
             ),
             Some(_) => return Err(SpecFieldError::new("speculative.type", SpecProblem::WrongType("a string"))),
         };
@@ -224,8 +223,7 @@ impl SpecRequest {
             Value::Object(o) => o,
             _ => return Err(SpecFieldError::new("speculative", SpecProblem::WrongType("an object"))),
         };
-        if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "type" | "draft_max" | "draft_min" | "ngram_size_n"))
-        {
+        if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "type" | "draft_max" | "draft_min" | "ngram_size_n")) {
             let why = format!("unknown field (the fields are {OBJECT_KEYS})");
             return Err(SpecFieldError::new(format!("speculative.{k}"), SpecProblem::Invalid(why)));
         }
@@ -274,7 +272,10 @@ impl SpecRequest {
 /// off; an object drafts n-grams unless its `type` says otherwise, with
 /// [`SpecOptions::default`] under the fields it gives. These APIs load no draft model, so
 /// `type: draft` is refused; for a model whose logits depend on batching nothing is drafted.
-pub fn binding_option(v: Option<&Value>, batch_invariant: bool) -> Result<Option<(SpecType, SpecOptions)>, SpecFieldError> {
+pub fn binding_option(
+    v: Option<&Value>,
+    batch_invariant: bool,
+) -> Result<Option<(SpecType, SpecOptions)>, SpecFieldError> {
     let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
     let defaults = SpecDefaults { kind: SpecType::Ngram, opts: SpecOptions::default() };
     let can = Available { batch_invariant, draft_model: false };
@@ -292,7 +293,8 @@ mod tests {
     use super::*;
 
     const ALL: Available = Available { batch_invariant: true, draft_model: false };
-    const NGRAM: SpecDefaults = SpecDefaults { kind: SpecType::Ngram, opts: SpecOptions { draft_max: 16, draft_min: 1, min_match: 3 } };
+    const NGRAM: SpecDefaults =
+        SpecDefaults { kind: SpecType::Ngram, opts: SpecOptions { draft_max: 16, draft_min: 1, min_match: 3 } };
 
     fn object(text: &str) -> Result<SpecRequest, SpecFieldError> {
         SpecRequest::from_json(&serde_json::from_str(text).unwrap())

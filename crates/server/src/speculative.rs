@@ -18,12 +18,12 @@ use crate::body::Common;
 use crate::engine::SeqJob;
 use crate::errors::ApiError;
 
+/// What this server can speculate with (batch invariance, a draft model).
+pub use nucleus_runtime::SpecAvailable as Available;
 /// The server's speculation settings (the command line's): nucleus-runtime's, which also
 /// checks a request's fields ([`nucleus_runtime::SpecRequest`], shared with the C, Python and
 /// Node APIs).
 pub use nucleus_runtime::SpecDefaults;
-/// What this server can speculate with (batch invariance, a draft model).
-pub use nucleus_runtime::SpecAvailable as Available;
 /// A request's speculation fields, each checked on its own.
 pub use nucleus_runtime::SpecRequest;
 

@@ -331,7 +331,14 @@ impl LlmState {
         }
         seq.accept_prompt(&tokens);
         let mut engine = Engine::new(1, n_ctx, PREFILL_CHUNK.min(s.ctx.n_batch()).max(1));
-        let job = SlotJob { tag: (), prompt: tokens.as_slice().into(), sequence: seq, cached, score_prompt: None, prompt_only: false };
+        let job = SlotJob {
+            tag: (),
+            prompt: tokens.as_slice().into(),
+            sequence: seq,
+            cached,
+            score_prompt: None,
+            prompt_only: false,
+        };
         let mut sink = CallerSink { on_token, cancel: &self.cancel, done_sent: false, outcome: None };
         if engine.start(s.ctx.as_mut(), SEQ, job, &mut sink).is_err() {
             s.clear();
