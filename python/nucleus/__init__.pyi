@@ -74,13 +74,13 @@ class TokenTrie:
     def reset(self) -> None: ...
     def fill_next_token_bitmask(self, bitmask: Buffer, index: int = 0) -> None: ...
 
-class SpecOptions(TypedDict, total=False):
+class _SpecOptions(TypedDict, total=False):
     type: Literal["ngram", "none"]
     draft_max: int
     draft_min: int
     ngram_size_n: int
 
-class SpecStats(TypedDict):
+class _SpecStats(TypedDict):
     drafted: int
     accepted: int
     acceptance_rate: float
@@ -93,7 +93,7 @@ class Generation:
     @property
     def stop_reason(self) -> str | None: ...
     @property
-    def speculative(self) -> SpecStats | None: ...
+    def speculative(self) -> _SpecStats | None: ...
     def close(self) -> None: ...
 
 class Model:
@@ -115,7 +115,7 @@ class Model:
         threads: int = 1,
         n_ctx: int | None = None,
         token_trie: TokenTrie | None = None,
-        speculative: SpecOptions | None = None,
+        speculative: _SpecOptions | None = None,
         **params: Any,
     ) -> Generation: ...
 

@@ -120,6 +120,19 @@ mod tests {
         assert_eq!(resolve(&r, &ngram, ALL).unwrap().unwrap().1.draft_max, 7);
     }
 
+    /// `/openapi.json`'s ranges (written as attributes on the body's `Speculative`) are the
+    /// ones nucleus-runtime checks.
+    #[test]
+    fn the_schema_ranges_are_the_checked_ones() {
+        let schema = serde_json::to_value(schemars::schema_for!(crate::body::shapes::Speculative)).unwrap();
+        use nucleus_runtime::spec_request::{DRAFT_MAX, DRAFT_MIN, NGRAM_SIZE_N};
+        for f in [DRAFT_MAX, DRAFT_MIN, NGRAM_SIZE_N] {
+            let key = f.name.strip_prefix("speculative.").unwrap();
+            let p = &schema["properties"][key];
+            assert_eq!((p["minimum"].as_i64(), p["maximum"].as_i64()), (Some(f.min), Some(f.max)), "{key}: {p}");
+        }
+    }
+
     #[test]
     fn bad_values_name_their_field() {
         let ngram = SpecDefaults { kind: SpecType::Ngram, opts: SpecOptions::default() };
