@@ -21,7 +21,7 @@ declare global {
 /**
  * The stream of one generation, an async iterator of `{token, text}`; `return()` (leaving a
  * `for await` loop early) stops the model after the current token and resolves once it has
- * stopped.
+ * stopped. `speculative` says what speculative decoding did, once the generation has finished.
  *
  * This type implements JavaScript's async iterable protocol.
  * It can be used with `for await...of` loops.
@@ -29,7 +29,11 @@ declare global {
  * @see https://developer.mozilla.org/en-US/docs/Web/JavaScript/Reference/Iteration_protocols#the_async_iterator_and_async_iterable_protocols
  */
 export declare class Generation {
-
+  /**
+   * What speculative decoding did, once the generation has finished (`null` before, or
+   * when it did not speculate).
+   */
+  get speculative(): SpecStats | null
   [globalThis.Symbol.asyncIterator](): globalThis.__NapiRsAsyncGenerator<Generation, GeneratedToken, void, undefined>
 }
 
@@ -104,9 +108,12 @@ export declare class Model {
    * rendered with the model's template). `options` holds the `Sampler` parameters plus
    * `maxTokens`, `stop` (strings), `threads` (default 1), `nCtx` and `tokenTrie` (a
    * `TokenTrie` constraining this generation only, in place of the one set with
-   * `setTokenTrie`). Iterate the result with `for await`.
+   * `setTokenTrie`) and `speculative` (the server's `speculative` object: `type` `'ngram'`
+   * (the default) or `'none'`, `draftMax`, `draftMin`, `ngramSizeN`, camelCase or snake_case):
+   * speculative decoding, verified by the same sampler so the tokens do not change; the
+   * result's `speculative` reports it. Iterate the result with `for await`.
    */
-  generate(prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number, tokenTrie?: TokenTrie }): Generation
+  generate(prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number, tokenTrie?: TokenTrie, speculative?: SpecOptions | null }): Generation
 }
 
 /**
@@ -283,6 +290,38 @@ export interface SamplerParams {
   logitBias?: Record<number, number | false> | Array<[number, number | false]>
   /** Track the perplexity of sampled tokens (one extra pass over the logits per step). */
   trackPerplexity?: boolean
+}
+
+/**
+ * The `speculative` option of `generate`, for TypeScript (the server's `speculative` object;
+ * keys also in snake_case). Read at run time by name, never through this struct.
+ */
+export interface SpecOptions {
+  /**
+   * `'ngram'` (the default: drafts from n-gram matches over the prompt and the output) or
+   * `'none'`.
+   */
+  type?: 'ngram' | 'none'
+  /** Most tokens drafted per forward pass (1..=256, default 16). */
+  draftMax?: number
+  /** Drafts shorter than this are not used (0..=256, at most `draftMax`; default 1). */
+  draftMin?: number
+  /** Shortest match of the last tokens that may propose a draft (1..=64, default 3). */
+  ngramSizeN?: number
+}
+
+/** What speculative decoding did in one generation (the server's `usage.speculative`). */
+export interface SpecStats {
+  /** Draft tokens decoded. */
+  drafted: number
+  /** Draft tokens the sampler confirmed. */
+  accepted: number
+  /** `accepted / drafted` (0 without drafts). */
+  acceptanceRate: number
+  /** Forward passes plain decoding would have needed and speculation did not (= `accepted`). */
+  passesSaved: number
+  /** Forward passes that carried a draft. */
+  verifyPasses: number
 }
 
 /** One token of a distribution. */

@@ -10,15 +10,15 @@ use napi::bindgen_prelude::{AsyncGenerator, ClassInstance, Object, Unknown};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use nucleus_runtime::{
-    generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
-    ModelRef, Pip, Prompt, Sequence, SequenceOptions, TrieSetting,
+    generate_sequence, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage, ContextOptions,
+    LlamaCppModel, Model as _, ModelRef, Pip, Prompt, Sequence, SequenceOptions, TrieSetting,
 };
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
 use serde_json::Value;
 use tokio::sync::{mpsc, Mutex};
 
-use crate::convert::{params_map, to_value};
+use crate::convert::{params_map, snake_case, to_value};
 use crate::grammar::TokenTrie;
 
 fn invalid(msg: String) -> Error {
@@ -36,6 +36,65 @@ pub struct GeneratedToken {
     pub token: i32,
     /// Text released by this token: complete characters only, never stop-string text.
     pub text: String,
+}
+
+/// The `speculative` option of `generate`, for TypeScript (the server's `speculative` object;
+/// keys also in snake_case). Read at run time by name, never through this struct.
+#[napi(object, object_to_js = false)]
+#[allow(dead_code)] // only generates the TypeScript interface
+pub struct SpecOptions {
+    /// `'ngram'` (the default: drafts from n-gram matches over the prompt and the output) or
+    /// `'none'`.
+    #[napi(ts_type = "'ngram' | 'none'")]
+    pub r#type: Option<String>,
+    /// Most tokens drafted per forward pass (1..=256, default 16).
+    pub draft_max: Option<u32>,
+    /// Drafts shorter than this are not used (0..=256, at most `draftMax`; default 1).
+    pub draft_min: Option<u32>,
+    /// Shortest match of the last tokens that may propose a draft (1..=64, default 3).
+    pub ngram_size_n: Option<u32>,
+}
+
+/// What speculative decoding did in one generation (the server's `usage.speculative`).
+#[napi(object)]
+#[derive(Clone, Copy)]
+pub struct SpecStats {
+    /// Draft tokens decoded.
+    pub drafted: u32,
+    /// Draft tokens the sampler confirmed.
+    pub accepted: u32,
+    /// `accepted / drafted` (0 without drafts).
+    pub acceptance_rate: f64,
+    /// Forward passes plain decoding would have needed and speculation did not (= `accepted`).
+    pub passes_saved: u32,
+    /// Forward passes that carried a draft.
+    pub verify_passes: u32,
+}
+
+impl From<nucleus_runtime::SpecStats> for SpecStats {
+    fn from(s: nucleus_runtime::SpecStats) -> Self {
+        let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+        SpecStats {
+            drafted: n(s.drafted),
+            accepted: n(s.accepted),
+            acceptance_rate: s.acceptance_rate(),
+            passes_saved: n(s.accepted),
+            verify_passes: n(s.verify_passes),
+        }
+    }
+}
+
+/// The `speculative` option (its keys camelCase or snake_case) as the runtime's kind and options.
+fn speculation(
+    map: &mut serde_json::Map<String, Value>,
+    batch_invariant: bool,
+) -> Result<Option<nucleus_runtime::SpecOptions>> {
+    let v = match map.remove("speculative") {
+        Some(Value::Object(o)) => Some(Value::Object(o.into_iter().map(|(k, v)| (snake_case(&k), v)).collect())),
+        other => other,
+    };
+    let spec = spec_binding_option(v.as_ref(), batch_invariant).map_err(|e| invalid(e.to_string()))?;
+    Ok(spec.map(|(_, o)| o))
 }
 
 /// A model: `new Model('smollm2')` (a catalog name, pulled on first use like `nucleus pull`)
@@ -138,10 +197,13 @@ impl Model {
     /// rendered with the model's template). `options` holds the `Sampler` parameters plus
     /// `maxTokens`, `stop` (strings), `threads` (default 1), `nCtx` and `tokenTrie` (a
     /// `TokenTrie` constraining this generation only, in place of the one set with
-    /// `setTokenTrie`). Iterate the result with `for await`.
+    /// `setTokenTrie`) and `speculative` (the server's `speculative` object: `type` `'ngram'`
+    /// (the default) or `'none'`, `draftMax`, `draftMin`, `ngramSizeN`, camelCase or snake_case):
+    /// speculative decoding, verified by the same sampler so the tokens do not change; the
+    /// result's `speculative` reports it. Iterate the result with `for await`.
     #[napi(
         catch_unwind,
-        ts_args_type = "prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number, tokenTrie?: TokenTrie }"
+        ts_args_type = "prompt: string | number[] | Array<{ role: string, content: string }>, options?: SamplerParams & { maxTokens?: number, stop?: string[], threads?: number, nCtx?: number, tokenTrie?: TokenTrie, speculative?: SpecOptions | null }"
     )]
     pub fn generate(&self, prompt: Unknown<'_>, options: Option<Object<'_>>) -> Result<Generation> {
         let prompt = prompt_of(to_value("prompt", &prompt)?)?;
@@ -169,6 +231,7 @@ impl Model {
                     .ok_or_else(|| invalid(format!("`{k}` must be a non-negative integer"))),
             }
         };
+        let spec = speculation(&mut map, self.model.batch_invariant())?;
         let max_tokens = take_usize(&mut map, "max_tokens")?;
         let threads = take_usize(&mut map, "threads")?.unwrap_or(1).max(1);
         let n_ctx = take_usize(&mut map, "n_ctx")?;
@@ -188,13 +251,18 @@ impl Model {
         let cancel = Arc::new(AtomicBool::new(false));
         let flag = cancel.clone();
         let (tx, rx) = mpsc::channel::<std::result::Result<GeneratedToken, String>>(64);
+        let spec_stats = Arc::new(std::sync::Mutex::new(None));
+        let spec_out = spec_stats.clone();
         std::thread::spawn(move || {
             let run = || -> std::result::Result<(), String> {
                 let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
-                let seq =
+                let mut seq =
                     Sequence::new(model.as_ref(), &sampling, opts).map_err(|e| e.to_string())?.with_token_trie(trie);
-                generate_sequence(ctx.as_mut(), &tokens, seq, Some(&flag), &mut |ev| {
+                if let Some(o) = spec {
+                    seq.set_speculation(o);
+                }
+                let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&flag), &mut |ev| {
                     let t = GeneratedToken { token: ev.token, text: ev.text.to_string() };
                     match tx.blocking_send(Ok(t)) {
                         Ok(()) => ControlFlow::Continue(()),
@@ -202,23 +270,36 @@ impl Model {
                     }
                 })
                 .map_err(|e| e.to_string())?;
+                *spec_out.lock().unwrap_or_else(|e| e.into_inner()) = stats.spec.map(SpecStats::from);
                 Ok(())
             };
             if let Err(e) = run() {
                 let _ = tx.blocking_send(Err(e));
             }
         });
-        Ok(Generation { rx: Arc::new(Mutex::new(rx)), cancel })
+        Ok(Generation { rx: Arc::new(Mutex::new(rx)), cancel, spec: spec_stats })
     }
 }
 
 /// The stream of one generation, an async iterator of `{token, text}`; `return()` (leaving a
 /// `for await` loop early) stops the model after the current token and resolves once it has
-/// stopped.
+/// stopped. `speculative` says what speculative decoding did, once the generation has finished.
 #[napi(async_iterator)]
 pub struct Generation {
     rx: Arc<Mutex<mpsc::Receiver<std::result::Result<GeneratedToken, String>>>>,
     cancel: Arc<AtomicBool>,
+    /// Set before the channel closes, when a speculating generation finishes.
+    spec: Arc<std::sync::Mutex<Option<SpecStats>>>,
+}
+
+#[napi]
+impl Generation {
+    /// What speculative decoding did, once the generation has finished (`null` before, or
+    /// when it did not speculate).
+    #[napi(catch_unwind, getter)]
+    pub fn speculative(&self) -> Option<SpecStats> {
+        *self.spec.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[napi]

@@ -1,5 +1,5 @@
 from collections.abc import Buffer, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 Dtype = Literal["float32", "float16", "bfloat16"]
 
@@ -74,11 +74,26 @@ class TokenTrie:
     def reset(self) -> None: ...
     def fill_next_token_bitmask(self, bitmask: Buffer, index: int = 0) -> None: ...
 
+class _SpecOptions(TypedDict, total=False):
+    type: Literal["ngram", "none"]
+    draft_max: int
+    draft_min: int
+    ngram_size_n: int
+
+class _SpecStats(TypedDict):
+    drafted: int
+    accepted: int
+    acceptance_rate: float
+    passes_saved: int
+    verify_passes: int
+
 class Generation:
     def __iter__(self) -> Iterator[tuple[int, str]]: ...
     def __next__(self) -> tuple[int, str]: ...
     @property
     def stop_reason(self) -> str | None: ...
+    @property
+    def speculative(self) -> _SpecStats | None: ...
     def close(self) -> None: ...
 
 class Model:
@@ -100,6 +115,7 @@ class Model:
         threads: int = 1,
         n_ctx: int | None = None,
         token_trie: TokenTrie | None = None,
+        speculative: _SpecOptions | None = None,
         **params: Any,
     ) -> Generation: ...
 

@@ -17,7 +17,7 @@ fn float_value(x: f64) -> Value {
 }
 
 /// One value; `field` names it in errors.
-fn to_value(field: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
+pub(crate) fn to_value(field: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
     if v.is_none() {
         return Ok(Value::Null);
     }

@@ -9,16 +9,16 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
 use nucleus_runtime::{
-    generate_sequence, locate, models_dir, prompt_tokens, ChatMessage, ContextOptions, LlamaCppModel, Model as _,
-    ModelRef, Pip, Prompt, Sequence, SequenceOptions, TrieSetting,
+    generate_sequence, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage, ContextOptions,
+    LlamaCppModel, Model as _, ModelRef, Pip, Prompt, Sequence, SequenceOptions, SpecStats, TrieSetting,
 };
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
-use crate::convert::dict_to_map;
+use crate::convert::{dict_to_map, to_value};
 use crate::grammar::TokenTrie;
 
 /// A model: `Model("smollm2")` (a catalog name, pulled on first use like `nucleus pull`) or
@@ -127,8 +127,11 @@ impl Model {
     /// complete characters only and never stop-string text. Sampling keywords are
     /// `Sampler`'s; also `max_tokens`, `stop` (strings), `threads` (default 1), `n_ctx`, and
     /// `token_trie` (a `TokenTrie` constraining this generation only, in place of the one set
-    /// with `set_token_trie`).
-    #[pyo3(signature = (prompt, *, max_tokens = None, stop = Vec::new(), threads = 1, n_ctx = None, token_trie = None, **params))]
+    /// with `set_token_trie`) and `speculative` (a dict as the server's `speculative` object:
+    /// `type` `"ngram"` (the default) or `"none"`, `draft_max`, `draft_min`, `ngram_size_n`):
+    /// speculative decoding, verified by the same sampler so the tokens do not change; the
+    /// generation's `speculative` property reports it once finished.
+    #[pyo3(signature = (prompt, *, max_tokens = None, stop = Vec::new(), threads = 1, n_ctx = None, token_trie = None, speculative = None, **params))]
     #[allow(clippy::too_many_arguments)]
     fn generate(
         &self,
@@ -138,9 +141,20 @@ impl Model {
         threads: usize,
         n_ctx: Option<usize>,
         token_trie: Option<PyRef<'_, TokenTrie>>,
+        speculative: Option<&Bound<'_, PyAny>>,
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Generation> {
         let prompt = prompt_of(prompt)?;
+        let spec = match speculative {
+            Some(v) if !v.is_none() && !v.is_instance_of::<PyDict>() => {
+                return Err(PyTypeError::new_err(
+                    "speculative must be a dict (the server's `speculative` object) or None",
+                ))
+            }
+            Some(v) => spec_binding_option(Some(&to_value("speculative", v)?), self.model.batch_invariant())
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            None => None,
+        };
         let map = match params {
             Some(d) => dict_to_map(d)?,
             None => Default::default(),
@@ -159,12 +173,17 @@ impl Model {
         let stop_flag = cancel.clone();
         let reason = Arc::new(Mutex::new(None));
         let reason_out = reason.clone();
+        let spec_stats = Arc::new(Mutex::new(None));
+        let spec_out = spec_stats.clone();
         std::thread::spawn(move || {
             let run = || -> Result<String, String> {
                 let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
-                let seq =
+                let mut seq =
                     Sequence::new(model.as_ref(), &sampling, opts).map_err(|e| e.to_string())?.with_token_trie(trie);
+                if let Some((_, o)) = spec {
+                    seq.set_speculation(o);
+                }
                 let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut |ev| {
                     match tx.send(Ok((ev.token, ev.text.to_string()))) {
                         Ok(()) => ControlFlow::Continue(()),
@@ -172,6 +191,7 @@ impl Model {
                     }
                 })
                 .map_err(|e| e.to_string())?;
+                *spec_out.lock().unwrap_or_else(|e| e.into_inner()) = stats.spec;
                 Ok(stats.stop.as_str().to_string())
             };
             match run() {
@@ -181,17 +201,20 @@ impl Model {
                 }
             }
         });
-        Ok(Generation { rx: Mutex::new(rx), cancel, reason })
+        Ok(Generation { rx: Mutex::new(rx), cancel, reason, spec: spec_stats })
     }
 }
 
 /// The stream of one generation: iterate for `(token, text)`; `stop_reason` once finished
-/// (`eog`, `stop`, `limit`, `context`, `cancelled`); `close()` stops it early.
+/// (`eog`, `stop`, `limit`, `context`, `cancelled`) and `speculative` (what speculative
+/// decoding did); `close()` stops it early.
 #[pyclass(module = "nucleus._nucleus")]
 pub(crate) struct Generation {
     rx: Mutex<Receiver<Result<(i32, String), String>>>,
     cancel: Arc<AtomicBool>,
     reason: Arc<Mutex<Option<String>>>,
+    /// Set with `reason` when a speculating generation finishes.
+    spec: Arc<Mutex<Option<SpecStats>>>,
 }
 
 #[pymethods]
@@ -213,6 +236,21 @@ impl Generation {
     #[getter]
     fn stop_reason(&self) -> Option<String> {
         self.reason.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// What speculative decoding did, once the generation has finished (`None` before, or when
+    /// it did not speculate): `drafted`, `accepted`, `acceptance_rate`, `passes_saved`,
+    /// `verify_passes` (the server's `usage.speculative`).
+    #[getter]
+    fn speculative<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(s) = *self.spec.lock().unwrap_or_else(|e| e.into_inner()) else { return Ok(None) };
+        let d = PyDict::new(py);
+        d.set_item("drafted", s.drafted)?;
+        d.set_item("accepted", s.accepted)?;
+        d.set_item("acceptance_rate", s.acceptance_rate())?;
+        d.set_item("passes_saved", s.accepted)?;
+        d.set_item("verify_passes", s.verify_passes)?;
+        Ok(Some(d))
     }
 
     /// Stops the generation after the current token.

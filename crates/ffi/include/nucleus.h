@@ -94,6 +94,35 @@ typedef struct llama_sampler llama_sampler;
  */
 typedef void (*nucleus_on_token)(int32_t token, const char *text, int32_t done, void *user_data);
 
+/*
+ What speculative decoding did in one generation (see `speculative` in
+ `nucleus_llm_generate`'s `params_json`): draft tokens decoded, draft tokens the sampler
+ confirmed (each a forward pass saved: `passes_saved` equals `accepted`), forward passes that
+ carried a draft, and accepted over drafted (0 without drafts).
+ */
+typedef struct nucleus_spec_stats {
+  /*
+   Draft tokens decoded.
+   */
+  uint64_t drafted;
+  /*
+   Draft tokens confirmed by the sampler.
+   */
+  uint64_t accepted;
+  /*
+   `accepted / drafted`, 0 when nothing was drafted.
+   */
+  double acceptance_rate;
+  /*
+   Forward passes plain decoding would have needed and speculation did not (= `accepted`).
+   */
+  uint64_t passes_saved;
+  /*
+   Forward passes that carried a draft.
+   */
+  uint64_t verify_passes;
+} nucleus_spec_stats;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -402,7 +431,12 @@ int32_t nucleus_llm_reset(const nucleus_llm *h);
  limit but the context), a full context, a completed token-trie leaf, or
  `nucleus_llm_cancel`. `params_json` holds the sampling parameters, as for
  `nucleus_sampler_new` (`"{}"`: llama.cpp's defaults; `{"temp": 0}` is greedy;
- `dry_sequence_breakers` strings are tokenized by the model). `on_token` is called on this
+ `dry_sequence_breakers` strings are tokenized by the model), and optionally
+ `"speculative": {"type": "ngram" | "none", "draft_max": 1..=256, "draft_min": 0..=256,
+ "ngram_size_n": 1..=64}` (the server's extension object; given, it drafts n-grams from the
+ context and the output unless `type` is `none`; defaults 16, 1, 3): speculative decoding,
+ verified by the same sampler, so the tokens are those of plain decoding;
+ `nucleus_llm_spec_stats` reports it. `on_token` is called on this
  thread for every token, then with `done` = 1 once: on the last token's call, or, when the
  generation stops without a token of its own (cancelled, `max_tokens` 0), with token -1 and
  empty text. Returns the number of tokens generated (an end-of-generation token counts; it
@@ -418,6 +452,18 @@ int32_t nucleus_llm_generate(const nucleus_llm *h,
                              const char *params_json,
                              nucleus_on_token on_token,
                              void *user_data);
+
+/*
+ Writes to `out` what speculative decoding did in the handle's last `nucleus_llm_generate`.
+ Returns 1 when that generation speculated (the counts may still be 0 when nothing could be
+ drafted), 0 when it did not (no `speculative` in its `params_json`, `"type": "none"`, a
+ failed or no generation yet, or a model whose logits depend on batching; `out` is then
+ zeroed), or a negative code. From the callback it returns 0: the generation has not ended.
+
+ # Safety
+ `h` must be NULL or a live `nucleus_llm`; `out` NULL or a writable `nucleus_spec_stats`.
+ */
+int32_t nucleus_llm_spec_stats(const nucleus_llm *h, struct nucleus_spec_stats *out);
 
 /*
  Asks the running `nucleus_llm_generate` on this handle to stop: it makes its final `done`

@@ -5,15 +5,30 @@
 
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Parses `params_json` over llama.cpp's defaults and validates the result for `vocab`.
 pub(crate) fn parse(json: &str, vocab: Vocabulary) -> Result<SamplingParams, String> {
+    SamplingParams::from_map(&object(json)?, vocab).map_err(|e| e.to_string())
+}
+
+/// `params_json` as a JSON object.
+fn object(json: &str) -> Result<Map<String, Value>, String> {
     let value: Value = serde_json::from_str(json).map_err(|e| format!("params_json is not valid JSON: {e}"))?;
     let Value::Object(fields) = value else {
         return Err("params_json must be a JSON object of sampling parameters".to_string());
     };
-    SamplingParams::from_map(&fields, vocab).map_err(|e| e.to_string())
+    Ok(fields)
+}
+
+/// A generation's `params_json`: the sampling parameters, and the `speculative` object the
+/// generation functions take besides them (unread here: nucleus-runtime checks it).
+#[cfg(feature = "llm")]
+pub(crate) fn parse_generation(json: &str, vocab: Vocabulary) -> Result<(SamplingParams, Option<Value>), String> {
+    let mut fields = object(json)?;
+    let speculative = fields.remove("speculative");
+    let params = SamplingParams::from_map(&fields, vocab).map_err(|e| e.to_string())?;
+    Ok((params, speculative))
 }
 
 #[cfg(test)]

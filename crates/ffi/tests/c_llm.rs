@@ -124,3 +124,37 @@ fn llm_null_and_size_checks_with_a_model() {
     assert!(out.contains("llm handle checks done"), "{out}");
     assert!(out.lines().last().is_some_and(|l| l.starts_with("ok ")), "{out}");
 }
+
+/// A prompt the model copies from: greedy continuations repeat its pattern, so n-gram drafts
+/// get accepted.
+const REPETITIVE: &str = "Monday, Tuesday, Wednesday, Thursday, Friday.\nMonday, Tuesday, Wednesday, Thursday, \
+                          Friday.\nMonday, Tuesday, Wednesday, Thursday, Friday.\nMonday,";
+
+/// Speculation through `params_json`'s `speculative` object (the C program checks that the
+/// tokens are the same with and without it, greedy and seeded, and the bad values): greedy
+/// drafts on a repetitive prompt are accepted, and each error names its field.
+#[test]
+fn speculative_generation_gives_the_same_tokens_and_reports_its_drafts() {
+    let path = smollm2();
+    let exe = common::build_c("llm_speculative", &[]);
+    let out = common::run(&exe, &[path.to_str().unwrap(), REPETITIVE, "24"]);
+    for want in ["ok greedy", "ok sampled", "ok off", "ok errors", "ok all"] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let stats = |key: &str| -> Vec<f64> {
+        let line = out.lines().find_map(|l| l.strip_prefix(key)).unwrap_or_else(|| panic!("no {key} in:\n{out}"));
+        line.split_whitespace().map(|x| x.parse().unwrap()).collect()
+    };
+    let greedy = stats("greedy_stats:");
+    let (drafted, accepted, rate, saved, passes) = (greedy[0], greedy[1], greedy[2], greedy[3], greedy[4]);
+    assert!(accepted > 0.0 && accepted <= drafted && saved == accepted && passes > 0.0, "{out}");
+    assert!((rate - accepted / drafted).abs() < 1e-6, "{out}");
+    assert!(stats("sampled_stats:").len() == 5);
+    assert!(
+        out.contains(
+            "error: Invalid 'speculative.draft_max': integer above maximum value. Expected a value <= 256, but got \
+             257 instead."
+        ),
+        "the server's wording:\n{out}"
+    );
+}

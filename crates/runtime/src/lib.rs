@@ -43,6 +43,7 @@ pub mod reasoning;
 pub mod resolve;
 mod score;
 pub mod sequence;
+pub mod spec_request;
 pub mod speculative;
 pub mod step_report;
 pub mod stop;
@@ -68,6 +69,10 @@ pub use pull::{models_dir, Pip, PullEvent};
 pub use reasoning::{BlockStyle, ReasoningFormat, ReasoningOptions, Split, SplitKind, ThinkSplitter};
 pub use resolve::{locate, ModelRef};
 pub use sequence::{Sequence, SequenceOptions, StopReason, TokenEvent};
+pub use spec_request::{
+    binding_option as spec_binding_option, Available as SpecAvailable, SpecDefaults, SpecFieldError, SpecParts,
+    SpecProblem, SpecRequest,
+};
 pub use speculative::{SpecOptions, SpecStats, SpecType};
 pub use step_report::{StepReport, StepSink};
 pub use threads::default_threads;

@@ -247,7 +247,12 @@ pub unsafe extern "C" fn nucleus_llm_reset(h: *const nucleus_llm) -> i32 {
 /// limit but the context), a full context, a completed token-trie leaf, or
 /// `nucleus_llm_cancel`. `params_json` holds the sampling parameters, as for
 /// `nucleus_sampler_new` (`"{}"`: llama.cpp's defaults; `{"temp": 0}` is greedy;
-/// `dry_sequence_breakers` strings are tokenized by the model). `on_token` is called on this
+/// `dry_sequence_breakers` strings are tokenized by the model), and optionally
+/// `"speculative": {"type": "ngram" | "none", "draft_max": 1..=256, "draft_min": 0..=256,
+/// "ngram_size_n": 1..=64}` (the server's extension object; given, it drafts n-grams from the
+/// context and the output unless `type` is `none`; defaults 16, 1, 3): speculative decoding,
+/// verified by the same sampler, so the tokens are those of plain decoding;
+/// `nucleus_llm_spec_stats` reports it. `on_token` is called on this
 /// thread for every token, then with `done` = 1 once: on the last token's call, or, when the
 /// generation stops without a token of its own (cancelled, `max_tokens` 0), with token -1 and
 /// empty text. Returns the number of tokens generated (an end-of-generation token counts; it
@@ -281,6 +286,54 @@ pub unsafe extern "C" fn nucleus_llm_generate(
             unsafe { callback(token, buf.as_ptr() as *const c_char, done as i32, user_data) };
         };
         h.generate(max_tokens, json, &mut emit)
+    })
+}
+
+/// What speculative decoding did in one generation (see `speculative` in
+/// `nucleus_llm_generate`'s `params_json`): draft tokens decoded, draft tokens the sampler
+/// confirmed (each a forward pass saved: `passes_saved` equals `accepted`), forward passes that
+/// carried a draft, and accepted over drafted (0 without drafts).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct nucleus_spec_stats {
+    /// Draft tokens decoded.
+    pub drafted: u64,
+    /// Draft tokens confirmed by the sampler.
+    pub accepted: u64,
+    /// `accepted / drafted`, 0 when nothing was drafted.
+    pub acceptance_rate: f64,
+    /// Forward passes plain decoding would have needed and speculation did not (= `accepted`).
+    pub passes_saved: u64,
+    /// Forward passes that carried a draft.
+    pub verify_passes: u64,
+}
+
+/// Writes to `out` what speculative decoding did in the handle's last `nucleus_llm_generate`.
+/// Returns 1 when that generation speculated (the counts may still be 0 when nothing could be
+/// drafted), 0 when it did not (no `speculative` in its `params_json`, `"type": "none"`, a
+/// failed or no generation yet, or a model whose logits depend on batching; `out` is then
+/// zeroed), or a negative code. From the callback it returns 0: the generation has not ended.
+///
+/// # Safety
+/// `h` must be NULL or a live `nucleus_llm`; `out` NULL or a writable `nucleus_spec_stats`.
+#[no_mangle]
+pub unsafe extern "C" fn nucleus_llm_spec_stats(h: *const nucleus_llm, out: *mut nucleus_spec_stats) -> i32 {
+    status(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let h = unsafe { Handle::get(h, "h")? };
+        // SAFETY: the caller passes NULL or one writable `nucleus_spec_stats` (plain numbers,
+        // so any bits there are a valid value); NULL and misalignment are refused.
+        let out = unsafe { slice_mut(out, 1, "out")? };
+        let stats = h.last_spec_stats();
+        let c = stats.map_or_else(nucleus_spec_stats::default, |s| nucleus_spec_stats {
+            drafted: s.drafted as u64,
+            accepted: s.accepted as u64,
+            acceptance_rate: s.acceptance_rate(),
+            passes_saved: s.accepted as u64,
+            verify_passes: s.verify_passes as u64,
+        });
+        out[0] = c;
+        Ok(stats.is_some() as i32)
     })
 }
 

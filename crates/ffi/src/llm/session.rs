@@ -8,9 +8,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use ::nucleus_grammar::continuations::{Mode, TrieConstraint};
+use std::ops::ControlFlow;
+
+use ::nucleus_runtime::engine::{Finished, SlotFailure};
+use ::nucleus_runtime::sequence::Step;
 use ::nucleus_runtime::{
-    chat_prompt_tokens, llama, locate, models_dir, ChatMessage, ChatTemplate, Context, ContextOptions, LlamaCppModel,
-    Model, ModelRef, Pip, RuntimeError, Sequence, SequenceOptions,
+    chat_prompt_tokens, llama, locate, models_dir, spec_binding_option, ChatMessage, ChatTemplate, Context,
+    ContextOptions, Engine, LlamaCppModel, Model, ModelRef, Pip, RuntimeError, SeqId, Sequence, SequenceOptions,
+    SlotJob, SlotSink, SpecStats, PREFILL_CHUNK,
 };
 use ::nucleus_sampler::params_map::Vocabulary;
 use ::nucleus_sampler::Token;
@@ -93,6 +98,8 @@ pub struct LlmState {
     /// The constraint at its root and whether it is greedy; every generation starts a copy.
     trie: Mutex<Option<(TrieConstraint, bool)>>,
     cancel: AtomicBool,
+    /// What speculation did in the last generation (`None`: it did not speculate).
+    last_spec: Mutex<Option<SpecStats>>,
 }
 
 // `nucleus_llm_cancel` reaches the state from another thread while a generation runs.
@@ -134,6 +141,7 @@ impl LlmState {
             session: Mutex::new(Session { ctx, history: Vec::new(), pending: None }),
             trie: Mutex::new(None),
             cancel: AtomicBool::new(false),
+            last_spec: Mutex::new(None),
         })
     }
 
@@ -265,51 +273,148 @@ impl LlmState {
         self.cancel.load(Ordering::SeqCst)
     }
 
+    /// What speculative decoding did in the last generation on this handle (`None` when it
+    /// did not speculate, or before the first generation).
+    pub(crate) fn last_spec_stats(&self) -> Option<SpecStats> {
+        *self.last_spec.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Generates up to `max_tokens` (negative: until end of generation or a full context) after
-    /// the context's tokens, sampling with `params_json`, within the token trie if one is set.
-    /// `on_token` hears every token and, last, a call with `done`. Returns how many tokens were
-    /// generated.
+    /// the context's tokens, sampling with `params_json` (and speculating with its
+    /// `speculative` object), within the token trie if one is set. `on_token` hears every
+    /// token and, last, a call with `done`. Returns how many tokens were generated.
+    ///
+    /// The runtime's generation [`Engine`] runs it with one slot, the context's tokens as the
+    /// prompt of which all but the last are cached: that last token (the pending one, or the
+    /// prompt's last, cut from the KV and decoded again — the same logits bits, the forward
+    /// pass being batch-invariant) starts the generation, as in `nucleus generate`.
     pub(crate) fn generate(&self, max_tokens: i32, params_json: &str, on_token: &mut OnToken<'_>) -> Result<i32> {
         let mut s = self.session()?;
         self.cancel.store(false, Ordering::SeqCst);
-        let params = crate::params::parse(params_json, Vocabulary::Model(self.n_vocab())).map_err(Error::invalid)?;
+        let vocab = Vocabulary::Model(self.n_vocab());
+        let (params, speculative) = crate::params::parse_generation(params_json, vocab).map_err(Error::invalid)?;
+        let spec = spec_binding_option(speculative.as_ref(), self.model.batch_invariant())
+            .map_err(|e| Error::invalid(e.to_string()))?;
         let opts = SequenceOptions { max_tokens: usize::try_from(max_tokens).ok(), ..Default::default() };
         let mut seq = Sequence::new(self.model.as_ref(), &params, opts).map_err(runtime_error)?;
         if let Some((trie, greedy)) = self.trie.lock().unwrap_or_else(|p| p.into_inner()).clone() {
             seq.set_token_trie(trie, greedy);
         }
-        if let Some(p) = s.pending {
-            s.feed(&[p], false)?;
-            s.pending = None;
-        }
-        if s.history.is_empty() {
+        *self.last_spec.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if s.history.is_empty() && s.pending.is_none() {
             return Err(Error::invalid("the context is empty: call nucleus_llm_prefill with a prompt first"));
         }
-        seq.accept_prompt(&s.history);
         if max_tokens == 0 || self.cancelled() {
+            if let Some(p) = s.pending.take() {
+                s.feed(&[p], false)?;
+            }
             on_token(-1, "", true);
             return Ok(0);
         }
-        loop {
-            let can_continue = s.ctx.seq_len(SEQ) < s.ctx.n_ctx();
-            let logits = s.ctx.logits(SEQ).map_err(runtime_error)?;
-            let step = seq.step(logits, can_continue).map_err(runtime_error)?;
-            let token = step.event.token;
-            let done = step.finished.is_some();
-            on_token(token, step.event.text, done);
-            if done {
-                s.pending = Some(token);
-                break;
-            }
-            if self.cancelled() {
-                // Stopped from the callback or another thread: no forward pass for this token.
-                seq.cancel();
-                s.pending = Some(token);
-                on_token(-1, "", true);
-                break;
-            }
-            s.feed(&[token], false)?;
+        let n_ctx = s.ctx.n_ctx();
+        let pending = s.pending.is_some();
+        if pending && s.history.len() + 1 > n_ctx {
+            return Err(Error::size(format!(
+                "the context holds {n_ctx} tokens: {} are in it and 1 more does not fit (nucleus_llm_reset empties it)",
+                s.history.len()
+            )));
         }
+        let mut tokens = s.history.clone();
+        tokens.extend(s.pending);
+        let cached = tokens.len() - 1;
+        if !pending && s.ctx.truncate(SEQ, cached).is_err() {
+            s.clear();
+            return Err(Error::new(NUCLEUS_ERR_MODEL, "could not cut the context's last token to decode it again"));
+        }
+        if let Some((_, o)) = spec {
+            seq.set_speculation(o);
+        }
+        seq.accept_prompt(&tokens);
+        let mut engine = Engine::new(1, n_ctx, PREFILL_CHUNK.min(s.ctx.n_batch()).max(1));
+        let job = SlotJob {
+            tag: (),
+            prompt: tokens.as_slice().into(),
+            sequence: seq,
+            cached,
+            score_prompt: None,
+            prompt_only: false,
+        };
+        let mut sink = CallerSink { on_token, cancel: &self.cancel, done_sent: false, outcome: None };
+        if engine.start(s.ctx.as_mut(), SEQ, job, &mut sink).is_err() {
+            s.clear();
+            return Err(Error::new(NUCLEUS_ERR_MODEL, "the generation engine refused its only slot"));
+        }
+        while !engine.is_idle() {
+            engine.prefill(s.ctx.as_mut(), &mut sink);
+            engine.step(s.ctx.as_mut(), &mut sink);
+        }
+        let seq = match sink.outcome {
+            Some(Ok(seq)) => seq,
+            Some(Err(e)) => {
+                s.clear();
+                return Err(runtime_error(e));
+            }
+            None => {
+                s.clear();
+                return Err(Error::new(NUCLEUS_ERR_MODEL, "the generation did not end"));
+            }
+        };
+        // The KV holds what token-by-token decoding leaves: everything but the last token.
+        tokens.extend_from_slice(seq.generated());
+        let kv = s.ctx.seq_len(SEQ);
+        match tokens.len().checked_sub(kv) {
+            Some(0) => s.pending = None,
+            Some(1) => s.pending = tokens.last().copied(),
+            _ => {
+                s.clear();
+                return Err(Error::new(NUCLEUS_ERR_MODEL, "the context does not hold the generated tokens"));
+            }
+        }
+        tokens.truncate(kv);
+        s.history = tokens;
+        *self.last_spec.lock().unwrap_or_else(|p| p.into_inner()) = seq.spec_stats();
         Ok(seq.generated().len() as i32)
+    }
+}
+
+/// The engine's one slot reporting to the C callback: every token with `done` on the last one
+/// (or a final call without a token when the generation stops otherwise), cancel between
+/// tokens without another forward pass.
+struct CallerSink<'a, 'f> {
+    on_token: &'a mut OnToken<'f>,
+    cancel: &'a AtomicBool,
+    /// Whether the `done` call was made.
+    done_sent: bool,
+    /// The finished sequence, or why the generation failed.
+    outcome: Option<std::result::Result<Sequence, RuntimeError>>,
+}
+
+impl SlotSink<()> for CallerSink<'_, '_> {
+    fn cancelled(&mut self, _slot: SeqId, _tag: &()) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+
+    fn token(&mut self, _slot: SeqId, _tag: &mut (), step: &Step<'_>) -> ControlFlow<()> {
+        let done = step.finished.is_some();
+        (self.on_token)(step.event.token, step.event.text, done);
+        self.done_sent |= done;
+        // Stopped from the callback or another thread: no forward pass for this token.
+        if !done && self.cancel.load(Ordering::SeqCst) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+
+    fn finished(&mut self, _slot: SeqId, done: Finished<()>) {
+        if !self.done_sent {
+            (self.on_token)(-1, "", true);
+            self.done_sent = true;
+        }
+        self.outcome = Some(Ok(done.sequence));
+    }
+
+    fn failed(&mut self, _slot: SeqId, _tag: (), failure: SlotFailure) {
+        self.outcome = Some(Err(failure.into_error()));
     }
 }

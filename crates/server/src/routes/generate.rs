@@ -127,7 +127,7 @@ pub(crate) async fn start(
         let req = parse(&map, &defaults, model.as_ref())?;
         let trace = step_trace::parse(&map)?;
         let can = speculative::Available { batch_invariant: model.batch_invariant(), draft_model };
-        let spec = req.speculative.resolve(&spec_defaults, can)?;
+        let spec = speculative::resolve(&req.speculative, &spec_defaults, can)?;
         let reasoning = req.reasoning.over(&reasoning);
         let mut prepared = prepare(&req, &reasoning, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
         if let Some((kind, opts)) = spec {
