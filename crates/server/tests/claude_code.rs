@@ -87,7 +87,16 @@ fn claude_code_runs_one_turn() {
         &server.server,
         "smollm2",
         512,
-        &["-p", "Say hi in one short sentence.", "--tools", "", "--system-prompt", "You are a helpful assistant.", "--max-turns", "1"],
+        &[
+            "-p",
+            "Say hi in one short sentence.",
+            "--tools",
+            "",
+            "--system-prompt",
+            "You are a helpful assistant.",
+            "--max-turns",
+            "1",
+        ],
         Duration::from_secs(240),
     );
     common::check_cli_run(&out, &server.server, "claude -p", "/v1/messages");
