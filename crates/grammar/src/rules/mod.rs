@@ -196,16 +196,15 @@ impl RuleSet {
     }
 
     /// Appends every definition of `other` under `prefix` (each of its rule names written
-    /// `{prefix}{name}`), so several rule sets compose into one without name clashes; returns
-    /// the id `other`'s rule `name` has here, when it has one.
-    pub fn import(&mut self, other: &RuleSet, prefix: &str) -> impl Fn(&str) -> Option<RuleId> + '_ {
+    /// `{prefix}{name}`), so several rule sets compose into one without name clashes. Names
+    /// are shared by spelling: a layout set imported without a prefix that references
+    /// `t0-root` refers to the `root` of the set imported under `t0-`.
+    pub fn import(&mut self, other: &RuleSet, prefix: &str) {
         let ids: Vec<RuleId> = other.names.iter().map(|n| self.id(&format!("{prefix}{n}"))).collect();
         for (id, body) in &other.defs {
             let body = body.iter().map(|s| s.map_refs(&mut |r| ids[r.0 as usize])).collect();
             self.defs.push((ids[id.0 as usize], body));
         }
-        let prefix = prefix.to_string();
-        move |name: &str| self.get(&format!("{prefix}{name}"))
     }
 
     /// GBNF text, one rule per line in definition order.

@@ -60,8 +60,9 @@ fn imports_compose_under_prefixes() {
     let b = parse_rules("root ::= \"b\" x\nx ::= \"2\"\n", None).unwrap();
     let mut set = RuleSet::new();
     let root = set.id("root");
-    let a_root = set.import(&a, "tool-a-")("root").unwrap();
-    let b_root = set.import(&b, "tool-b-")("root").unwrap();
+    set.import(&a, "tool-a-");
+    set.import(&b, "tool-b-");
+    let (a_root, b_root) = (set.get("tool-a-root").unwrap(), set.get("tool-b-root").unwrap());
     set.define(root, vec![Seq::new(vec![Expr::Ref(a_root)]), Seq::new(vec![Expr::Ref(b_root)])]);
     let text = set.to_gbnf();
     assert!(text.contains("tool-a-x ::= \"1\"\n") && text.contains("tool-b-x ::= \"2\"\n"), "{text}");
