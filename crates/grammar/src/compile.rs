@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use crate::error::{BuildError, ParseError};
 use crate::grammar::{Elem, Grammar};
-use crate::parse::{parse_gbnf, Item, ParsedGrammar, TokenLookup};
+use crate::parse::{line_col, parse_gbnf, Item, ParsedGrammar, TokenLookup};
+use crate::rules::{self, RuleSet};
 use crate::stacks::StackArena;
 
 impl Grammar {
@@ -20,7 +21,23 @@ impl Grammar {
         start: &str,
         tokens: Option<&dyn TokenLookup>,
     ) -> Result<Arc<Grammar>, BuildError> {
-        let parsed = parse_gbnf(text, tokens)?;
+        Self::checked(parse_gbnf(text, tokens)?, start)
+    }
+
+    /// Builds rule set `set` with start rule `start`: the grammar its printed text parses
+    /// to, without printing it.
+    pub fn from_rules(set: &RuleSet, start: &str) -> Result<Arc<Grammar>, BuildError> {
+        let parsed = rules::lower(set).map_err(|reason| {
+            // Where the text would have said it: its end.
+            let text = set.to_gbnf();
+            let (line, column) = line_col(&text, text.len());
+            ParseError { line, column, reason }
+        })?;
+        Self::checked(parsed, start)
+    }
+
+    /// Builds `parsed` and checks that its start state can be expanded.
+    fn checked(parsed: ParsedGrammar, start: &str) -> Result<Arc<Grammar>, BuildError> {
         let grammar = Arc::new(build(parsed, start)?);
         // The automaton's first state is the start rule expanded: a grammar whose expansion
         // alone spends the work budget could never be followed, so it is refused here.

@@ -28,6 +28,7 @@ pub mod loop_exits;
 pub mod mask;
 pub mod matcher;
 pub mod parse;
+pub mod rules;
 pub mod sampler;
 pub mod stacks;
 pub mod trie_cache;

@@ -2,11 +2,11 @@
 //! characters, escapes, newline handling, repetition limits), lowered the way llama.cpp lowers
 //! it (groups and repetitions become generated `rule_N` helper rules).
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 
 use crate::error::ParseError;
 use crate::grammar::CharClass;
+use crate::rules::{self, Body, Expr, RepeatForm, RuleSet, Seq};
 
 /// llama.cpp's bound on `{m,n}` counts.
 pub const MAX_REPETITIONS: u64 = 2000;
@@ -43,18 +43,8 @@ pub struct ParsedGrammar {
 
 struct Parser<'a> {
     src: &'a [u8],
-    out: ParsedGrammar,
-    class_ids: HashMap<CharClass, u32>,
-    /// The class id of each single ASCII character met so far (`u32::MAX`: not yet), so a
-    /// literal's characters are interned without building and hashing a class each.
-    ascii_class: [u32; 128],
-    /// Rule ids by the names written in the source (looked up without allocating).
-    names: HashMap<&'a [u8], u32>,
-    /// Generated helper rules: (id, id of the rule they were generated in), named
-    /// `{that rule's name}_{id}` once parsing is done.
-    generated: Vec<(u32, u32)>,
-    /// Rule ids given out so far (names in the source and generated ones).
-    n_symbols: u32,
+    text: &'a str,
+    set: RuleSet,
     tokens: Option<&'a dyn TokenLookup>,
     /// Parenthesized groups open at the current position.
     depth: usize,
@@ -72,24 +62,38 @@ fn is_word_char(c: u8) -> bool {
 
 /// Parses GBNF text. `tokens` resolves `<text>` items; without it only `<[id]>` parses.
 pub fn parse_gbnf(src: &str, tokens: Option<&dyn TokenLookup>) -> Result<ParsedGrammar, ParseError> {
-    let mut p = Parser {
-        src: src.as_bytes(),
-        out: ParsedGrammar::default(),
-        class_ids: HashMap::new(),
-        ascii_class: [u32::MAX; 128],
-        names: HashMap::new(),
-        generated: Vec::new(),
-        n_symbols: 0,
-        tokens,
-        depth: 0,
-    };
+    let set = parse_rules(src, tokens)?;
+    rules::lower(&set).map_err(|reason| {
+        let (line, column) = line_col(src, src.len());
+        ParseError { line, column, reason }
+    })
+}
+
+/// Parses GBNF text into a rule set (every definition, in order).
+pub fn parse_rules(src: &str, tokens: Option<&dyn TokenLookup>) -> Result<RuleSet, ParseError> {
+    let mut p = Parser { src: src.as_bytes(), text: src, set: RuleSet::new(), tokens, depth: 0 };
     match p.parse_all() {
-        Ok(()) => Ok(p.out),
+        Ok(()) => Ok(p.set),
         Err((pos, reason)) => {
             let (line, column) = line_col(src, pos);
             Err(ParseError { line, column, reason })
         }
     }
+}
+
+/// Parses one rule body (the text after `::=`, on one line) into `set`'s names.
+pub(crate) fn parse_body(body: &str, set: &mut RuleSet) -> Result<Body, ParseError> {
+    let mut p = Parser { src: body.as_bytes(), text: body, set: std::mem::take(set), tokens: None, depth: 0 };
+    // The text came after `::= `: that space is the first alternative's too.
+    let r = p.parse_alternates(0, false, 1).and_then(|(b, end)| match end == body.len() {
+        true => Ok(b),
+        false => Err((end, format!("expecting end of rule at {}", p.snippet(end)))),
+    });
+    *set = p.set;
+    r.map_err(|(pos, reason)| {
+        let (line, column) = line_col(body, pos);
+        ParseError { line, column, reason }
+    })
 }
 
 /// 1-based line and column (in characters) of byte offset `pos`.
@@ -122,20 +126,6 @@ impl<'a> Parser<'a> {
         let mut pos = self.parse_space(0, true);
         while self.at(pos) != 0 {
             pos = self.parse_rule(pos)?;
-        }
-        self.name_symbols();
-        // Every referenced rule must be defined.
-        for (id, rule) in self.out.rules.iter().enumerate() {
-            if rule.is_none() {
-                let name = self.out.symbol_ids.iter().find(|(_, &v)| v as usize == id).map(|(k, _)| k.clone());
-                return Err((self.src.len(), format!("undefined rule identifier '{}'", name.unwrap_or_default())));
-            }
-        }
-        let n = self.out.rules.len();
-        for (name, &id) in &self.out.symbol_ids {
-            if id as usize >= n {
-                return Err((self.src.len(), format!("undefined rule identifier '{name}'")));
-            }
         }
         Ok(())
     }
@@ -179,93 +169,16 @@ impl<'a> Parser<'a> {
         Ok((v, end))
     }
 
-    /// The id of the rule named by the source bytes `name` (a new one the first time).
-    fn symbol_id(&mut self, name: &'a [u8]) -> u32 {
-        let next = self.n_symbols;
-        let id = *self.names.entry(name).or_insert(next);
-        if id == next {
-            self.n_symbols += 1;
-        }
-        id
-    }
-
-    /// A new helper rule's id (named after rule `base` when parsing is done).
-    fn generate_symbol_id(&mut self, base: u32) -> u32 {
-        let next = self.n_symbols;
-        self.n_symbols += 1;
-        self.generated.push((next, base));
-        next
-    }
-
-    /// Fills [`ParsedGrammar::symbol_ids`]: every source name, and `{base}_{id}` for each
-    /// generated rule (source names hold no `_`, so the two kinds never collide). The names
-    /// are collected first and the map is built from them in one go (sorted once, then
-    /// filled in order), which is several times cheaper than inserting them one by one into
-    /// the tree for grammars with thousands of generated rules.
-    fn name_symbols(&mut self) {
-        let mut by_id = vec![""; self.n_symbols as usize];
-        let mut all: Vec<(String, u32)> = Vec::with_capacity(self.names.len() + self.generated.len());
-        for (&name, &id) in &self.names {
-            // Names are ASCII word characters.
-            let name = std::str::from_utf8(name).unwrap_or("");
-            by_id[id as usize] = name;
-            all.push((name.to_string(), id));
-        }
-        for &(id, base) in &self.generated {
-            let base = by_id[base as usize];
-            let mut name = String::with_capacity(base.len() + 8);
-            name.push_str(base);
-            name.push('_');
-            // Writing into a String cannot fail.
-            let _ = write!(name, "{id}");
-            all.push((name, id));
-        }
-        // Every name is distinct (source names are map keys; generated ids are unique), so
-        // the map holds exactly these pairs, whatever the order of insertion.
-        self.out.symbol_ids = all.into_iter().collect();
-    }
-
-    fn add_rule(&mut self, id: u32, alts: Vec<Vec<Item>>) {
-        let id = id as usize;
-        if self.out.rules.len() <= id {
-            self.out.rules.resize(id + 1, None);
-        }
-        self.out.rules[id] = Some(alts);
-    }
-
-    /// The class id of the single character `ch`.
-    fn char_class(&mut self, ch: u32) -> u32 {
-        let Some(&cached) = self.ascii_class.get(ch as usize) else {
-            return self.class(CharClass { ranges: vec![(ch, ch)], negated: false });
-        };
-        if cached != u32::MAX {
-            return cached;
-        }
-        let id = self.class(CharClass { ranges: vec![(ch, ch)], negated: false });
-        self.ascii_class[ch as usize] = id;
-        id
-    }
-
-    fn class(&mut self, c: CharClass) -> u32 {
-        if let Some(&id) = self.class_ids.get(&c) {
-            return id;
-        }
-        let id = self.out.classes.len() as u32;
-        self.out.classes.push(c.clone());
-        self.class_ids.insert(c, id);
-        id
-    }
-
     fn parse_rule(&mut self, pos: usize) -> PResult<usize> {
         let name_end = self.parse_name(pos)?;
         let mut p = self.parse_space(name_end, false);
-        let src = self.src;
-        let id = self.symbol_id(&src[pos..name_end]);
+        let id = self.set.id(&self.text[pos..name_end]);
         if !(self.at(p) == b':' && self.at(p + 1) == b':' && self.at(p + 2) == b'=') {
             return Err((p, format!("expecting ::= at {}", self.snippet(p))));
         }
-        p = self.parse_space(p + 3, true);
-        p = self.parse_alternates(p, id, id, false)?;
+        let (body, end) = self.parse_alternates(p + 3, false, 0)?;
+        p = end;
+        self.set.define(id, body);
         match self.at(p) {
             b'\r' => p += if self.at(p + 1) == b'\n' { 2 } else { 1 },
             b'\n' => p += 1,
@@ -275,23 +188,39 @@ impl<'a> Parser<'a> {
         Ok(self.parse_space(p, true))
     }
 
-    /// `rule_name` is the id of the source rule being parsed (generated rules are named
-    /// after it).
-    fn parse_alternates(&mut self, pos: usize, rule_name: u32, rule_id: u32, nested: bool) -> PResult<usize> {
+    /// The alternatives from `pos`, just after `::=` or `(` (`extra`: spaces written before
+    /// `pos` that belong to the first alternative).
+    fn parse_alternates(&mut self, pos: usize, nested: bool, extra: u8) -> PResult<(Body, usize)> {
         let mut alts = Vec::new();
-        // One buffer for every alternative, copied out at its exact length (growing a fresh
-        // vector per alternative item by item was a visible part of parsing large grammars).
-        let mut seq = Vec::new();
-        let mut p = self.parse_sequence(pos, rule_name, &mut seq, nested)?;
-        alts.push(seq.as_slice().to_vec());
+        let start = self.parse_space(pos, true);
+        let lead = self.gap(pos, start).saturating_add(extra);
+        let (seq, mut p) = self.parse_sequence(start, lead, nested)?;
+        alts.push(seq);
         while self.at(p) == b'|' {
-            p = self.parse_space(p + 1, true);
-            seq.clear();
-            p = self.parse_sequence(p, rule_name, &mut seq, nested)?;
-            alts.push(seq.as_slice().to_vec());
+            let start = self.parse_space(p + 1, true);
+            let lead = self.gap(p + 1, start);
+            let (seq, end) = self.parse_sequence(start, lead, nested)?;
+            p = end;
+            alts.push(seq);
         }
-        self.add_rule(rule_id, alts);
-        Ok(p)
+        Ok((alts, p))
+    }
+
+    /// The spaces between `a` and `b` as a count (whitespace other than spaces, and
+    /// comments, count as one space: only the converter's text must print back exactly).
+    fn gap(&self, a: usize, b: usize) -> u8 {
+        let ws = &self.src[a..b];
+        match ws.iter().all(|&c| c == b' ') {
+            true => ws.len().min(255) as u8,
+            false => 1,
+        }
+    }
+
+    /// Skips the whitespace after an item at `pos`, recording it in `ws`.
+    fn space_after(&self, pos: usize, nested: bool, ws: &mut Vec<u8>) -> usize {
+        let end = self.parse_space(pos, nested);
+        ws.push(self.gap(pos, end));
+        end
     }
 
     /// Decodes one (possibly escaped) character of a literal or class.
@@ -373,24 +302,27 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn parse_sequence(&mut self, pos: usize, rule_name: u32, seq: &mut Vec<Item>, nested: bool) -> PResult<usize> {
-        let mut last_sym_start = seq.len();
+    /// One alternative from `pos` (`lead`: the spaces before it).
+    fn parse_sequence(&mut self, pos: usize, lead: u8, nested: bool) -> PResult<(Seq, usize)> {
         let mut p = pos;
+        let mut seq = Vec::new();
+        let mut ws = vec![lead];
         while self.at(p) != 0 {
             let c = self.at(p);
             if c == b'"' {
                 p += 1;
-                last_sym_start = seq.len();
+                let start = p;
+                let mut chars = Vec::new();
                 while self.at(p) != b'"' {
                     if p >= self.src.len() {
                         return Err((p, "unexpected end of input".into()));
                     }
                     let (ch, np) = self.parse_char(p)?;
                     p = np;
-                    let id = self.char_class(ch);
-                    seq.push(Item::Char(id));
+                    chars.push(ch);
                 }
-                p = self.parse_space(p + 1, nested);
+                seq.push(Expr::Lit { chars, spelling: Some(self.text[start..p].into()) });
+                p = self.space_after(p + 1, nested, &mut ws);
             } else if c == b'[' {
                 let start = p;
                 p += 1;
@@ -399,7 +331,6 @@ impl<'a> Parser<'a> {
                     p += 1;
                     negated = true;
                 }
-                last_sym_start = seq.len();
                 let mut ranges = Vec::new();
                 while self.at(p) != b']' {
                     if p >= self.src.len() {
@@ -421,9 +352,9 @@ impl<'a> Parser<'a> {
                 if ranges.is_empty() {
                     return Err((start, "empty character class".into()));
                 }
-                let id = self.class(CharClass { ranges, negated });
-                seq.push(Item::Char(id));
-                p = self.parse_space(p + 1, nested);
+                let spelling = Some(self.text[start..p + 1].into());
+                seq.push(Expr::Class { class: CharClass { ranges, negated }, spelling });
+                p = self.space_after(p + 1, nested, &mut ws);
             } else if c == b'<' || c == b'!' {
                 let negate = c == b'!';
                 if negate {
@@ -433,48 +364,43 @@ impl<'a> Parser<'a> {
                     }
                 }
                 let (id, end) = self.parse_token(p)?;
-                last_sym_start = seq.len();
-                seq.push(if negate { Item::NotToken(id) } else { Item::Token(id) });
-                p = self.parse_space(end, nested);
+                seq.push(if negate { Expr::NotToken(id) } else { Expr::Token(id) });
+                p = self.space_after(end, nested, &mut ws);
             } else if is_word_char(c) {
                 let end = self.parse_name(p)?;
-                let src = self.src;
-                let id = self.symbol_id(&src[p..end]);
-                p = self.parse_space(end, nested);
-                last_sym_start = seq.len();
-                seq.push(Item::Ref(id));
+                let id = self.set.id(&self.text[p..end]);
+                p = self.space_after(end, nested, &mut ws);
+                seq.push(Expr::Ref(id));
             } else if c == b'(' {
                 if self.depth >= MAX_GROUP_NESTING {
                     return Err((p, format!("groups nested deeper than {MAX_GROUP_NESTING} levels")));
                 }
-                p = self.parse_space(p + 1, true);
-                let sub = self.generate_symbol_id(rule_name);
                 self.depth += 1;
-                let r = self.parse_alternates(p, rule_name, sub, true);
+                let r = self.parse_alternates(p + 1, true, 0);
                 self.depth -= 1;
-                p = r?;
-                last_sym_start = seq.len();
-                seq.push(Item::Ref(sub));
+                let (body, end) = r?;
+                p = end;
+                seq.push(Expr::Group(body));
                 if self.at(p) != b')' {
                     return Err((p, format!("expecting ')' at {}", self.snippet(p))));
                 }
-                p = self.parse_space(p + 1, nested);
+                p = self.space_after(p + 1, nested, &mut ws);
             } else if c == b'.' {
-                last_sym_start = seq.len();
-                let id = self.class(CharClass { ranges: vec![], negated: true });
-                seq.push(Item::Char(id));
-                p = self.parse_space(p + 1, nested);
+                seq.push(Expr::Class { class: CharClass { ranges: vec![], negated: true }, spelling: None });
+                p = self.space_after(p + 1, nested, &mut ws);
             } else if c == b'*' || c == b'+' || c == b'?' {
                 let op = p;
-                p = self.parse_space(p + 1, nested);
-                let (min, max) = match c {
-                    b'*' => (0, None),
-                    b'+' => (1, None),
-                    _ => (0, Some(1)),
+                let gap = ws.pop().unwrap_or(0);
+                p = self.space_after(p + 1, nested, &mut ws);
+                let (min, max, form) = match c {
+                    b'*' => (0, None, RepeatForm::Star),
+                    b'+' => (1, None, RepeatForm::Plus),
+                    _ => (0, Some(1), RepeatForm::Optional),
                 };
-                self.repeat(seq, last_sym_start, rule_name, min, max, op)?;
+                self.repeat(&mut seq, min, max, form, gap, op)?;
             } else if c == b'{' {
                 let op = p;
+                let gap = ws.pop().unwrap_or(0);
                 p = self.parse_space(p + 1, nested);
                 if !self.at(p).is_ascii_digit() {
                     return Err((p, format!("expecting an int at {}", self.snippet(p))));
@@ -482,9 +408,11 @@ impl<'a> Parser<'a> {
                 let (min, end) = self.parse_int(p)?;
                 p = self.parse_space(end, nested);
                 let max;
+                let form;
                 if self.at(p) == b'}' {
                     max = Some(min);
-                    p = self.parse_space(p + 1, nested);
+                    form = RepeatForm::Exact;
+                    p = self.space_after(p + 1, nested, &mut ws);
                 } else if self.at(p) == b',' {
                     p = self.parse_space(p + 1, nested);
                     let mut m = None;
@@ -497,7 +425,8 @@ impl<'a> Parser<'a> {
                         return Err((p, format!("expecting '}}' at {}", self.snippet(p))));
                     }
                     max = m;
-                    p = self.parse_space(p + 1, nested);
+                    form = if m.is_some() { RepeatForm::Range } else { RepeatForm::AtLeast };
+                    p = self.space_after(p + 1, nested, &mut ws);
                 } else {
                     return Err((p, format!("expecting ',' at {}", self.snippet(p))));
                 }
@@ -509,55 +438,54 @@ impl<'a> Parser<'a> {
                         return Err((op, format!("repetition maximum {m} is below the minimum {min}")));
                     }
                 }
-                self.repeat(seq, last_sym_start, rule_name, min, max, op)?;
+                // Both are at most MAX_REPETITIONS now.
+                self.repeat(&mut seq, min as u32, max.map(|m| m as u32), form, gap, op)?;
             } else {
                 break;
             }
         }
-        Ok(p)
+        debug_assert_eq!(ws.len(), seq.len() + 1);
+        Ok((Seq { items: seq, layout: Some(ws.into()) }, p))
     }
 
-    /// Rewrites the items since `start` as llama.cpp does: `S{m,n}` = m copies of S then a
-    /// chain of nested optional helper rules; `S{m,}` = m copies then `S' ::= S S' |`.
+    /// Wraps the last item of `seq` in a repetition. llama.cpp repeats the items the last
+    /// symbol produced, so an item that produces none (`""`, `x{0}`) cannot be repeated.
     fn repeat(
         &mut self,
-        seq: &mut Vec<Item>,
-        start: usize,
-        rule_name: u32,
-        min: u64,
-        max: Option<u64>,
+        seq: &mut Vec<Expr>,
+        min: u32,
+        max: Option<u32>,
+        form: RepeatForm,
+        gap: u8,
         op: usize,
     ) -> PResult<()> {
-        if start == seq.len() {
-            return Err((op, format!("expecting preceding item to */+/?/{{ at {}", self.snippet(op))));
-        }
-        let prev: Vec<Item> = seq[start..].to_vec();
-        if min == 0 {
-            seq.truncate(start);
-        } else {
-            for _ in 1..min {
-                seq.extend_from_slice(&prev);
-            }
-        }
-        let n_opt = match max {
-            None => 1,
-            Some(m) => m - min,
+        let produces_nothing = |e: &Expr| match e {
+            Expr::Lit { chars, .. } => chars.is_empty(),
+            Expr::Repeat { max, .. } => *max == Some(0),
+            _ => false,
         };
-        let mut last_rec = 0u32;
-        for i in 0..n_opt {
-            let id = self.generate_symbol_id(rule_name);
-            let mut alt = prev.clone();
-            if i > 0 || max.is_none() {
-                alt.push(Item::Ref(if max.is_none() { id } else { last_rec }));
-            }
-            self.add_rule(id, vec![alt, vec![]]);
-            last_rec = id;
+        let Some(item) = seq.pop().filter(|e| !produces_nothing(e)) else {
+            return Err((op, format!("expecting preceding item to */+/?/{{ at {}", self.snippet(op))));
+        };
+        // Repetitions of repetitions nest: bounded like groups, so that lowering, printing
+        // and dropping the item stay within the stack.
+        let depth = repeat_depth(&item);
+        if depth >= MAX_GROUP_NESTING {
+            return Err((op, format!("repetitions nested deeper than {MAX_GROUP_NESTING} levels")));
         }
-        if n_opt > 0 {
-            seq.push(Item::Ref(last_rec));
-        }
+        seq.push(Expr::Repeat { item: Box::new(item), min, max, form, gap });
         Ok(())
     }
+}
+
+/// How many repetitions are wrapped around each other at the top of `e`.
+fn repeat_depth(mut e: &Expr) -> usize {
+    let mut n = 0;
+    while let Expr::Repeat { item, .. } = e {
+        n += 1;
+        e = item;
+    }
+    n
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use nucleus_grammar::continuations::{Mode as TrieMode, TrieConstraint};
 use nucleus_grammar::json_schema::{schema_to_gbnf, schema_to_grammar, SchemaOptions};
+use nucleus_grammar::rules::RuleSet;
 use nucleus_grammar::{
     builtin, BuildError, DescriptorError, GrammarSampler, SchemaError, TrieMatcher, Triggers, VocabIndex,
 };
@@ -123,14 +124,16 @@ impl GrammarCache {
     }
 }
 
-/// The GBNF (start rule `root`) of a JSON Schema for tool-call arguments: strict conversion
+/// The rules (start rule `root`) of a JSON Schema for tool-call arguments: strict conversion
 /// (a keyword that cannot be enforced is an error naming it), objects closed unless the schema
-/// opens them, as OpenAI's strict function schemas and llama.cpp's tool grammars are.
-pub fn tool_arguments_gbnf(schema: &Value) -> Result<String, ConstraintError> {
+/// opens them, as OpenAI's strict function schemas and llama.cpp's tool grammars are. The
+/// server composes several of them under name prefixes ([`RuleSet::import`]).
+pub fn tool_arguments_rules(schema: &Value) -> Result<RuleSet, ConstraintError> {
     let opts = SchemaOptions { strict: true, closed_objects: true, lenient: false };
     let compiled = schema_to_gbnf(schema, &opts)?;
     compiled.grammar()?;
-    Ok(compiled.gbnf)
+    // A grammar that builds was built from its rules: they are there.
+    Ok(compiled.rules.unwrap_or_default())
 }
 
 /// The token-trie constraint for `path` of a descriptor (`{"modelId", "descriptors": [{path,

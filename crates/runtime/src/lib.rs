@@ -53,7 +53,7 @@ pub mod utf8;
 pub use catalog::{CatalogModel, CATALOG, DEFAULT_MODEL};
 pub use chat::{ChatMessage, ChatTemplate, ChatToolCall, TemplateSource};
 pub use constraint::{
-    grammar_sampler, token_trie, token_trie_for, tool_arguments_gbnf, ConstraintError, OutputConstraint, TrieSetting,
+    grammar_sampler, token_trie, token_trie_for, tool_arguments_rules, ConstraintError, OutputConstraint, TrieSetting,
 };
 pub use draft_model::{check_vocabulary, DraftModel};
 pub use engine::{Engine, SlotJob, SlotSink};
@@ -63,6 +63,7 @@ pub use generate::{generate, generate_sequence, generate_sequence_drafted, Gener
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SavedSequence, SeqId, SpecialTokens, Tokenizer};
 pub use nucleus_grammar::continuations::TrieConstraint;
+pub use nucleus_grammar::rules::RuleSet;
 pub use nucleus_grammar::DescriptorError;
 pub use prompt::{chat_prompt_tokens, prompt_tokens, rendered_chat_tokens, Prompt};
 pub use pull::{models_dir, Pip, PullEvent};

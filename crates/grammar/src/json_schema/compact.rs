@@ -1,67 +1,16 @@
-//! Strict mode's grammar text, made small: rules with the same body (after their references
-//! are made the same) are merged, and long rule names (llama.cpp's construction names every
-//! rule after its whole property path) are replaced by short ones. The language is
-//! unchanged; the text the grammar parser reads is about a third as long for the largest
-//! schemas, and it has fewer rules to build.
+//! Strict mode's rules, made small: rules with the same body (after their references are
+//! made the same) are merged, and long rule names (llama.cpp's construction names every rule
+//! after its whole property path) are replaced by short ones. The language is unchanged; the
+//! printed text is about a third as long for the largest schemas, and there are fewer rules
+//! to build. Works on the rule IR: a body's references are its [`crate::rules::Expr::Ref`] items.
 
 use std::collections::HashSet;
 
 use crate::fast_hash::FastMap;
-
-/// A rule body as pieces: text (an interned id with [`TEXT`] set) or a rule reference (its
-/// index).
-type Body = Vec<u32>;
-
-/// Marks a piece of text in a [`Body`].
-const TEXT: u32 = 1 << 31;
+use crate::rules::{Body, RuleId, RuleSet};
 
 /// Names at most this long are kept (the built-in rules: `space`, `char`, `value`, ...).
 const KEEP: usize = 12;
-
-/// Splits a GBNF rule body into text and rule references (words outside literals, character
-/// classes, repetition counts and token items); `None` names an unknown rule.
-fn split<'a>(body: &'a str, index: &FastMap<&str, u32>, texts: &mut FastMap<&'a str, u32>) -> Option<Body> {
-    let b = body.as_bytes();
-    // About one piece per 8 bytes of body (names and the text between them): sized once
-    // instead of grown piece by piece.
-    let mut out = Vec::with_capacity(b.len() / 8 + 2);
-    let mut text = |t: &'a str, out: &mut Body| {
-        let n = texts.len() as u32;
-        out.push(TEXT | *texts.entry(t).or_insert(n));
-    };
-    let mut text_start = 0;
-    let mut i = 0;
-    let skip_to = |mut i: usize, close: u8| {
-        while i < b.len() && b[i] != close {
-            i += if b[i] == b'\\' { 2 } else { 1 };
-        }
-        i + 1
-    };
-    while i < b.len() {
-        match b[i] {
-            b'"' => i = skip_to(i + 1, b'"'),
-            b'[' => i = skip_to(i + 1, b']'),
-            b'{' => i = skip_to(i + 1, b'}'),
-            b'<' => i = skip_to(i + 1, b'>'),
-            c if c.is_ascii_alphanumeric() || c == b'-' => {
-                let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'-') {
-                    i += 1;
-                }
-                if text_start < start {
-                    text(&body[text_start..start], &mut out);
-                }
-                out.push(*index.get(&body[start..i])?);
-                text_start = i;
-            }
-            _ => i += 1,
-        }
-    }
-    if text_start < b.len() {
-        text(&body[text_start..], &mut out);
-    }
-    Some(out)
-}
 
 /// The short name of the `n`-th renamed rule.
 fn short_name(mut n: usize) -> String {
@@ -76,28 +25,40 @@ fn short_name(mut n: usize) -> String {
     }
 }
 
-/// The grammar text of `rules` (sorted by name; start rule `root`), compacted; `None` when a body cannot be
-/// read (the caller then writes the rules as they are).
-pub(super) fn compact(rules: &[(&str, &str)]) -> Option<String> {
-    let names: Vec<&str> = rules.iter().map(|r| r.0).collect();
-    let index: FastMap<&str, u32> = names.iter().enumerate().map(|(i, n)| (*n, i as u32)).collect();
-    let mut texts: FastMap<&str, u32> = FastMap::default();
-    let mut bodies: Vec<Body> = Vec::with_capacity(names.len());
-    for (_, b) in rules {
-        bodies.push(split(b, &index, &mut texts)?);
+/// `set` (one definition per rule, sorted by name; start rule `root`) compacted; `None` when
+/// a rule is referenced but not defined (the caller then keeps the rules as they are).
+pub(super) fn compact(set: &RuleSet) -> Option<RuleSet> {
+    if !set.is_closed() {
+        return None;
     }
-    let root = *index.get("root")?;
-    let rep = merge_equal(&bodies, root);
+    let root = set.get("root")?;
+    let defs = set.defs();
+    // Definition index of each rule id.
+    let mut def_of = vec![u32::MAX; set.n_names()];
+    for (i, (id, _)) in defs.iter().enumerate() {
+        def_of[id.0 as usize] = i as u32;
+    }
+    let names: Vec<&str> = defs.iter().map(|(id, _)| set.name(*id)).collect();
+    let refs: Vec<Vec<u32>> = defs
+        .iter()
+        .map(|(_, body)| {
+            let mut v = Vec::new();
+            body.iter().flat_map(|s| &s.items).for_each(|e| e.for_each_ref(&mut |r| v.push(def_of[r.0 as usize])));
+            v
+        })
+        .collect();
+    let rep = merge_equal(defs, &refs, &def_of, def_of[root.0 as usize]);
     // New names: short ones for long names, avoiding every kept name.
-    let mut new_name: Vec<String> = vec![String::new(); names.len()];
     let kept: HashSet<&str> =
         (0..names.len()).filter(|&i| rep[i] == i as u32 && names[i].len() <= KEEP).map(|i| names[i]).collect();
+    let mut out = RuleSet::new();
+    let mut new_id: Vec<RuleId> = vec![RuleId(u32::MAX); names.len()];
     let mut n = 0;
     for i in 0..names.len() {
         if rep[i] != i as u32 {
             continue;
         }
-        new_name[i] = if names[i].len() <= KEEP {
+        let name = if names[i].len() <= KEEP {
             names[i].to_string()
         } else {
             loop {
@@ -108,38 +69,31 @@ pub(super) fn compact(rules: &[(&str, &str)]) -> Option<String> {
                 }
             }
         };
+        new_id[i] = out.id(&name);
     }
-    let mut text_of: Vec<&str> = vec![""; texts.len()];
-    for (t, id) in texts {
-        text_of[id as usize] = t;
-    }
-    let mut out = String::with_capacity(rules.iter().map(|r| r.1.len()).sum::<usize>() / 2);
-    for (i, body) in bodies.iter().enumerate() {
+    for (i, (_, body)) in defs.iter().enumerate() {
         if rep[i] != i as u32 {
             continue;
         }
-        out.push_str(&new_name[i]);
-        out.push_str(" ::= ");
-        for &p in body {
-            if p & TEXT != 0 {
-                out.push_str(text_of[(p & !TEXT) as usize]);
-            } else {
-                out.push_str(&new_name[rep[p as usize] as usize]);
-            }
-        }
-        out.push('\n');
+        let body = map_body(body, &mut |r| new_id[rep[def_of[r.0 as usize] as usize] as usize]);
+        out.define(new_id[i], body);
     }
     Some(out)
 }
 
-/// For each rule, the rule it is merged into (itself when kept). Rules are finished after
-/// the rules they reference (depth first, without recursion: grammars can be deep), and a
-/// finished rule whose body, with references replaced by their representatives, equals an
-/// earlier one's is merged into it: equal bodies over equal rules are the same language. A
-/// reference back into an unfinished rule (recursion) stays as it is, so rules on a cycle
-/// merge only when literally equal. The start rule is never merged away.
-fn merge_equal(bodies: &[Body], root: u32) -> Vec<u32> {
-    let n = bodies.len();
+fn map_body(body: &Body, f: &mut impl FnMut(RuleId) -> RuleId) -> Body {
+    body.iter().map(|s| s.map_refs(f)).collect()
+}
+
+/// For each definition, the definition it is merged into (itself when kept). Rules are
+/// finished after the rules they reference (depth first, without recursion: grammars can be
+/// deep), and a finished rule whose body, with references replaced by their
+/// representatives, equals an earlier one's is merged into it: equal bodies over equal rules
+/// are the same language. A reference back into an unfinished rule (recursion) stays as it
+/// is, so rules on a cycle merge only when literally equal. The start rule is never merged
+/// away. `refs[i]`: the definitions definition `i` references, in order.
+fn merge_equal(defs: &[(RuleId, Body)], refs: &[Vec<u32>], def_of: &[u32], root: u32) -> Vec<u32> {
+    let n = defs.len();
     let mut rep: Vec<u32> = (0..n as u32).collect();
     let mut state = vec![0u8; n]; // 0 new, 1 on the stack, 2 finished
     let mut seen: FastMap<Body, u32> = FastMap::default();
@@ -151,9 +105,9 @@ fn merge_equal(bodies: &[Body], root: u32) -> Vec<u32> {
         state[start as usize] = 1;
         stack.push((start, 0));
         while let Some(&(r, next)) = stack.last() {
-            let body = &bodies[r as usize];
-            if let Some(off) = body[next..].iter().position(|&p| p & TEXT == 0 && state[p as usize] == 0) {
-                let p = body[next + off];
+            let out = &refs[r as usize];
+            if let Some(off) = out[next..].iter().position(|&p| state[p as usize] == 0) {
+                let p = out[next + off];
                 if let Some(top) = stack.last_mut() {
                     top.1 = next + off + 1;
                 }
@@ -163,10 +117,12 @@ fn merge_equal(bodies: &[Body], root: u32) -> Vec<u32> {
             }
             stack.pop();
             state[r as usize] = 2;
-            let key: Body = body.iter().map(|&p| if p & TEXT != 0 { p } else { rep[p as usize] }).collect();
             if r == root {
                 continue;
             }
+            // References as representatives' definition indexes, so the key is the same
+            // whatever the rules were called.
+            let key = map_body(&defs[r as usize].1, &mut |x| RuleId(rep[def_of[x.0 as usize] as usize]));
             match seen.get(&key) {
                 Some(&j) => rep[r as usize] = j,
                 None => {
@@ -183,10 +139,14 @@ mod tests {
     use super::*;
 
     /// `list` sorted by name, as the converter hands its rules over.
-    fn rules<'a>(list: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    fn rules(list: &[(&str, &str)]) -> RuleSet {
         let mut v = list.to_vec();
         v.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        v
+        super::super::rule_set(&v).unwrap()
+    }
+
+    fn compact(set: &RuleSet) -> Option<String> {
+        super::compact(set).map(|s| s.to_gbnf())
     }
 
     #[test]

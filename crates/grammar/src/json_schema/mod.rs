@@ -59,6 +59,7 @@ pub use converter::Converter;
 
 use crate::error::SchemaError;
 use crate::grammar::Grammar;
+use crate::rules::RuleSet;
 
 /// How to convert.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,19 +91,27 @@ impl SchemaOptions {
 /// A converted schema.
 #[derive(Debug, Clone)]
 pub struct CompiledSchema {
-    /// The GBNF text (start rule `root`; compat mode: llama.cpp's rules sorted by name).
+    /// The GBNF text (start rule `root`; compat mode: llama.cpp's rules sorted by name),
+    /// printed from [`CompiledSchema::rules`] for people.
     pub gbnf: String,
     /// Keywords ignored (compat mode, or strict lenient mode), as `keyword at pointer`.
     pub ignored: Vec<String>,
     /// The order each object rule writes its named members in: documents are laid out in it
     /// to check them against the grammar (`relayout::feed_json_in`).
     pub member_orders: relayout::MemberOrders,
+    /// The rules the grammar is built from (`None` only if the converter wrote a rule body
+    /// the GBNF parser refuses: the grammar is then built from the text, to report why).
+    pub rules: Option<RuleSet>,
 }
 
 impl CompiledSchema {
-    /// Builds the grammar.
+    /// Builds the grammar (from the rules, without the text).
     pub fn grammar(&self) -> Result<Arc<Grammar>, SchemaError> {
-        Grammar::parse(&self.gbnf, "root").map_err(|e| SchemaError {
+        let built = match &self.rules {
+            Some(set) => Grammar::from_rules(set, "root"),
+            None => Grammar::parse(&self.gbnf, "root"),
+        };
+        built.map_err(|e| SchemaError {
             keyword: "(grammar)".into(),
             pointer: "#".into(),
             reason: format!("generated grammar does not build: {e}"),
@@ -110,17 +119,34 @@ impl CompiledSchema {
     }
 }
 
+/// The converter's rules (name, body text; sorted by name) as a rule set; `None` when a body
+/// does not parse.
+fn rule_set(rules: &[(&str, &str)]) -> Option<RuleSet> {
+    let mut set = RuleSet::new();
+    for (name, body) in rules {
+        let id = set.id(name);
+        let body = crate::parse::parse_body(body, &mut set).ok()?;
+        set.define(id, body);
+    }
+    Some(set)
+}
+
 /// Converts `schema` to GBNF.
 pub fn schema_to_gbnf(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
     let mut c = Converter::new(schema, opts.clone());
     c.visit(schema, "", "")?;
-    // Strict mode's text is compacted (same language, shorter rule names, equal rules
-    // merged); compat mode keeps llama.cpp's text.
-    let gbnf = match opts.strict {
-        true => compact::compact(&c.rules()).unwrap_or_else(|| c.format_grammar()),
-        false => c.format_grammar(),
+    let rules = rule_set(&c.rules());
+    // Strict mode's rules are compacted (same language, shorter rule names, equal rules
+    // merged); compat mode keeps llama.cpp's rules.
+    let rules = match (opts.strict, rules) {
+        (true, Some(set)) => Some(compact::compact(&set).unwrap_or(set)),
+        (_, rules) => rules,
     };
-    Ok(CompiledSchema { gbnf, ignored: c.ignored, member_orders: c.member_orders })
+    let gbnf = match &rules {
+        Some(set) => set.to_gbnf(),
+        None => c.format_grammar(),
+    };
+    Ok(CompiledSchema { gbnf, ignored: c.ignored, member_orders: c.member_orders, rules })
 }
 
 /// Converts and builds in one step.

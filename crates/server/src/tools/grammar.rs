@@ -1,6 +1,6 @@
-//! The grammar tool calls are generated under: one GBNF built from the tools' argument
-//! grammars (each compiled from its schema, rules renamed `t<i>-...` so they never collide)
-//! and a fixed layout around them, so the output parser ([`super::output`]) only has to read
+//! The grammar tool calls are generated under: one rule set built from the tools' argument
+//! rules (each compiled from its schema, imported under the prefix `t<i>-` so they never
+//! collide: [`RuleSet::import`], no grammar text rewritten) and a fixed layout around them, so the output parser ([`super::output`]) only has to read
 //! the layout and the argument values it never has to validate.
 //!
 //! * Generic format: the whole answer, `{"tool_call": CALL}` (or `{"tool_calls": [CALL, ...]}`
@@ -15,7 +15,8 @@
 //!
 //! CALL is always `{"name": "N", "arguments": ARGS}` with N one of the callable functions.
 
-use nucleus_runtime::OutputConstraint;
+use nucleus_grammar::parse::parse_rules;
+use nucleus_runtime::{OutputConstraint, RuleSet};
 
 use super::{ToolChoice, ToolFormat, ToolRequest};
 
@@ -29,20 +30,20 @@ pub fn constraint(req: &ToolRequest, format: ToolFormat) -> Option<OutputConstra
     if !req.active() {
         return None;
     }
-    let mut g = String::new();
+    let mut set = RuleSet::new();
     let mut alts = Vec::new();
     for (i, t) in req.tools.iter().enumerate() {
         if !req.callable().iter().any(|c| c.name == t.name) {
             continue;
         }
-        g.push_str(&prefixed(&t.args_gbnf, &format!("t{i}-")));
-        g.push_str(&format!(
-            "call{i} ::= \"{{\\\"name\\\": \\\"{}\\\", \\\"arguments\\\": \" t{i}-root \"}}\"\n",
-            t.name
-        ));
+        set.import(&t.args_rules, &format!("t{i}-"));
+        layout(
+            &mut set,
+            &format!("call{i} ::= \"{{\\\"name\\\": \\\"{}\\\", \\\"arguments\\\": \" t{i}-root \"}}\"\n", t.name),
+        );
         alts.push(format!("call{i}"));
     }
-    g.push_str(&format!("call ::= {}\n", alts.join(" | ")));
+    let mut g = format!("call ::= {}\n", alts.join(" | "));
     let free = req.choice == ToolChoice::Auto;
     match format {
         ToolFormat::Generic => {
@@ -58,81 +59,72 @@ pub fn constraint(req: &ToolRequest, format: ToolFormat) -> Option<OutputConstra
             } else {
                 g.push_str(&format!("root ::= {calls}\n"));
             }
-            Some(OutputConstraint::Gbnf(g))
+            layout(&mut set, &g);
+            Some(OutputConstraint::Gbnf(set.to_gbnf()))
         }
         ToolFormat::Hermes => {
             g.push_str("block ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");
             g.push_str(if req.several() { "root ::= block (\"\\n\" block)*\n" } else { "root ::= block\n" });
+            layout(&mut set, &g);
+            let grammar = set.to_gbnf();
             if free {
-                Some(OutputConstraint::LazyGbnf { grammar: g, triggers: vec![HERMES_OPEN.to_string()] })
+                Some(OutputConstraint::LazyGbnf { grammar, triggers: vec![HERMES_OPEN.to_string()] })
             } else {
-                Some(OutputConstraint::Gbnf(g))
+                Some(OutputConstraint::Gbnf(grammar))
             }
         }
     }
 }
 
-/// `gbnf` with every rule name (definitions and references) prefixed by `prefix`. Literals,
-/// character classes, repetition counts and token items are copied as they are.
-pub fn prefixed(gbnf: &str, prefix: &str) -> String {
-    let mut out = String::with_capacity(gbnf.len() + gbnf.len() / 4);
-    let b = gbnf.as_bytes();
-    let mut i = 0;
-    let is_name = |c: u8| c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
-    while i < b.len() {
-        let c = b[i];
-        let close = match c {
-            b'"' => Some(b'"'),
-            b'[' => Some(b']'),
-            b'{' => Some(b'}'),
-            b'<' => Some(b'>'),
-            _ => None,
-        };
-        if let Some(close) = close {
-            // Copy through to the matching closer, skipping escaped characters.
-            let start = i;
-            i += 1;
-            while i < b.len() && b[i] != close {
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            }
-            i = (i + 1).min(b.len());
-            out.push_str(&gbnf[start..i]);
-        } else if c == b'#' {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if is_name(c) {
-            let start = i;
-            while i < b.len() && is_name(b[i]) {
-                i += 1;
-            }
-            out.push_str(prefix);
-            out.push_str(&gbnf[start..i]);
-        } else {
-            let start = i;
-            i += 1;
-            while i < b.len() && !b[i].is_ascii() {
-                i += 1;
-            }
-            out.push_str(&gbnf[start..i]);
+/// Adds the layout rules `text` to `set`, unprefixed: their references to `t<i>-root` name
+/// the imported argument rules. The text is this module's own, and function names in it are
+/// checked to be `[a-zA-Z0-9_-]` (nothing to escape in a literal), so it always parses.
+fn layout(set: &mut RuleSet, text: &str) {
+    match parse_rules(text, None) {
+        Ok(rules) => {
+            set.import(&rules, "");
         }
+        Err(e) => debug_assert!(false, "the tool-call layout does not parse: {e}\n{text}"),
     }
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::ToolSpec;
+    use nucleus_runtime::tool_arguments_rules;
+    use serde_json::json;
 
+    fn tool(name: &str, schema: serde_json::Value) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            tool: json!({}),
+            function: json!({}),
+            args_rules: tool_arguments_rules(&schema).unwrap(),
+        }
+    }
+
+    /// Two tools whose argument rules share names (`root`, `space`, `string`) stay apart
+    /// under their prefixes, and the grammar holds exactly their calls.
     #[test]
-    fn prefixing_renames_rules_only() {
-        let g = "root ::= \"{\" space obj-1 [a-z\\]]{2,5} \"x y\"\nobj-1 ::= \"\\\"q\\\"\" space\nspace ::= | \" \"\n";
-        assert_eq!(
-            prefixed(g, "t0-"),
-            "t0-root ::= \"{\" t0-space t0-obj-1 [a-z\\]]{2,5} \"x y\"\nt0-obj-1 ::= \"\\\"q\\\"\" t0-space\nt0-space ::= | \" \"\n"
-        );
+    fn argument_rules_compose_under_prefixes() {
+        let req = ToolRequest {
+            tools: vec![
+                tool("a", json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]})),
+                tool("b", json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})),
+            ],
+            choice: ToolChoice::Required,
+            parallel: false,
+        };
+        let Some(OutputConstraint::Gbnf(g)) = constraint(&req, ToolFormat::Generic) else { panic!("no grammar") };
+        assert!(g.contains("t0-root ::=") && g.contains("t1-root ::=") && g.contains("t0-space ::="), "{g}");
+        let m = nucleus_grammar::Matcher::from_gbnf(&g).unwrap();
+        let accepts = |text: &str| {
+            let mut m = m.clone();
+            m.accept_bytes(text.as_bytes()).is_ok() && m.can_end()
+        };
+        assert!(accepts(r#"{"tool_call": {"name": "a", "arguments": {"x": "hi"}}}"#), "{g}");
+        assert!(accepts(r#"{"tool_call": {"name": "b", "arguments": {"n": 3}}}"#), "{g}");
+        assert!(!accepts(r#"{"tool_call": {"name": "a", "arguments": {"n": 3}}}"#), "{g}");
     }
 }

@@ -14,7 +14,7 @@ pub mod grammar;
 pub mod output;
 pub mod prompt;
 
-use nucleus_runtime::{tool_arguments_gbnf, ChatTemplate};
+use nucleus_runtime::{tool_arguments_rules, ChatTemplate, RuleSet};
 use serde_json::{json, Map, Value};
 
 use crate::body::messages::{ObjectOrMissing, Parameters, Tool, ToolChoiceIn, Tools};
@@ -30,8 +30,8 @@ pub struct ToolSpec {
     pub tool: Value,
     /// The `function` object (name, description, parameters), for the generic prompt.
     pub function: Value,
-    /// GBNF of the arguments (start rule `root`), compiled from `parameters`.
-    pub args_gbnf: String,
+    /// The rules of the arguments (start rule `root`), compiled from `parameters`.
+    pub args_rules: RuleSet,
 }
 
 /// `tool_choice`.
@@ -209,11 +209,11 @@ fn parse_tool(i: usize, t: &Tool, raw: Value) -> Result<ToolSpec, ApiError> {
         None => json!({"type": "object", "properties": {}}),
         Some(Parameters(p)) => Value::Object(p.0.clone()),
     };
-    let args_gbnf = tool_arguments_gbnf(&parameters)
+    let args_rules = tool_arguments_rules(&parameters)
         .map_err(|e| ApiError::invalid_value(&params_name, format!("Invalid schema for function '{fn_name}': {e}")))?;
     let mut function = raw.get("function").and_then(Value::as_object).cloned().unwrap_or_default();
     function.insert("parameters".into(), parameters);
-    Ok(ToolSpec { name: fn_name, tool: raw, function: Value::Object(function), args_gbnf })
+    Ok(ToolSpec { name: fn_name, tool: raw, function: Value::Object(function), args_rules })
 }
 
 /// Refuses a duplicated function name (calls are told apart by name).

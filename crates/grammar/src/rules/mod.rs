@@ -1,0 +1,217 @@
+//! The rule IR: grammar rules as data. The JSON Schema converter's rules and parsed GBNF text
+//! both become a [`RuleSet`]; a [`Grammar`](crate::Grammar) is built from it directly
+//! ([`lower`]), and GBNF text is printed from it only for people ([`print`]).
+//!
+//! A rule set is a list of definitions in order (the order decides llama.cpp's rule
+//! numbering, so a set lowers to exactly the grammar its printed text parses to) over
+//! interned rule names ([`RuleId`]). Literals, classes and sequences keep the spelling and
+//! spaces they were written with, when there was one, so printing a parsed or converted set
+//! gives back its text (the converter's text stays byte for byte what llama.cpp writes).
+
+mod lower;
+mod print;
+
+use std::collections::HashMap;
+
+use crate::grammar::CharClass;
+
+pub(crate) use lower::lower;
+
+/// A rule's name, interned in a [`RuleSet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub u32);
+
+/// How a repetition is written (its counts are in [`Expr::Repeat`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RepeatForm {
+    /// `*`
+    Star,
+    /// `+`
+    Plus,
+    /// `?`
+    Optional,
+    /// `{m}`
+    Exact,
+    /// `{m,}`
+    AtLeast,
+    /// `{m,n}`
+    Range,
+}
+
+impl RepeatForm {
+    /// The usual spelling of `{min,max}`.
+    pub fn of(min: u32, max: Option<u32>) -> RepeatForm {
+        match (min, max) {
+            (0, None) => RepeatForm::Star,
+            (1, None) => RepeatForm::Plus,
+            (0, Some(1)) => RepeatForm::Optional,
+            (_, None) => RepeatForm::AtLeast,
+            (_, Some(_)) => RepeatForm::Range,
+        }
+    }
+}
+
+/// One item of a sequence.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// These code points in order. `spelling`: the text between the quotes as written.
+    Lit { chars: Vec<u32>, spelling: Option<Box<str>> },
+    /// One code point of a class (`.` is the empty negated class). `spelling`: as written,
+    /// brackets included.
+    Class { class: CharClass, spelling: Option<Box<str>> },
+    /// Another rule.
+    Ref(RuleId),
+    /// One whole token with this id.
+    Token(u32),
+    /// One whole token with any other id.
+    NotToken(u32),
+    /// A parenthesized alternation of sequences.
+    Group(Vec<Seq>),
+    /// `item` between `min` and `max` (unbounded: `None`) times. `gap`: spaces written between
+    /// the item and the operator.
+    Repeat { item: Box<Expr>, min: u32, max: Option<u32>, form: RepeatForm, gap: u8 },
+}
+
+/// A sequence of items (one alternative), with the spaces it was written with.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Seq {
+    /// The items in order.
+    pub items: Vec<Expr>,
+    /// Spaces before each item and after the last (`items.len() + 1` counts), as written;
+    /// `None`: the usual layout (one space between items).
+    pub layout: Option<Box<[u8]>>,
+}
+
+impl Seq {
+    /// A sequence in the usual layout.
+    pub fn new(items: Vec<Expr>) -> Seq {
+        Seq { items, layout: None }
+    }
+
+    /// This sequence with every rule reference replaced by `f` of it.
+    pub fn map_refs(&self, f: &mut impl FnMut(RuleId) -> RuleId) -> Seq {
+        Seq { items: self.items.iter().map(|e| e.map_refs(f)).collect(), layout: self.layout.clone() }
+    }
+}
+
+/// A rule body: its alternatives.
+pub type Body = Vec<Seq>;
+
+impl Expr {
+    /// A literal string.
+    pub fn lit(s: &str) -> Expr {
+        Expr::Lit { chars: s.chars().map(u32::from).collect(), spelling: None }
+    }
+
+    /// `item{min,max}`, spelled the usual way.
+    pub fn repeat(item: Expr, min: u32, max: Option<u32>) -> Expr {
+        Expr::Repeat { item: Box::new(item), min, max, form: RepeatForm::of(min, max), gap: 0 }
+    }
+
+    /// Calls `f` on every rule reference, outermost first, left to right.
+    pub fn for_each_ref(&self, f: &mut impl FnMut(RuleId)) {
+        match self {
+            Expr::Ref(r) => f(*r),
+            Expr::Group(alts) => alts.iter().flat_map(|s| &s.items).for_each(|e| e.for_each_ref(f)),
+            Expr::Repeat { item, .. } => item.for_each_ref(f),
+            _ => {}
+        }
+    }
+
+    /// This item with every rule reference replaced by `f` of it.
+    pub fn map_refs(&self, f: &mut impl FnMut(RuleId) -> RuleId) -> Expr {
+        match self {
+            Expr::Ref(r) => Expr::Ref(f(*r)),
+            Expr::Group(alts) => Expr::Group(alts.iter().map(|s| s.map_refs(f)).collect()),
+            Expr::Repeat { item, min, max, form, gap } => {
+                Expr::Repeat { item: Box::new(item.map_refs(f)), min: *min, max: *max, form: *form, gap: *gap }
+            }
+            e => e.clone(),
+        }
+    }
+}
+
+/// Rule names and definitions, in definition order.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    names: Vec<String>,
+    index: HashMap<String, RuleId>,
+    defs: Vec<(RuleId, Body)>,
+}
+
+impl RuleSet {
+    /// An empty set.
+    pub fn new() -> RuleSet {
+        RuleSet::default()
+    }
+
+    /// The id of rule `name` (a new id the first time it is named).
+    pub fn id(&mut self, name: &str) -> RuleId {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let id = RuleId(self.names.len() as u32);
+        self.names.push(name.to_string());
+        self.index.insert(name.to_string(), id);
+        id
+    }
+
+    /// The id of `name`, if it was ever named.
+    pub fn get(&self, name: &str) -> Option<RuleId> {
+        self.index.get(name).copied()
+    }
+
+    /// The name of `id`.
+    pub fn name(&self, id: RuleId) -> &str {
+        &self.names[id.0 as usize]
+    }
+
+    /// How many names are interned.
+    pub fn n_names(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Appends a definition of `id` (a later definition of the same rule replaces an earlier
+    /// one, as in GBNF text).
+    pub fn define(&mut self, id: RuleId, body: Body) {
+        self.defs.push((id, body));
+    }
+
+    /// The definitions in order.
+    pub fn defs(&self) -> &[(RuleId, Body)] {
+        &self.defs
+    }
+
+    /// Whether every referenced rule has a definition.
+    pub fn is_closed(&self) -> bool {
+        let mut defined = vec![false; self.names.len()];
+        for (id, _) in &self.defs {
+            defined[id.0 as usize] = true;
+        }
+        let mut ok = true;
+        for (_, body) in &self.defs {
+            body.iter().flat_map(|s| &s.items).for_each(|e| e.for_each_ref(&mut |r| ok &= defined[r.0 as usize]));
+        }
+        ok
+    }
+
+    /// Appends every definition of `other` under `prefix` (each of its rule names written
+    /// `{prefix}{name}`), so several rule sets compose into one without name clashes. Names
+    /// are shared by spelling: a layout set imported without a prefix that references
+    /// `t0-root` refers to the `root` of the set imported under `t0-`.
+    pub fn import(&mut self, other: &RuleSet, prefix: &str) {
+        let ids: Vec<RuleId> = other.names.iter().map(|n| self.id(&format!("{prefix}{n}"))).collect();
+        for (id, body) in &other.defs {
+            let body = body.iter().map(|s| s.map_refs(&mut |r| ids[r.0 as usize])).collect();
+            self.defs.push((ids[id.0 as usize], body));
+        }
+    }
+
+    /// GBNF text, one rule per line in definition order.
+    pub fn to_gbnf(&self) -> String {
+        print::print(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;
