@@ -37,6 +37,7 @@ pub mod generate;
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod model;
+pub mod ngram_cache;
 pub mod prompt;
 pub mod pull;
 pub mod reasoning;
@@ -62,6 +63,7 @@ pub use generate::{generate, generate_sequence, generate_sequence_drafted, Gener
 #[cfg(feature = "llama")]
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SavedSequence, SeqId, SpecialTokens, Tokenizer};
+pub use ngram_cache::NgramCache;
 pub use nucleus_grammar::continuations::TrieConstraint;
 pub use nucleus_grammar::rules::RuleSet;
 pub use nucleus_grammar::DescriptorError;

@@ -202,6 +202,15 @@ impl Sequence {
         self.spec = Some(d);
     }
 
+    /// Lets the n-gram drafter also draft from `cache` (recent sequences' tokens: see
+    /// [`crate::ngram_cache`]) and leave this sequence's tokens in it when it is dropped. After
+    /// [`Sequence::set_speculation`] or [`Sequence::set_speculation_over`]; no effect otherwise.
+    pub fn set_speculation_cache(&mut self, cache: std::sync::Arc<crate::NgramCache>) {
+        if let Some(d) = self.spec.as_mut() {
+            d.set_cache(cache);
+        }
+    }
+
     /// What speculation did so far (`None` without it).
     pub fn spec_stats(&self) -> Option<SpecStats> {
         self.spec.as_ref().map(NgramDrafter::stats)

@@ -12,8 +12,11 @@
 //! given a batch-invariant forward pass ([`crate::Model::batch_invariant`]).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use nucleus_sampler::Token;
+
+use crate::ngram_cache::NgramCache;
 
 /// Where drafts come from (llama.cpp's `--spec-type`, with its `ngram` modes as one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -124,9 +127,9 @@ impl SpecStats {
 }
 
 /// Most recent earlier positions a lookup compares (bounds its cost on common n-grams).
-const CANDIDATES: usize = 32;
+pub(crate) const CANDIDATES: usize = 32;
 /// Longest suffix a lookup compares.
-const MAX_MATCH: usize = 64;
+pub(crate) const MAX_MATCH: usize = 64;
 /// Consecutive drafts of which none was accepted before drafting pauses.
 const FAILS_BEFORE_PAUSE: u32 = 2;
 /// Longest pause, in steps.
@@ -152,6 +155,9 @@ pub struct NgramDrafter {
     pause: usize,
     next_pause: usize,
     stats: SpecStats,
+    /// Recent sequences' tokens, looked up when the sequence's own tokens hold no match; the
+    /// history goes into it when the drafter is dropped.
+    cache: Option<Arc<NgramCache>>,
 }
 
 impl NgramDrafter {
@@ -167,12 +173,23 @@ impl NgramDrafter {
             pause: 0,
             next_pause: 4,
             stats: SpecStats::default(),
+            cache: None,
         }
     }
 
     /// Pacing and counts for drafts a draft model makes.
     pub fn for_model(opts: SpecOptions) -> Self {
-        NgramDrafter { model: true, ..NgramDrafter::new(opts) }
+        let mut d = NgramDrafter::new(opts);
+        d.model = true;
+        d
+    }
+
+    /// Also drafts from `cache` (where the sequence's own tokens hold no match), and adds the
+    /// sequence's tokens to it when dropped. No effect on a drafter for a draft model.
+    pub fn set_cache(&mut self, cache: Arc<NgramCache>) {
+        if !self.model {
+            self.cache = Some(cache);
+        }
     }
 
     /// Whether drafts come from a draft model.
@@ -227,17 +244,19 @@ impl NgramDrafter {
             return Vec::new();
         }
         let suffix = &self.history[len - n..];
-        let Some(ends) = self.index.get(&hash(suffix)) else { return Vec::new() };
         let mut best: Option<(usize, usize)> = None; // (match length, end)
-        for &e in ends.iter().rev().take(CANDIDATES) {
+        for &e in self.index.get(&hash(suffix)).into_iter().flatten().rev().take(CANDIDATES) {
             let e = e as usize;
             let m = common_suffix(&self.history[..e], &self.history[..len], MAX_MATCH);
             if m >= n && best.is_none_or(|(bm, _)| m > bm) {
                 best = Some((m, e));
             }
         }
-        let Some((_, e)) = best else { return Vec::new() };
-        let draft: Vec<Token> = self.history[e..len.min(e + max)].to_vec();
+        let draft: Vec<Token> = match (best, &self.cache) {
+            (Some((_, e)), _) => self.history[e..len.min(e + max)].to_vec(),
+            (None, Some(cache)) => cache.lookup(&self.history, n, max),
+            (None, None) => return Vec::new(),
+        };
         if !self.long_enough(draft.len()) {
             return Vec::new();
         }
@@ -269,13 +288,22 @@ impl NgramDrafter {
     }
 }
 
+impl Drop for NgramDrafter {
+    /// A drafter with a cache leaves the sequence's tokens in it, for later requests.
+    fn drop(&mut self) {
+        if let Some(cache) = self.cache.take() {
+            cache.insert(&self.history);
+        }
+    }
+}
+
 /// Length of the common suffix of `a` and `b`, at most `cap`.
-fn common_suffix(a: &[Token], b: &[Token], cap: usize) -> usize {
+pub(crate) fn common_suffix(a: &[Token], b: &[Token], cap: usize) -> usize {
     a.iter().rev().zip(b.iter().rev()).take(cap).take_while(|(x, y)| x == y).count()
 }
 
 /// FNV-1a over the token ids (collisions only cost a comparison: matches are checked).
-fn hash(tokens: &[Token]) -> u64 {
+pub(crate) fn hash(tokens: &[Token]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &t in tokens {
         for b in t.to_le_bytes() {

@@ -9,10 +9,11 @@
 mod common;
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use common::{context, smollm2, N_CTX};
 use nucleus_runtime::{
-    generate_sequence, grammar_sampler, prompt_tokens, Context, Model, OutputConstraint, Prompt, Sequence,
+    generate_sequence, grammar_sampler, prompt_tokens, Context, Model, NgramCache, OutputConstraint, Prompt, Sequence,
     SequenceOptions, SpecOptions, SpecStats,
 };
 use nucleus_sampler::{MirostatMode, SamplingParams, Token};
@@ -164,5 +165,39 @@ fn verify_batch_logits_are_batch_invariant() {
     for (i, row) in rows_one.iter().enumerate().skip(2) {
         let got: Vec<u32> = batch.logits_at(0, i - 2).unwrap().iter().map(|x| x.to_bits()).collect();
         assert!(got == *row, "row {i} of a second verify batch differs");
+    }
+}
+
+/// A cache of earlier sequences' tokens (`NgramCache`) drafts a request that repeats an earlier
+/// answer: a prompt with nothing to copy drafts little the first time, and its repeat drafts
+/// the cached answer, which is accepted; the tokens and logprob bits stay plain decoding's,
+/// greedy and sampled.
+#[test]
+fn a_cache_of_earlier_answers_drafts_a_repeat() {
+    let model = smollm2();
+    let tokens = prompt_tokens(model, &Prompt::Text(PLAIN.into())).expect("prompt");
+    for (name, params) in chains(11).into_iter().take(2) {
+        let (plain, plain_lp, _) = answer(PLAIN, &params, None, None);
+        let cache = Arc::new(NgramCache::new(6, 4096));
+        let mut stats = Vec::new();
+        for _ in 0..2 {
+            let opts = SequenceOptions { max_tokens: Some(48), n_probs: Some(2), ..Default::default() };
+            let mut seq = Sequence::new(model, &params, opts).expect("sequence");
+            seq.set_speculation(SpecOptions::default());
+            seq.set_speculation_cache(cache.clone());
+            let mut ctx = context(model, N_CTX);
+            let mut lp = Vec::new();
+            let s = generate_sequence(&mut ctx, &tokens, seq, None, &mut |ev| {
+                lp.push(ev.logprob.expect("n_probs").to_bits());
+                ControlFlow::Continue(())
+            })
+            .expect("generate");
+            assert_eq!(s.tokens, plain, "{name}: the cache changed the answer");
+            assert_eq!(lp, plain_lp, "{name}: the cache changed the logprobs");
+            stats.push(s.spec.expect("speculated"));
+        }
+        assert!(cache.held() >= 2 * tokens.len(), "{name}: both sequences are in the cache");
+        assert!(stats[1].accepted > stats[0].accepted + 16, "{name}: the repeat drafted the cached answer: {stats:?}");
+        eprintln!("{name}: first {:?}, repeat {:?}", stats[0], stats[1]);
     }
 }

@@ -93,10 +93,14 @@ impl SlotSink<Client> for Outbox {
         if let Some(s) = &speculative {
             self.shared.metrics.speculative_done(s);
         }
+        let prompt_tokens = done.prompt.len();
+        // Dropped before the client hears of the end: a drafter with the server's n-gram cache
+        // leaves its tokens there then, so the client's next request can draft from them.
+        drop(done.sequence);
         let _ = done.tag.events.send(Event::Finished {
             choice: done.tag.choice,
             reason: done.reason,
-            prompt_tokens: done.prompt.len(),
+            prompt_tokens,
             cached_tokens: done.tag.cached,
             completion_tokens: generated,
             reasoning_tokens,

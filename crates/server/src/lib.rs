@@ -116,6 +116,9 @@ impl Server {
         let state = Arc::new(AppState {
             metrics: Arc::new(Metrics::new(config.parallel.max(1))),
             responses: responses::store::ResponseStore::new(config.responses_store),
+            ngram_cache: (config.spec_ngram_cache > 0).then(|| {
+                Arc::new(nucleus_runtime::NgramCache::new(config.speculative.opts.min_match, config.spec_ngram_cache))
+            }),
             config,
             ready: OnceLock::new(),
             load_error: OnceLock::new(),

@@ -11,7 +11,9 @@
 //! speculation on or off — provided the model's logits do not depend on batching
 //! ([`nucleus_runtime::Model::batch_invariant`]); where they do, speculation stays off.
 
-use nucleus_runtime::{SpecFieldError, SpecOptions, SpecParts, SpecProblem, SpecType};
+use std::sync::Arc;
+
+use nucleus_runtime::{NgramCache, SpecFieldError, SpecOptions, SpecParts, SpecProblem, SpecType};
 
 use crate::body::scalars::Integer;
 use crate::body::Common;
@@ -72,13 +74,18 @@ pub fn resolve(r: &SpecRequest, d: &SpecDefaults, can: Available) -> Result<Opti
     r.resolve(d, can).map_err(api_error)
 }
 
-/// Makes every sequence of `seqs` draft with `opts`: n-gram drafts over its prompt and output,
-/// or the draft model's.
-pub fn attach(kind: SpecType, opts: SpecOptions, seqs: &mut [SeqJob]) {
+/// Makes every sequence of `seqs` draft with `opts`: n-gram drafts over its prompt and output
+/// (and over recent requests' tokens, with the server's `cache`), or the draft model's.
+pub fn attach(kind: SpecType, opts: SpecOptions, cache: Option<&Arc<NgramCache>>, seqs: &mut [SeqJob]) {
     for s in seqs {
         match kind {
             SpecType::None => {}
-            SpecType::Ngram => s.sequence.set_speculation_over(opts, &s.prompt),
+            SpecType::Ngram => {
+                s.sequence.set_speculation_over(opts, &s.prompt);
+                if let Some(c) = cache {
+                    s.sequence.set_speculation_cache(c.clone());
+                }
+            }
             SpecType::Draft => s.sequence.set_model_speculation(opts),
         }
     }

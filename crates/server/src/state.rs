@@ -72,6 +72,10 @@ pub struct ServerConfig {
     /// Speculative decoding unless a request says otherwise (`--spec-type`, `--draft-max`,
     /// `--draft-min`, `--spec-ngram-size-n`).
     pub speculative: crate::speculative::SpecDefaults,
+    /// Tokens of recent requests (prompt and answer) that n-gram drafts may also draft from
+    /// (`--spec-ngram-cache`, 0: none). Off by default: with it, what a request drafts (and its
+    /// `usage.speculative`) depends on the requests before it; its answer never does.
+    pub spec_ngram_cache: usize,
 }
 
 impl Default for ServerConfig {
@@ -97,6 +101,7 @@ impl Default for ServerConfig {
             reasoning: Default::default(),
             responses_store: DEFAULT_RESPONSES_STORE,
             speculative: Default::default(),
+            spec_ngram_cache: 0,
         }
     }
 }
@@ -129,6 +134,8 @@ pub struct AppState {
     pub load_error: OnceLock<String>,
     /// Responses kept for `GET /v1/responses/{id}` and `previous_response_id`.
     pub responses: crate::responses::store::ResponseStore,
+    /// The n-gram drafts' cache of recent requests (`ServerConfig::spec_ngram_cache`).
+    pub ngram_cache: Option<Arc<nucleus_runtime::NgramCache>>,
 }
 
 impl AppState {

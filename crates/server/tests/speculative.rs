@@ -28,6 +28,13 @@ fn the_server_flag_is_the_default() {
 }
 
 #[test]
+fn the_ngram_cache_drafts_a_repeated_answer() {
+    let mut c = config(1, 4);
+    c.spec_ngram_cache = 8192;
+    TestServer::start(c).python("speculative.py", &[("SPEC_CACHE", "1")]);
+}
+
+#[test]
 fn a_draft_model_changes_no_answer() {
     let s = TestServer::start_with_draft(config(4, 64), loader());
     s.python("speculative.py", &[("SPEC_DRAFT", "1")]);

@@ -89,6 +89,11 @@ pub struct ServeArgs {
     pub responses_store: usize,
     #[command(flatten)]
     pub spec: SpecArgs,
+    /// N-gram drafts also look up the last TOKENS tokens of earlier requests (prompts and
+    /// answers), so a request that repeats an earlier answer drafts it; 0 keeps none. Answers
+    /// never change; what a request drafts then depends on the requests before it
+    #[arg(long = "spec-ngram-cache", value_name = "TOKENS", default_value_t = 0)]
+    pub spec_ngram_cache: usize,
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
@@ -176,6 +181,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         reasoning,
         responses_store: args.responses_store,
         speculative: nucleus_server::speculative::SpecDefaults { kind, opts },
+        spec_ngram_cache: args.spec_ngram_cache,
     };
     let draft_path = match &args.spec.model_draft {
         Some(name) => Some(resolve(&ModelRef::parse(name).map_err(|e| format!("--model-draft: {e}"))?)?),

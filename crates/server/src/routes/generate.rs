@@ -123,6 +123,7 @@ pub(crate) async fn start(
     let reasoning = state.config.reasoning.clone();
     let spec_defaults = state.config.speculative;
     let draft_model = ready.has_draft;
+    let ngram_cache = state.ngram_cache.clone();
     let (req, prepared, steps) = tokio::task::spawn_blocking(move || {
         let req = parse(&map, &defaults, model.as_ref())?;
         let trace = step_trace::parse(&map)?;
@@ -131,7 +132,7 @@ pub(crate) async fn start(
         let reasoning = req.reasoning.over(&reasoning);
         let mut prepared = prepare(&req, &reasoning, model.as_ref(), &template, &model_id, slot_ctx, parallel)?;
         if let Some((kind, opts)) = spec {
-            speculative::attach(kind, opts, &mut prepared.seqs);
+            speculative::attach(kind, opts, ngram_cache.as_ref(), &mut prepared.seqs);
         }
         let steps = trace.map(|n| StepQueues::attach(n, &mut prepared.seqs));
         Ok::<_, ApiError>((req, prepared, steps))

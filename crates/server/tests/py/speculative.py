@@ -113,6 +113,20 @@ def spec_for(i):
 
 NONE = {"type": "none"}
 
+if os.environ.get("SPEC_CACHE"):
+    # A server with --spec-ngram-cache: a request with nothing to copy drafts little, its
+    # repeat drafts the first one's answer from the cache; the answers are plain decoding's.
+    for chain in ("greedy", "default"):
+        case = ("chat", chain, "plain", None)
+        plain, _ = run(case, 5, NONE)
+        first, u1 = run(case, 5, {"type": "ngram"})
+        again, u2 = run(case, 5, {"type": "ngram"})
+        assert first == plain and again == plain, (chain, plain, first, again)
+        assert u2["accepted"] > u1["accepted"] + 16, (chain, u1, u2)
+        print(chain, "first", u1, "repeat", u2, flush=True)
+    done("the n-gram cache drafts a repeated answer")
+    raise SystemExit(0)
+
 if os.environ.get("SPEC_DEFAULT") == "ngram":
     # A server started with --spec-type ngram: requests speculate unless they say otherwise,
     # with the same answers.
