@@ -158,7 +158,7 @@ def main():
     p.add_argument("--chat-users", type=int, default=2)
     p.add_argument("--chat-turns", type=int, default=3)
     p.add_argument("--draft-max", type=int, default=16)
-    p.add_argument("--ngram-size-n", type=int, default=3, help="nucleus's --spec-ngram-size-n")
+    p.add_argument("--ngram-size-n", type=int, default=6, help="nucleus's --spec-ngram-size-n")
     p.add_argument("--llama-modes", default="ngram-simple,ngram-map-k,ngram-mod")
     p.add_argument("--only", default="plain,ngram,llama")
     p.add_argument("--repeat", type=int, default=1)
