@@ -44,18 +44,9 @@ const TABLE: &[(SamplerType, &str, char, &[&str])] = &[
     (SamplerType::AdaptiveP, "adaptive_p", 'a', &["adaptive-p", "adaptivep"]),
 ];
 
-/// llama.cpp's default order: `penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature`.
-pub const DEFAULT_SAMPLERS: &[SamplerType] = &[
-    SamplerType::Penalties,
-    SamplerType::Dry,
-    SamplerType::TopNSigma,
-    SamplerType::TopK,
-    SamplerType::TypicalP,
-    SamplerType::TopP,
-    SamplerType::MinP,
-    SamplerType::Xtc,
-    SamplerType::Temperature,
-];
+/// llama.cpp's default order: `penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature`
+/// (the first nine of [`SamplerType::ALL`]).
+pub const DEFAULT_SAMPLERS: &[SamplerType] = SamplerType::ALL.split_at(9).0;
 
 /// Every sampler type: llama.cpp's default order, then infill and adaptive-p (the order error
 /// messages list them in).

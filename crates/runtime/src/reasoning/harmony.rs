@@ -335,15 +335,7 @@ mod tests {
             s.push(p, &mut out);
         }
         s.finish(&mut out);
-        let (mut r, mut a) = (String::new(), String::new());
-        for p in out {
-            match p {
-                Split::Reasoning(t) => r.push_str(&t),
-                Split::Answer(t) => a.push_str(&t),
-                Split::CallStart(_) | Split::CallArgs(_) => panic!("a call: {p:?}"),
-            }
-        }
-        (r, a)
+        crate::reasoning::joined(out)
     }
 
     /// `text` cut into pieces of `step` bytes (on character boundaries).

@@ -444,6 +444,21 @@ impl SplitKind {
     }
 }
 
+/// What a splitter handed out, joined: (reasoning, answer). For tests of either style; a call
+/// piece fails the test.
+#[cfg(test)]
+pub(crate) fn joined(out: Vec<Split>) -> (String, String) {
+    let (mut r, mut a) = (String::new(), String::new());
+    for p in out {
+        match p {
+            Split::Reasoning(t) => r.push_str(&t),
+            Split::Answer(t) => a.push_str(&t),
+            Split::CallStart(_) | Split::CallArgs(_) => panic!("a call: {p:?}"),
+        }
+    }
+    (r, a)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,15 +477,7 @@ mod tests {
             i = j;
         }
         s.finish(&mut out);
-        let (mut r, mut a) = (String::new(), String::new());
-        for p in out {
-            match p {
-                Split::Reasoning(t) => r.push_str(&t),
-                Split::Answer(t) => a.push_str(&t),
-                Split::CallStart(_) | Split::CallArgs(_) => unreachable!("no calls in <think> blocks"),
-            }
-        }
-        (r, a)
+        joined(out)
     }
 
     #[test]

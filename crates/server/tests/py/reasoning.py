@@ -9,7 +9,7 @@ import json
 import openai
 
 from common import done, expect_api_error, raw
-from reasoning_common import SCHEMA, WEATHER, ask, same, streamed, thought
+from reasoning_common import SCHEMA, ask, required_tool_call_after_thinking, same, streamed, thought
 
 
 def metric(name):
@@ -53,15 +53,7 @@ for seed, bias in [(1, {}), (2, {}), (4, "brace")]:
 done("json_schema after thinking")
 
 # A required tool call after thinking.
-for seed in (1, 5):
-    kw = dict(seed=seed, temperature=0.9, reasoning_budget=16, tools=[WEATHER], tool_choice="required",
-              parallel_tool_calls=False, messages=[{"role": "user", "content": "Weather in Oslo?"}])
-    r = ask(**kw)
-    ch = r.choices[0]
-    assert thought(ch.message) and ch.message.tool_calls, ch
-    assert ch.finish_reason == "tool_calls", ch
-    assert set(json.loads(ch.message.tool_calls[0].function.arguments)) == {"city"}, ch
-    same(r, streamed(**kw))
+required_tool_call_after_thinking()
 done("tool call after thinking")
 
 # Budget 0: the block is closed at once; reasoning_effort maps to a budget.

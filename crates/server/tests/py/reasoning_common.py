@@ -2,6 +2,8 @@
 its answer, and `ask` / `streamed` / `same` to send it whole and streamed and compare the two
 (`reasoning_content` included)."""
 
+import json
+
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from common import MODEL, client
@@ -47,3 +49,15 @@ def same(whole, snap):
         assert calls(a.message) == calls(b.message) and a.finish_reason == b.finish_reason, (a, b)
     assert whole.usage.completion_tokens == snap.usage.completion_tokens, (whole.usage, snap.usage)
 
+
+def required_tool_call_after_thinking():
+    """With the budget spent, a required tool call follows the thinking: whole and streamed alike."""
+    for seed in (1, 5):
+        kw = dict(seed=seed, temperature=0.9, reasoning_budget=16, tools=[WEATHER], tool_choice="required",
+                  parallel_tool_calls=False, messages=[{"role": "user", "content": "Weather in Oslo?"}])
+        r = ask(**kw)
+        ch = r.choices[0]
+        assert thought(ch.message) and ch.message.tool_calls, ch
+        assert ch.finish_reason == "tool_calls", ch
+        assert set(json.loads(ch.message.tool_calls[0].function.arguments)) == {"city"}, ch
+        same(r, streamed(**kw))

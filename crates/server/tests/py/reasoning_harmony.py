@@ -9,7 +9,7 @@ them), the same answer streamed and whole, and earlier thinking reaches the temp
 import json
 
 from common import MODEL, done
-from reasoning_common import ASK, SCHEMA, WEATHER, ask, c, same, streamed, thought
+from reasoning_common import ASK, SCHEMA, ask, c, required_tool_call_after_thinking, same, streamed, thought
 
 MARKERS = ("<|channel|>", "<|message|>", "<|end|>", "<|start|>")
 
@@ -54,15 +54,7 @@ assert parsed >= 1, parsed
 done("harmony: json_schema in the final channel")
 
 # A required tool call in the final channel after analysis.
-for seed in (1, 5):
-    kw = dict(seed=seed, temperature=0.9, reasoning_budget=16, tools=[WEATHER], tool_choice="required",
-              parallel_tool_calls=False, messages=[{"role": "user", "content": "Weather in Oslo?"}])
-    r = ask(**kw)
-    ch = r.choices[0]
-    assert thought(ch.message) and ch.message.tool_calls, ch
-    assert ch.finish_reason == "tool_calls", ch
-    assert set(json.loads(ch.message.tool_calls[0].function.arguments)) == {"city"}, ch
-    same(r, streamed(**kw))
+required_tool_call_after_thinking()
 done("harmony: tool call after analysis")
 
 # Budget 0: the closed analysis is forced at once; enable_thinking false opens the final channel.
