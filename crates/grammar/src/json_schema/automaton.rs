@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, HashMap};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use super::converter::{rule_name_chars, Converter};
-use super::pattern_strict::{class_to_gbnf, to_rust_syntax};
+use super::pattern_strict::{class_to_gbnf, class_to_item, to_rust_syntax};
 use crate::fast_hash::FastMap;
+use crate::rules::{self, Seq};
 
 /// The code points a JSON string can hold: every Unicode scalar value.
 const UNIVERSE: [(u32, u32); 2] = [(0, 0xD7FF), (0xE000, 0x10FFFF)];
@@ -650,6 +651,7 @@ impl Converter<'_> {
             prefix = format!("{base}{k}-s");
         }
         let leaf = |s: usize| d.moves(s).is_empty();
+        // Classes whose text is long are rules of their own, by text.
         let mut classes: HashMap<String, String> = HashMap::new();
         for s in 0..d.len() {
             if leaf(s) {
@@ -657,20 +659,30 @@ impl Converter<'_> {
             }
             let mut alts = Vec::new();
             for (t, ranges) in d.moves(s) {
-                let mut cls = class_to_gbnf(&ranges);
-                if cls.len() > 80 {
+                let mut cls = class_to_item(&ranges);
+                let text = class_to_gbnf(&ranges);
+                if text.len() > 80 {
                     let n = classes.len();
-                    cls = classes
-                        .entry(cls.clone())
-                        .or_insert_with(|| self.add_rule(&format!("{prefix}c{n}"), &cls))
-                        .clone();
+                    let name = match classes.get(&text) {
+                        Some(name) => name.clone(),
+                        None => {
+                            let name = self.add_rule_ir(&format!("{prefix}c{n}"), rules::seq(vec![cls]));
+                            classes.insert(text, name.clone());
+                            name
+                        }
+                    };
+                    cls = self.r(&name);
                 }
-                alts.push(if leaf(t) { cls } else { format!("{cls} {prefix}{t}") });
+                let mut items = vec![cls];
+                if !leaf(t) {
+                    items.push(self.r(&format!("{prefix}{t}")));
+                }
+                alts.push(Seq::new(items));
             }
             if d.is_accepting(s) {
-                alts.push("\"\"".into());
+                alts.push(Seq::new(vec![rules::Expr::lit("")]));
             }
-            self.add_rule(&format!("{prefix}{s}"), &alts.join(" | "));
+            self.add_rule_ir(&format!("{prefix}{s}"), alts);
         }
         if leaf(0) {
             "\"\"".into()

@@ -142,7 +142,8 @@ mod tests {
     fn rules(list: &[(&str, &str)]) -> RuleSet {
         let mut v = list.to_vec();
         v.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        super::super::rule_set(&v).unwrap()
+        let text: String = v.iter().map(|(n, b)| format!("{n} ::= {b}\n")).collect();
+        crate::parse::parse_rules(&text, None).unwrap()
     }
 
     fn compact(set: &RuleSet) -> Option<String> {

@@ -21,12 +21,37 @@ use super::relayout::MemberOrders;
 use super::shape::{is_annotation_only, json_type_matches};
 use super::{repetition, SchemaOptions};
 use crate::error::SchemaError;
+use crate::rules::{self, Body, Expr, RuleSet};
+
+/// A rule body a construction returns: built as IR, or written as text by the
+/// constructions that still write text (parsed when added).
+pub(super) enum Built {
+    Ir(Body),
+    Text(String),
+}
+
+/// A rule body as the converter holds it: the rule IR, or (compat mode only) text the GBNF
+/// parser refuses. llama.cpp's regex rewrite, which compat mode copies, writes such text for
+/// some patterns; the grammar is then built from the printed text, to report why.
+#[derive(Debug, PartialEq)]
+enum Stored {
+    Ir(Body),
+    Text(String),
+}
 
 /// Converter state: the rules emitted so far.
 pub struct Converter<'a> {
     pub(super) root: &'a Value,
     /// Rule bodies by name (written out sorted by name).
-    rules: HashMap<String, String>,
+    rules: HashMap<String, Stored>,
+    /// The names the bodies' references are interned in (a set with no definitions).
+    names: RuleSet,
+    /// Bodies already parsed from the converter's few remaining text-writing
+    /// constructions (built-in rules, patterns, automata, digit ranges), by their text: a
+    /// text is parsed once per conversion however often it is added.
+    parsed: HashMap<String, Body>,
+    /// The rule each built-in was added as, by the name it was asked for (with its body).
+    primitives: HashMap<String, (&'static str, String)>,
     resolving: HashSet<String>,
     /// Rule names of the references being resolved (their rules must be written under
     /// exactly these names: recursive references name them before they exist).
@@ -39,7 +64,7 @@ pub struct Converter<'a> {
     /// The schema declares draft 7 or older (`$ref` siblings are ignored there).
     pub(super) draft7_or_older: bool,
     /// Bodies of numeric range rules already built, by their keywords (`numeric_range`).
-    pub(super) numeric_rules: HashMap<String, String>,
+    pub(super) numeric_rules: HashMap<String, Body>,
     /// Nesting of `visit` calls (merges inline `$ref` targets, so recursion through them is
     /// not caught by `resolving`).
     depth: usize,
@@ -104,6 +129,13 @@ fn unenforced_format(f: &str) -> String {
 /// llama.cpp's literal formatting: the text in quotes, escaping CR, LF, quote and backslash.
 pub(super) fn format_literal(s: &str) -> String {
     let mut out = String::from("\"");
+    push_literal(s, &mut out);
+    out.push('"');
+    out
+}
+
+/// `s` between quotes as llama.cpp spells it (CR, LF, quote and backslash escaped).
+fn push_literal(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
             '\r' => out.push_str("\\r"),
@@ -113,17 +145,37 @@ pub(super) fn format_literal(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out.push('"');
-    out
+}
+
+/// The literal `s`, spelled as [`format_literal`] writes it.
+pub(super) fn lit(s: &str) -> Expr {
+    let mut spelling = String::with_capacity(s.len() + 2);
+    push_literal(s, &mut spelling);
+    Expr::lit_spelled(s, &spelling)
 }
 
 pub(super) fn constant(v: &Value) -> String {
     format_literal(&serde_json::to_string(v).unwrap_or_default())
 }
 
+/// [`constant`] as a literal item.
+pub(super) fn constant_lit(v: &Value) -> Expr {
+    lit(&serde_json::to_string(v).unwrap_or_default())
+}
+
+/// [`canonical_constant`] as a literal item.
+pub(super) fn canonical_constant_lit(v: &Value) -> Expr {
+    lit(&canonical_text(v))
+}
+
 /// Strict mode's literal for a value: its canonical JSON text (strings written as
 /// `relayout::json_string` writes them: DEL escaped too, which `serde_json` leaves raw).
 pub(super) fn canonical_constant(v: &Value) -> String {
+    format_literal(&canonical_text(v))
+}
+
+/// The canonical JSON text of `v` (see [`canonical_constant`]).
+fn canonical_text(v: &Value) -> String {
     fn write(v: &Value, out: &mut String) {
         match v {
             Value::String(s) => out.push_str(&super::relayout::json_string(s)),
@@ -154,7 +206,7 @@ pub(super) fn canonical_constant(v: &Value) -> String {
     }
     let mut out = String::new();
     write(v, &mut out);
-    format_literal(&out)
+    out
 }
 
 impl RuleSink for Converter<'_> {
@@ -166,8 +218,14 @@ impl RuleSink for Converter<'_> {
 impl<'a> Converter<'a> {
     /// A converter for the document `root` (targets of `$ref`s are looked up in it).
     pub fn new(root: &'a Value, opts: SchemaOptions) -> Self {
+        let mut names = RuleSet::new();
+        let mut parsed = HashMap::new();
         let mut rules = HashMap::new();
-        rules.insert("space".to_string(), SPACE_RULE.to_string());
+        if let Ok(mut b) = crate::parse::parse_body(SPACE_RULE, &mut names) {
+            rules::canonicalize(&mut b);
+            parsed.insert(SPACE_RULE.to_string(), b.clone());
+            rules.insert("space".to_string(), Stored::Ir(b));
+        }
         let draft7_or_older = root
             .get("$schema")
             .and_then(Value::as_str)
@@ -175,6 +233,9 @@ impl<'a> Converter<'a> {
         Converter {
             root,
             rules,
+            names,
+            parsed,
+            primitives: HashMap::new(),
             resolving: HashSet::new(),
             ref_names: HashSet::new(),
             aliases: 0,
@@ -187,46 +248,151 @@ impl<'a> Converter<'a> {
         }
     }
 
-    /// The grammar text: one rule per line, sorted by name.
+    /// The grammar text: one rule per line, sorted by name (printed from the rules; only
+    /// used when a compat body is text the parser refuses, see [`Stored`]).
     pub fn format_grammar(&self) -> String {
         let mut s = String::new();
-        for (k, v) in self.rules() {
+        for (k, v) in self.sorted() {
             s.push_str(k);
-            s.push_str(" ::= ");
-            s.push_str(v);
+            s.push_str(" ::=");
+            match v {
+                Stored::Ir(body) => s.push_str(&rules::body_text(&self.names, body)),
+                Stored::Text(t) => {
+                    s.push(' ');
+                    s.push_str(t);
+                }
+            }
             s.push('\n');
         }
         s
     }
 
     /// The rules emitted so far, sorted by name.
-    pub(super) fn rules(&self) -> Vec<(&str, &str)> {
-        let mut v: Vec<(&str, &str)> = self.rules.iter().map(|(k, b)| (k.as_str(), b.as_str())).collect();
+    fn sorted(&self) -> Vec<(&str, &Stored)> {
+        let mut v: Vec<(&str, &Stored)> = self.rules.iter().map(|(k, b)| (k.as_str(), b)).collect();
         v.sort_unstable_by(|a, b| a.0.cmp(b.0));
         v
     }
 
+    /// The rules as a rule set, sorted by name, names interned in the order the printed
+    /// text mentions them; `None` when a body is text the parser refuses.
+    pub(super) fn rule_set(&self) -> Option<RuleSet> {
+        let mut set = RuleSet::new();
+        // The set's id of each store id, once looked up (u32::MAX: not yet).
+        let mut ids = vec![u32::MAX; self.names.n_names()];
+        for (name, v) in self.sorted() {
+            let Stored::Ir(body) = v else { return None };
+            let id = set.id(name);
+            let mut to_set = |r: rules::RuleId| {
+                let m = &mut ids[r.0 as usize];
+                if *m == u32::MAX {
+                    *m = set.id(self.names.name(r)).0;
+                }
+                rules::RuleId(*m)
+            };
+            let body = body.iter().map(|s| s.map_refs(&mut to_set)).collect();
+            set.define(id, body);
+        }
+        Some(set)
+    }
+
+    /// Adds rule `name` with a body written as GBNF text (parsed here, once per distinct
+    /// text), and returns its name. Only the constructions that still write text use it.
+    pub(super) fn add_rule(&mut self, name: &str, body: &str) -> String {
+        let stored = match self.parsed.get(body) {
+            Some(b) => Stored::Ir(b.clone()),
+            None => match crate::parse::parse_body(body, &mut self.names) {
+                Ok(mut b) => {
+                    rules::canonicalize(&mut b);
+                    self.parsed.insert(body.to_string(), b.clone());
+                    Stored::Ir(b)
+                }
+                Err(_) => Stored::Text(body.to_string()),
+            },
+        };
+        self.insert(name, stored)
+    }
+
     /// Adds rule `name` (made a valid rule name; a number appended when a different rule
     /// has that name) with `body`, and returns its name.
-    pub(super) fn add_rule(&mut self, name: &str, body: &str) -> String {
+    pub(super) fn add_rule_ir(&mut self, name: &str, mut body: Body) -> String {
+        rules::canonicalize(&mut body);
+        self.insert(name, Stored::Ir(body))
+    }
+
+    fn insert(&mut self, name: &str, body: Stored) -> String {
         let esc = rule_name_chars(name);
         let key = match self.rules.get(&esc) {
             None => esc,
-            Some(b) if b == body => return esc,
+            Some(b) if *b == body => return esc,
             Some(_) => {
                 let mut i = 0;
                 loop {
                     let k = format!("{esc}{i}");
                     match self.rules.get(&k) {
-                        Some(b) if b == body => return k,
+                        Some(b) if *b == body => return k,
                         Some(_) => i += 1,
                         None => break k,
                     }
                 }
             }
         };
-        self.rules.insert(key.clone(), body.to_string());
+        self.rules.insert(key.clone(), body);
         key
+    }
+
+    /// A reference to rule `name`.
+    pub(super) fn r(&mut self, name: &str) -> Expr {
+        Expr::Ref(self.names.id(name))
+    }
+
+    /// One item written as text by a construction that still writes text (a rule name, a
+    /// class, `""`), parsed once per distinct text.
+    pub(super) fn item(&mut self, text: &str) -> Expr {
+        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return self.r(text);
+        }
+        let body = match self.parsed.get(text) {
+            Some(b) => b.clone(),
+            None => match crate::parse::parse_body(text, &mut self.names) {
+                Ok(mut b) => {
+                    rules::canonicalize(&mut b);
+                    self.parsed.insert(text.to_string(), b.clone());
+                    b
+                }
+                // Not reached: the constructions write items the parser takes.
+                Err(_) => return Expr::lit(""),
+            },
+        };
+        match body.as_slice() {
+            [s] if s.items.len() == 1 => s.items[0].clone(),
+            _ => Expr::Group(body),
+        }
+    }
+
+    /// Rule `rule_name` standing for rule `target`.
+    pub(super) fn alias_rule(&mut self, rule_name: &str, target: &str) -> String {
+        let e = self.r(target);
+        self.add_rule_ir(rule_name, rules::seq(vec![e]))
+    }
+
+    /// Rule `rule_name` with a body built as IR or (the constructions that still write text)
+    /// as text.
+    pub(super) fn add_body(&mut self, rule_name: &str, body: Built) -> String {
+        match body {
+            Built::Ir(b) => self.add_rule_ir(rule_name, b),
+            Built::Text(t) => self.add_rule(rule_name, &t),
+        }
+    }
+
+    /// Rule `rule_name`: one of the rules `alts`.
+    pub(super) fn union_rule(&mut self, rule_name: &str, alts: &[String]) -> String {
+        if alts.is_empty() {
+            // Compat `anyOf: []`: llama.cpp writes an empty body.
+            return self.add_rule(rule_name, "");
+        }
+        let body = alts.iter().map(|a| self.r(a)).collect::<Vec<_>>();
+        self.add_rule_ir(rule_name, rules::alts(body))
     }
 
     /// Whether a rule of this exact name exists.
@@ -237,12 +403,20 @@ impl<'a> Converter<'a> {
     pub(super) fn add_primitive(&mut self, name: &str, prim: &str) -> Result<String, SchemaError> {
         let strict = self.opts.strict;
         let b = primitive(prim, strict).ok_or_else(|| err("type", "", format!("unknown primitive {prim}")))?;
+        // Adding the same built-in under the same name again finds the same rule (rules are
+        // never replaced): answered without comparing bodies.
+        if let Some((body, n)) = self.primitives.get(name) {
+            if std::ptr::eq(*body, b.body) {
+                return Ok(n.clone());
+            }
+        }
         let n = self.add_rule(name, b.body);
         for dep in b.deps {
             if !self.rules.contains_key(*dep) {
                 self.add_primitive(dep, dep)?;
             }
         }
+        self.primitives.insert(name.to_string(), (b.body, n.clone()));
         Ok(n)
     }
 
@@ -302,13 +476,14 @@ impl<'a> Converter<'a> {
         Ok(ref_name)
     }
 
-    fn union(&mut self, name: &str, alts: &[Value], ptr: &str, kw: &str) -> Result<String, SchemaError> {
+    /// The rules of a compat union's alternatives.
+    fn union(&mut self, name: &str, alts: &[Value], ptr: &str, kw: &str) -> Result<Vec<String>, SchemaError> {
         let mut rules = Vec::new();
         for (i, a) in alts.iter().enumerate() {
             let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
             rules.push(self.visit(a, &sub, &format!("{ptr}/{kw}/{i}"))?);
         }
-        Ok(rules.join(" | "))
+        Ok(rules)
     }
 
     /// Strict mode: the keywords of `obj` that constrain instances of the type this branch
@@ -444,7 +619,7 @@ impl<'a> Converter<'a> {
             Value::Object(m) => m,
             Value::Bool(true) if strict => {
                 let v = self.add_primitive("value", "value")?;
-                return Ok(self.add_rule(&rule_name, &v));
+                return Ok(self.alias_rule(&rule_name, &v));
             }
             Value::Bool(false) if strict => return Err(err("(schema)", ptr, format!("{UNSAT} (the schema is false)"))),
             _ => return Err(err("(schema)", ptr, "a schema must be an object")),
@@ -465,15 +640,15 @@ impl<'a> Converter<'a> {
                     self.check_honored(obj, ptr, &ALL_TYPES, &["$ref"])?;
                 }
                 let target = self.resolve_ref(r, ptr)?;
-                Ok(self.add_rule(&rule_name, &target))
+                Ok(self.alias_rule(&rule_name, &target))
             }
             Form::Union { kw: which, alts } => {
                 let alts = alts.as_array().ok_or_else(|| err(which, ptr, "must be an array"))?;
                 if strict {
                     return self.strict_union(obj, which, alts, name, &rule_name, ptr);
                 }
-                let body = self.union(name, alts, ptr, which)?;
-                Ok(self.add_rule(&rule_name, &body))
+                let rules = self.union(name, alts, ptr, which)?;
+                Ok(self.union_rule(&rule_name, &rules))
             }
             Form::ImpliedTypes(types) => {
                 // Keywords constrain only instances of their own type: a schema without
@@ -487,24 +662,30 @@ impl<'a> Converter<'a> {
             Form::BadType(ty) => Err(err("type", ptr, format!("unrecognized type {ty}"))),
             Form::AllOfExact(AllOf::Reference(r, rptr)) => {
                 let target = self.resolve_ref(r, &rptr)?;
-                Ok(self.add_rule(&rule_name, &target))
+                Ok(self.alias_rule(&rule_name, &target))
             }
             Form::AllOfExact(AllOf::Merged(merged)) => self.visit_as(&merged, name, &rule_name, ptr),
             Form::Const(c) => {
                 if strict {
                     self.check_enum_siblings(obj, std::slice::from_ref(c), ptr, "const")?;
                 }
-                let lit = if strict { canonical_constant(c) } else { constant(c) };
+                let lit = if strict { canonical_constant_lit(c) } else { constant_lit(c) };
                 self.member_orders.record_constant(c);
-                Ok(self.add_rule(&rule_name, &format!("{lit} space")))
+                let space = self.r("space");
+                Ok(self.add_rule_ir(&rule_name, rules::seq(vec![lit, space])))
             }
             Form::Enum(e) => {
                 let vals = e.as_array().ok_or_else(|| err("enum", ptr, "must be an array"))?;
                 let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
-                let lit = if strict { canonical_constant } else { constant };
-                let body = format!("({}) space", vals.iter().map(lit).collect::<Vec<_>>().join(" | "));
+                if vals.is_empty() {
+                    // Compat `enum: []`: `() space`, an empty group as llama.cpp writes it.
+                    return Ok(self.add_rule(&rule_name, "() space"));
+                }
+                let lit = if strict { canonical_constant_lit } else { constant_lit };
+                let group = Expr::Group(rules::alts(vals.iter().map(lit)));
                 vals.iter().for_each(|v| self.member_orders.record_constant(v));
-                Ok(self.add_rule(&rule_name, &body))
+                let space = self.r("space");
+                Ok(self.add_rule_ir(&rule_name, rules::seq(vec![group, space])))
             }
             Form::Dependencies => {
                 let expanded = self.expand_dependencies(obj, ptr)?;
@@ -541,7 +722,7 @@ impl<'a> Converter<'a> {
                 }
                 let fmt_rule = format!("{}-string", kw.format_name());
                 let p = self.add_primitive(&fmt_rule, &fmt_rule)?;
-                Ok(self.add_rule(&rule_name, &p))
+                Ok(self.alias_rule(&rule_name, &p))
             }
             Form::StringLength => self.string_length(&kw, &rule_name, ptr),
             Form::MultipleOf => {
@@ -549,7 +730,7 @@ impl<'a> Converter<'a> {
                     let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
                     self.check_honored(obj, ptr, &[ty_str.unwrap_or("number")], &honored)?;
                     let body = self.numeric_range(obj, ty_str == Some("integer"), &rule_name, ptr)?;
-                    return Ok(self.add_rule(&rule_name, &body));
+                    return Ok(self.add_rule_ir(&rule_name, body));
                 }
                 match self.multiple_of(obj, ty_str == Some("integer"), &rule_name, ptr)? {
                     Ok(rule) => Ok(rule),
@@ -560,7 +741,7 @@ impl<'a> Converter<'a> {
                 let honored = ["type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
                 self.check_honored(obj, ptr, &[ty_str.unwrap_or("number")], &honored)?;
                 let body = self.numeric_range(obj, ty_str == Some("integer"), &rule_name, ptr)?;
-                Ok(self.add_rule(&rule_name, &body))
+                Ok(self.add_rule_ir(&rule_name, body))
             }
             Form::IntegerBounds => {
                 if strict {
@@ -583,14 +764,14 @@ impl<'a> Converter<'a> {
                 // assertion keyword is present.
                 self.check_honored(obj, ptr, &ALL_TYPES, &[])?;
                 let v = self.add_primitive("value", "value")?;
-                Ok(self.add_rule(&rule_name, &v))
+                Ok(self.alias_rule(&rule_name, &v))
             }
             Form::AnyObject => {
                 if strict {
                     self.check_honored(obj, ptr, &["object"], &["type", "additionalProperties"])?;
                 }
                 let o = self.add_primitive("object", "object")?;
-                Ok(self.add_rule(&rule_name, &o))
+                Ok(self.alias_rule(&rule_name, &o))
             }
             Form::Primitive(t) => {
                 if !matches!(t, "boolean" | "number" | "integer" | "string" | "null" | "array") {
@@ -609,7 +790,7 @@ impl<'a> Converter<'a> {
     /// or a rule of the node's name pointing at it.
     fn visit_as(&mut self, schema: &Value, name: &str, rule_name: &str, ptr: &str) -> Result<String, SchemaError> {
         let r = self.visit(schema, name, ptr)?;
-        Ok(if r == rule_name { r } else { self.add_rule(rule_name, &r) })
+        Ok(if r == rule_name { r } else { self.alias_rule(rule_name, &r) })
     }
 
     /// Strict `anyOf`/`oneOf` (`which`): the sibling keywords merged into each alternative,
@@ -662,7 +843,7 @@ impl<'a> Converter<'a> {
             if let Some(i) = absorbing(self.root, &merged) {
                 let sub = if name.is_empty() { format!("alternative-{i}") } else { format!("{name}-{i}") };
                 let r = self.visit(&merged[i], &sub, &format!("{ptr}/{kw}/{i}"))?;
-                return Ok(self.add_rule(rule_name, &r));
+                return Ok(self.alias_rule(rule_name, &r));
             }
         }
         if kw == "oneOf" {
@@ -688,7 +869,7 @@ impl<'a> Converter<'a> {
         if rules.is_empty() {
             return Err(last_err.unwrap_or_else(|| err(kw, ptr, UNSAT)));
         }
-        Ok(self.add_rule(rule_name, &rules.join(" | ")))
+        Ok(self.union_rule(rule_name, &rules))
     }
 
     /// `type` listing several types: one branch per type (strict: each carrying only its own
@@ -727,7 +908,7 @@ impl<'a> Converter<'a> {
         if rules.is_empty() {
             return Err(last_err.unwrap_or_else(|| err("type", ptr, UNSAT)));
         }
-        Ok(self.add_rule(rule_name, &rules.join(" | ")))
+        Ok(self.union_rule(rule_name, &rules))
     }
 
     /// An object rule: named members (required, optional), extra keys, key spaces from
@@ -798,7 +979,7 @@ impl<'a> Converter<'a> {
             }
         }
         let body = self.object_rule(&props, &required, name, addl.as_deref(), ptr, &extras)?;
-        Ok(self.add_rule(rule_name, &body))
+        Ok(self.add_body(rule_name, body))
     }
 
     /// `items`/`prefixItems` outside strict `type: array`: a tuple, or items with counts.
@@ -828,8 +1009,20 @@ impl<'a> Converter<'a> {
                 let sub = format!("{name}{}tuple-{i}", if name.is_empty() { "" } else { "-" });
                 parts.push(self.visit(it, &sub, &format!("{ptr}/{key}/{i}"))?);
             }
-            let body = format!("\"[\" space {} \"]\" space", parts.join(" \",\" space "));
-            return Ok(self.add_rule(rule_name, &body));
+            if parts.is_empty() {
+                // Written `"[" space  "]" space` (two spaces): kept as text.
+                return Ok(self.add_rule(rule_name, "\"[\" space  \"]\" space"));
+            }
+            let (open, close, comma, space) = (Expr::lit("["), Expr::lit("]"), Expr::lit(","), self.r("space"));
+            let mut items = vec![open, space.clone()];
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    items.extend([comma.clone(), space.clone()]);
+                }
+                items.push(self.r(p));
+            }
+            items.extend([close, space]);
+            return Ok(self.add_rule_ir(rule_name, rules::seq(items)));
         }
         let sub = format!("{name}{}item", if name.is_empty() { "" } else { "-" });
         let item = self.visit(&items, &sub, &format!("{ptr}/{key}"))?;
@@ -844,8 +1037,22 @@ impl<'a> Converter<'a> {
         if max.is_some_and(|m| m < min) {
             return Err(err("maxItems", ptr, "maxItems is below minItems: no array is valid"));
         }
-        let body = format!("\"[\" space {} \"]\" space", repetition(&item, min, max, Some("\",\" space")));
-        Ok(self.add_rule(rule_name, &body))
+        let space = self.r("space");
+        let sep = [Expr::lit(","), space.clone()];
+        let item_ref = self.r(&item);
+        match super::repetition_items(item_ref, min, max, Some(&sep)) {
+            Some(rep) => {
+                let mut items = vec![Expr::lit("["), space.clone()];
+                items.extend(rep);
+                items.extend([Expr::lit("]"), space]);
+                Ok(self.add_rule_ir(rule_name, rules::seq(items)))
+            }
+            // Counts whose text has stray spaces (at most one item): kept as text.
+            None => {
+                let body = format!("\"[\" space {} \"]\" space", repetition(&item, min, max, Some("\",\" space")));
+                Ok(self.add_rule(rule_name, &body))
+            }
+        }
     }
 
     /// `minLength`/`maxLength` on a `type: string` (long ones through counted helper rules).
@@ -870,8 +1077,19 @@ impl<'a> Converter<'a> {
             let rep = self.big_repetition(&ch, min, max, rule_name);
             return Ok(self.add_rule(rule_name, &format!("\"\\\"\" {rep} \"\\\"\" space")));
         }
-        let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
-        Ok(self.add_rule(rule_name, &body))
+        let quote = Expr::lit_spelled("\"", "\\\"");
+        match super::repetition_items(self.r(&ch), min, max, None) {
+            Some(rep) => {
+                let mut items = vec![quote.clone()];
+                items.extend(rep);
+                items.extend([quote, self.r("space")]);
+                Ok(self.add_rule_ir(rule_name, rules::seq(items)))
+            }
+            None => {
+                let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
+                Ok(self.add_rule(rule_name, &body))
+            }
+        }
     }
 
     /// Strict mode: keeps the enum values that satisfy the sibling assertions we can check.

@@ -59,7 +59,7 @@ pub use converter::Converter;
 
 use crate::error::SchemaError;
 use crate::grammar::Grammar;
-use crate::rules::RuleSet;
+use crate::rules::{Expr, RuleSet, Seq};
 
 /// How to convert.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,23 +119,11 @@ impl CompiledSchema {
     }
 }
 
-/// The converter's rules (name, body text; sorted by name) as a rule set; `None` when a body
-/// does not parse.
-fn rule_set(rules: &[(&str, &str)]) -> Option<RuleSet> {
-    let mut set = RuleSet::new();
-    for (name, body) in rules {
-        let id = set.id(name);
-        let body = crate::parse::parse_body(body, &mut set).ok()?;
-        set.define(id, body);
-    }
-    Some(set)
-}
-
 /// Converts `schema` to GBNF.
 pub fn schema_to_gbnf(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
     let mut c = Converter::new(schema, opts.clone());
     c.visit(schema, "", "")?;
-    let rules = rule_set(&c.rules());
+    let rules = c.rule_set();
     // Strict mode's rules are compacted (same language, shorter rule names, equal rules
     // merged); compat mode keeps llama.cpp's rules.
     let rules = match (opts.strict, rules) {
@@ -176,6 +164,37 @@ pub(crate) fn repetition(item: &str, min: usize, max: Option<usize>, sep: Option
         format!("({result})?")
     } else {
         result
+    }
+}
+
+/// [`repetition`] as the items of a sequence (`item` and `sep` built as IR), printing as
+/// that text prints; `None` for the counts whose text has a stray space (at most one item
+/// with a separator, or none at all), which are written as text.
+pub(crate) fn repetition_items(item: Expr, min: usize, max: Option<usize>, sep: Option<&[Expr]>) -> Option<Vec<Expr>> {
+    // Counts past llama.cpp's bound stay text (the parser's error then reports them).
+    let count = |n: usize| u32::try_from(n).ok().filter(|&n| u64::from(n) <= crate::parse::MAX_REPETITIONS);
+    if max == Some(0) {
+        return None;
+    }
+    let max32 = match max {
+        Some(m) => Some(count(m)?),
+        None => None,
+    };
+    if min == 0 && max == Some(1) {
+        return Some(vec![Expr::repeat(item, 0, Some(1))]);
+    }
+    let Some(sep) = sep else {
+        return Some(vec![Expr::repeat(item, count(min)?, max32)]);
+    };
+    let mut unit = sep.to_vec();
+    unit.push(item.clone());
+    let rest = repetition_items(Expr::Group(vec![Seq::new(unit)]), min.saturating_sub(1), max.map(|m| m - 1), None)?;
+    let mut result = vec![item];
+    result.extend(rest);
+    if min == 0 {
+        Some(vec![Expr::repeat(Expr::Group(vec![Seq::new(result)]), 0, Some(1))])
+    } else {
+        Some(result)
     }
 }
 

@@ -9,6 +9,7 @@
 //! more automaton: the remainder modulo `M` of the numeral's digits to the step's last one. A `number` numeral's value is compared as written:
 //! `-0` and `0.000` are zero.
 
+use crate::rules::{self, Body, Expr};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
@@ -349,7 +350,7 @@ impl Converter<'_> {
         integer: bool,
         rule_name: &str,
         ptr: &str,
-    ) -> Result<String, SchemaError> {
+    ) -> Result<Body, SchemaError> {
         // The same bounds compile to the same rules: a schema repeating them (a `minimum: 0`
         // on many properties) reuses the first rule set.
         let key = {
@@ -377,7 +378,7 @@ impl Converter<'_> {
         integer: bool,
         rule_name: &str,
         ptr: &str,
-    ) -> Result<String, SchemaError> {
+    ) -> Result<Body, SchemaError> {
         let bs = bounds(obj, ptr)?;
         // The tightest bound on each side first (cheap unsatisfiability check, smaller product).
         let mut lo: Option<&(Decimal, Side)> = None;
@@ -415,14 +416,16 @@ impl Converter<'_> {
         }
         let Some(dfa) = dfa else {
             let p = if integer { "integer" } else { "number" };
-            return self.add_primitive(p, p);
+            let p = self.add_primitive(p, p)?;
+            return Ok(rules::seq(vec![self.r(&p)]));
         };
         if dfa.is_empty() {
             let what = if integer { "integer" } else { "number" };
             return Err(err("minimum", ptr, format!("no {what} satisfies the bounds")));
         }
         let start = self.dfa_rule(&dfa, rule_name);
-        Ok(format!("({start}) space"))
+        let start = Expr::Group(rules::seq(vec![self.item(&start)]));
+        Ok(rules::seq(vec![start, self.r("space")]))
     }
 }
 

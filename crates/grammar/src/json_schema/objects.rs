@@ -8,10 +8,15 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
-use super::converter::{canonical_constant, constant, err, esc_ptr, format_literal, is_unsatisfiable, Converter};
+use super::converter::{
+    canonical_constant, canonical_constant_lit, constant, constant_lit, err, esc_ptr, is_unsatisfiable, lit, Built,
+    Converter,
+};
 use super::key_space::KeyClass;
 use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use crate::error::SchemaError;
+use crate::grammar::CharClass;
+use crate::rules::{self, Body, Expr, Seq};
 
 /// One member slot of an object rule: a named property, or the (repeatable) extra keys. Kept
 /// apart by type, so a property that happens to be named `*` is a property like any other.
@@ -79,7 +84,7 @@ impl Converter<'_> {
                             if !m.contains_key("type") && !m.contains_key("$ref") {
                                 m.insert("type".into(), t.clone());
                                 let r = self.visit(&c, name, &format!("{ptr}/allOf/0"))?;
-                                return Ok(if r == rule_name { r } else { self.add_rule(rule_name, &r) });
+                                return Ok(if r == rule_name { r } else { self.alias_rule(rule_name, &r) });
                             }
                         }
                         false
@@ -95,7 +100,7 @@ impl Converter<'_> {
                     if r == rule_name {
                         return Ok(r);
                     }
-                    return Ok(self.add_rule(rule_name, &r));
+                    return Ok(self.alias_rule(rule_name, &r));
                 }
                 self.refuse("allOf", ptr, "allOf component's type differs from the sibling type")?;
             }
@@ -192,12 +197,19 @@ impl Converter<'_> {
                 self.refuse("allOf", ptr, "enum intersected with non-enum components")?;
             }
             if !inter.is_empty() {
-                let lit = if strict { canonical_constant } else { constant };
+                let (text, item) = if strict {
+                    (canonical_constant as fn(&Value) -> String, canonical_constant_lit as fn(&Value) -> Expr)
+                } else {
+                    (constant as fn(&Value) -> String, constant_lit as fn(&Value) -> Expr)
+                };
                 inter.iter().for_each(|v| self.member_orders.record_constant(v));
-                let mut lits: Vec<String> = inter.iter().map(lit).collect();
-                lits.sort();
-                lits.dedup();
-                return Ok(self.add_rule(rule_name, &format!("({}) space", lits.join(" | "))));
+                // Sorted and deduplicated by their text, as llama.cpp writes them.
+                let mut lits: Vec<(String, Expr)> = inter.iter().map(|v| (text(v), item(v))).collect();
+                lits.sort_by(|a, b| a.0.cmp(&b.0));
+                lits.dedup_by(|a, b| a.0 == b.0);
+                let group = Expr::Group(rules::alts(lits.into_iter().map(|(_, e)| e)));
+                let space = self.r("space");
+                return Ok(self.add_rule_ir(rule_name, rules::seq(vec![group, space])));
             }
             if strict {
                 return Err(err("allOf", ptr, "the enums have no value in common"));
@@ -219,7 +231,7 @@ impl Converter<'_> {
         }
         let props: Vec<(String, Cow<Value>)> = props.into_iter().map(|(k, v)| (k, Cow::Owned(v))).collect();
         let body = self.object_rule(&props, &required, name, addl.as_ref(), ptr, &ObjectExtras::default())?;
-        Ok(self.add_rule(rule_name, &body))
+        Ok(self.add_body(rule_name, body))
     }
 
     pub(super) fn object_rule(
@@ -230,7 +242,7 @@ impl Converter<'_> {
         addl: Option<&Value>,
         ptr: &str,
         extras: &ObjectExtras,
-    ) -> Result<String, SchemaError> {
+    ) -> Result<Built, SchemaError> {
         let strict = self.opts.strict;
         let dash = if name.is_empty() { "" } else { "-" };
         let mut kv: BTreeMap<Slot, String> = BTreeMap::new();
@@ -243,12 +255,14 @@ impl Converter<'_> {
                 Err(e) => return Err(e),
             };
             present.push(pn);
-            let lit = if strict {
-                format_literal(&super::relayout::json_string(pn))
+            let key = if strict {
+                lit(&super::relayout::json_string(pn))
             } else {
-                format_literal(&serde_json::to_string(&Value::String(pn.clone())).unwrap_or_default())
+                lit(&serde_json::to_string(&Value::String(pn.clone())).unwrap_or_default())
             };
-            let k = self.add_rule(&format!("{name}{dash}{pn}-kv"), &format!("{lit} space \":\" space {r}"));
+            let (space, r) = (self.r("space"), self.r(&r));
+            let body = rules::seq(vec![key, space.clone(), Expr::lit(":"), space, r]);
+            let k = self.add_rule_ir(&format!("{name}{dash}{pn}-kv"), body);
             kv.insert(Slot::Named(pn.clone()), k);
         }
         let names: Vec<&String> = props.iter().map(|(k, _)| k).collect();
@@ -266,10 +280,12 @@ impl Converter<'_> {
                     Err(e) => return Err(e),
                 };
                 let key = self.dfa_rule(&c.names, &format!("{sub}-{i}-k"));
-                alts.push(format!("\"\\\"\" {key} \"\\\"\" space \":\" space {value_rule}"));
+                let quote = Expr::lit_spelled("\"", "\\\"");
+                let (space, key, value) = (self.r("space"), self.item(&key), self.r(&value_rule));
+                alts.push(Seq::new(vec![quote.clone(), key, quote, space.clone(), Expr::lit(":"), space, value]));
             }
             if !alts.is_empty() {
-                let k = self.add_rule(&format!("{sub}-kv"), &alts.join(" | "));
+                let k = self.add_rule_ir(&format!("{sub}-kv"), alts);
                 kv.insert(Slot::Extra, k);
                 opt.push(Slot::Extra);
             }
@@ -291,9 +307,10 @@ impl Converter<'_> {
                     self.add_primitive("string", "string")?
                 } else {
                     let body = self.not_strings(&names.iter().map(|s| s.as_str()).collect::<Vec<_>>())?;
-                    self.add_rule(&format!("{sub}-k"), &body)
+                    self.add_body(&format!("{sub}-k"), body)
                 };
-                let k = self.add_rule(&format!("{sub}-kv"), &format!("{key_rule} \":\" space {value_rule}"));
+                let (space, key, value) = (self.r("space"), self.r(&key_rule), self.r(&value_rule));
+                let k = self.add_rule_ir(&format!("{sub}-kv"), rules::seq(vec![key, Expr::lit(":"), space, value]));
                 kv.insert(Slot::Extra, k);
                 opt.push(Slot::Extra);
             }
@@ -306,26 +323,52 @@ impl Converter<'_> {
         let named = req.iter().cloned().chain(optional_names).collect();
         self.member_orders.record(named, req.len(), !kv.contains_key(&Slot::Extra));
         if let Some((min, max)) = extras.count {
-            return self.counted_members(&req, &opt, &kv, min, max, name, ptr);
+            return self.counted_members(&req, &opt, &kv, min, max, name, ptr).map(Built::Text);
         }
-        let mut rule = String::from("\"{\" space ");
-        rule.push_str(
-            &req.iter().map(|k| kv[&Slot::Named(k.clone())].clone()).collect::<Vec<_>>().join(" \",\" space "),
-        );
+        // `"{" space a "," space b ( "," space ( x | y ) )? "}" space`, and without
+        // required members `"{" space  (x | y )? "}" space` (llama.cpp's spaces).
+        let space = self.r("space");
+        let comma = [Expr::lit(","), space.clone()];
+        let mut items = vec![Expr::lit("{"), space.clone()];
+        for (i, k) in req.iter().enumerate() {
+            if i > 0 {
+                items.extend(comma.iter().cloned());
+            }
+            items.push(self.r(&kv[&Slot::Named(k.clone())]));
+        }
+        // Spaces before each item: one, except after `"{" space` with no required member.
+        let mut ws = vec![1u8; items.len()];
         if !opt.is_empty() {
-            rule.push_str(" (");
-            if !req.is_empty() {
-                rule.push_str(" \",\" space ( ");
-            }
             let alts = self.optional_chains(&opt, name, &kv);
-            rule.push_str(&alts.join(" | "));
-            if !req.is_empty() {
-                rule.push_str(" )");
-            }
-            rule.push_str(" )?");
+            let n = alts.len();
+            let group = if req.is_empty() {
+                let alts = alts
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        let mut w = vec![1u8; a.len() + 1];
+                        w[0] = u8::from(i > 0);
+                        let _ = n;
+                        Seq::spaced(a, w)
+                    })
+                    .collect();
+                Expr::Group(alts)
+            } else {
+                let inner = Expr::spaced_group(alts.into_iter().map(Seq::new).collect());
+                let mut unit = comma.to_vec();
+                unit.push(inner);
+                Expr::spaced_group(vec![Seq::new(unit)])
+            };
+            ws.push(if req.is_empty() { 2 } else { 1 });
+            items.push(Expr::repeat(group, 0, Some(1)));
         }
-        rule.push_str(" \"}\" space");
-        Ok(rule)
+        ws.push(if req.is_empty() && opt.is_empty() { 2 } else { 1 });
+        items.push(Expr::lit("}"));
+        ws.push(1);
+        items.push(space);
+        ws.push(0);
+        ws[0] = 1;
+        Ok(Built::Ir(vec![Seq::spaced(items, ws)]))
     }
 
     /// The rule for the values of extra keys (schema at `ptr`): any value for `true` or an
@@ -352,37 +395,36 @@ impl Converter<'_> {
     /// llama.cpp builds the chain again for every `i` (quadratic in the member count); the
     /// chains share their tails, so each `-rest` rule is built once here, last first (the
     /// same rules, names and text).
-    fn optional_chains(&mut self, opt: &[Slot], name: &str, kv: &BTreeMap<Slot, String>) -> Vec<String> {
+    fn optional_chains(&mut self, opt: &[Slot], name: &str, kv: &BTreeMap<Slot, String>) -> Vec<Vec<Expr>> {
         let dash = if name.is_empty() { "" } else { "-" };
-        let item = |k: &Slot, first_optional: bool| {
-            let kvr = &kv[k];
-            let comma = format!("( \",\" space {kvr} )");
+        let space = self.r("space");
+        let kv: BTreeMap<&Slot, Expr> = kv.iter().map(|(k, r)| (k, self.r(r))).collect();
+        // `( "," space kv )` followed by `*`, `?` or nothing.
+        let item = |k: &Slot, first_optional: bool| -> Vec<Expr> {
+            let kvr = kv[k].clone();
+            let comma = Expr::spaced_group(vec![Seq::new(vec![Expr::lit(","), space.clone(), kvr.clone()])]);
             if first_optional {
-                format!("{comma}{}", if *k == Slot::Extra { "*" } else { "?" })
+                let max = if *k == Slot::Extra { None } else { Some(1) };
+                vec![Expr::repeat(comma, 0, max)]
             } else if *k == Slot::Extra {
-                format!("{kvr} {comma}*")
+                vec![kvr, Expr::repeat(comma, 0, None)]
             } else {
-                kvr.clone()
+                vec![kvr]
             }
         };
         let n = opt.len();
         // rest[j]: the rule for the members after member j.
-        let mut rest: Vec<Option<String>> = vec![None; n];
+        let mut rest: Vec<Option<Expr>> = vec![None; n];
         for j in (0..n.saturating_sub(1)).rev() {
             let mut body = item(&opt[j + 1], true);
-            if let Some(r) = &rest[j + 1] {
-                body.push(' ');
-                body.push_str(r);
-            }
-            rest[j] = Some(self.add_rule(&format!("{name}{dash}{}-rest", opt[j]), &body));
+            body.extend(rest[j + 1].clone());
+            let r = self.add_rule_ir(&format!("{name}{dash}{}-rest", opt[j]), rules::seq(body));
+            rest[j] = Some(self.r(&r));
         }
         (0..n)
             .map(|i| {
                 let mut alt = item(&opt[i], false);
-                if let Some(r) = &rest[i] {
-                    alt.push(' ');
-                    alt.push_str(r);
-                }
+                alt.extend(rest[i].clone());
                 alt
             })
             .collect()
@@ -391,9 +433,9 @@ impl Converter<'_> {
     /// A JSON string that is none of `strings`: llama.cpp's trie construction (compat mode,
     /// with its holes: no escapes, prefixes of excluded names); strict mode writes the exact
     /// language ([`Self::not_strings_strict`]).
-    pub(super) fn not_strings(&mut self, strings: &[&str]) -> Result<String, SchemaError> {
+    pub(super) fn not_strings(&mut self, strings: &[&str]) -> Result<Built, SchemaError> {
         if self.opts.strict {
-            return Ok(self.not_strings_strict(strings));
+            return Ok(Built::Ir(self.not_strings_strict(strings)));
         }
         type Node = NameTrie<char>;
         let trie = Node::of(strings, |c| c);
@@ -421,32 +463,34 @@ impl Converter<'_> {
         let mut out = String::from("[\"] ( ");
         visit(&trie, &ch, &mut out);
         out.push_str(&format!(" ){} [\"] space", if trie.end { "" } else { "?" }));
-        Ok(out)
+        Ok(Built::Text(out))
     }
 
     /// Strict mode: the JSON text (quotes included) of a key that is none of `strings`, in
     /// canonical form (`"`, `\`, control characters and DEL escaped, each one way: the short
     /// escape where JSON has one, else `\u00xx` in lower case; nothing else escaped), so each
     /// key has exactly one spelling and the excluded names are excluded exactly. Built on a
-    /// trie of the names' canonical text units (a character or one escape).
-    fn not_strings_strict(&mut self, strings: &[&str]) -> String {
+    /// trie of the names' canonical text units (a character or one escape), as rule IR
+    /// spelled the way the text of earlier versions was.
+    fn not_strings_strict(&mut self, strings: &[&str]) -> Body {
         type Node = NameTrie<String>;
         let trie = Node::of(strings, canonical_unit);
         // Repetitions and optional groups as rules written once (each `x*` or `(...)?` in a
-        // body is one more rule for the grammar parser to generate).
+        // body is one more rule for the grammar to generate).
         let esc = self.add_rule("key-escape", KEY_ESCAPE);
         let ch = self.add_rule("key-unit", &format!("{KEY_RAW} | {esc}"));
         let rest = self.add_rule("key-rest", &format!("{ch}*"));
-        fn visit(n: &Node, ch: &str, esc: &str, rest: &str, out: &mut String) {
+        let refs = KeyRefs { ch: self.r(&ch), esc: self.r(&esc), rest: self.r(&rest) };
+        /// The alternatives below trie node `n`.
+        fn visit(n: &Node, k: &KeyRefs, alts: &mut Vec<Seq>) {
             let mut raw_rejects = String::new();
+            let mut rejected: Vec<(u32, u32)> = Vec::new();
             let mut esc_rejects: Vec<&str> = Vec::new();
-            for (i, (unit, child)) in n.children.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(" | ");
-                }
+            for (unit, child) in &n.children {
+                let mut items = Vec::new();
                 if unit.starts_with('\\') {
                     esc_rejects.push(unit);
-                    out.push_str(&format_literal(unit));
+                    items.push(lit(unit));
                 } else {
                     let c = unit.chars().next().unwrap_or(' ');
                     // A class's own syntax characters as hex escapes (the grammar parser
@@ -458,42 +502,73 @@ impl Converter<'_> {
                         }
                         c => raw_rejects.push(c),
                     }
-                    out.push('[');
-                    out.push_str(&raw_rejects[start..]);
-                    out.push(']');
+                    rejected.push((c as u32, c as u32));
+                    let class = CharClass { ranges: vec![(c as u32, c as u32)], negated: false };
+                    let spelling = format!("[{}]", &raw_rejects[start..]);
+                    items.push(Expr::Class { class, spelling: Some(spelling.into()) });
                 }
                 if !child.children.is_empty() {
-                    out.push_str(" (");
-                    visit(child, ch, esc, rest, out);
+                    let mut sub = Vec::new();
+                    visit(child, k, &mut sub);
                     if !child.end {
-                        // Ending right after this prefix is fine: it is not an excluded name.
-                        out.push_str(" |");
+                        // Ending right after this prefix is fine: it is not an excluded name
+                        // (an empty alternative, written `|)`).
+                        sub.push(Seq::spaced(Vec::new(), vec![0]));
                     }
-                    out.push(')');
+                    items.push(Expr::Group(sub));
                 } else if child.end {
-                    let _ = write!(out, " {ch} {rest}");
+                    items.extend([k.ch.clone(), k.rest.clone()]);
                 }
+                alts.push(Seq::new(items));
             }
             if n.children.is_empty() {
                 return;
             }
-            let raw = KEY_RAW.trim_end_matches(']');
-            let _ = write!(out, " | {raw}{raw_rejects}] {rest}");
+            // Any other unescaped character.
+            let mut ranges = vec![(0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x7F), (0x00, 0x1F)];
+            ranges.extend(rejected);
+            let spelling = format!("{}{raw_rejects}]", KEY_RAW.trim_end_matches(']'));
+            let other = Expr::Class { class: CharClass { ranges, negated: true }, spelling: Some(spelling.into()) };
+            alts.push(Seq::new(vec![other, k.rest.clone()]));
+            // Any other escape.
             if esc_rejects.is_empty() {
-                let _ = write!(out, " | {esc} {rest}");
+                alts.push(Seq::new(vec![k.esc.clone(), k.rest.clone()]));
             } else {
-                let others: Vec<String> = canonical_escapes()
-                    .filter(|e| !esc_rejects.contains(&e.as_str()))
-                    .map(|e| format_literal(&e))
-                    .collect();
-                let _ = write!(out, " | ({}) {rest}", others.join(" | "));
+                let others = canonical_escapes().filter(|e| !esc_rejects.contains(&e.as_str())).map(|e| lit(&e));
+                alts.push(Seq::new(vec![Expr::Group(rules::alts(others)), k.rest.clone()]));
             }
         }
-        let mut out = String::from("[\"] ( ");
-        visit(&trie, &ch, &esc, &rest, &mut out);
-        let _ = write!(out, "{} ) [\"] space", if trie.end { "" } else { " |" });
-        out
+        let mut alts = Vec::new();
+        visit(&trie, &refs, &mut alts);
+        // `["] ( a | b ) ["] space`: a space inside each parenthesis (two, when no name has a
+        // character: `(  )`).
+        let mut alts: Vec<Seq> = alts
+            .into_iter()
+            .map(|s| {
+                let k = s.items.len();
+                Seq::spaced(s.items, vec![1; k + 1])
+            })
+            .collect();
+        if alts.is_empty() {
+            alts.push(Seq::spaced(Vec::new(), vec![2]));
+        }
+        if !trie.end {
+            alts.push(Seq::spaced(Vec::new(), vec![1]));
+        }
+        let quote = Expr::Class {
+            class: CharClass { ranges: vec![(0x22, 0x22)], negated: false },
+            spelling: Some("[\"]".into()),
+        };
+        let space = self.r("space");
+        rules::seq(vec![quote.clone(), Expr::Group(alts), quote, space])
     }
+}
+
+/// The key rules' references (see [`Converter::not_strings_strict`]).
+struct KeyRefs {
+    ch: Expr,
+    esc: Expr,
+    rest: Expr,
 }
 
 /// A trie of names, one edge per text unit (a character, or its canonical JSON text): the

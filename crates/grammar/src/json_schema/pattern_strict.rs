@@ -3,6 +3,8 @@
 //! output decodes to a string the regex matches. Characters that JSON must escape are emitted
 //! in their canonical escaped form; unanchored ends become "any characters".
 
+use crate::grammar::CharClass;
+use crate::rules::Expr;
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use crate::parse::MAX_REPETITIONS;
@@ -127,7 +129,13 @@ pub fn pattern_to_gbnf(pattern: &str, any_char: &str) -> Result<String, String> 
 
 /// One code point as it appears in the JSON text (escaped if JSON requires it).
 pub fn json_char_literal(c: char) -> String {
-    let enc = match c {
+    gbnf_literal(&json_char_text(c))
+}
+
+/// How JSON text writes `c` inside a string (the short escape where there is one,
+/// `\u00xx` for other controls and DEL, else `c`).
+fn json_char_text(c: char) -> String {
+    match c {
         '"' => "\\\"".to_string(),
         '\\' => "\\\\".to_string(),
         '\n' => "\\n".to_string(),
@@ -137,8 +145,7 @@ pub fn json_char_literal(c: char) -> String {
         '\u{c}' => "\\f".to_string(),
         c if (c as u32) < 0x20 || c as u32 == 0x7F => format!("\\u{:04x}", c as u32),
         c => c.to_string(),
-    };
-    gbnf_literal(&enc)
+    }
 }
 
 /// A GBNF string literal for `s`.
@@ -176,6 +183,56 @@ fn class_char(c: u32) -> String {
         format!("\\u{c:04X}")
     } else {
         format!("\\U{c:08X}")
+    }
+}
+
+/// [`class_to_gbnf`] as one rule IR item, printing as that text: a class of the raw
+/// characters (spelled with `\u`/`\U` escapes), a literal per escaped one, a group of them.
+pub(crate) fn class_to_item(ranges: &[(u32, u32)]) -> Expr {
+    let mut raw = Vec::new();
+    let mut spelling = String::from("[");
+    let mut items = Vec::new();
+    for &(lo, hi) in ranges {
+        let mut a = lo;
+        while a <= hi {
+            if needs_escape(a) {
+                if let Some(ch) = char::from_u32(a) {
+                    let text = json_char_literal(ch);
+                    let enc = json_char_text(ch);
+                    items.push(Expr::lit_spelled(&enc, &text[1..text.len() - 1]));
+                }
+                a += 1;
+                continue;
+            }
+            let b = match next_escape(a) {
+                Some(e) => hi.min(e - 1),
+                None => hi,
+            };
+            spelling.push_str(&class_char(a));
+            if b > a {
+                spelling.push('-');
+                spelling.push_str(&class_char(b));
+            }
+            raw.push((a, b));
+            if b == u32::MAX {
+                break;
+            }
+            a = b + 1;
+        }
+    }
+    if !raw.is_empty() {
+        spelling.push(']');
+        let class = CharClass { ranges: raw, negated: false };
+        items.insert(0, Expr::Class { class, spelling: Some(spelling.into()) });
+    }
+    match items.len() {
+        // Matches nothing.
+        0 => Expr::Class {
+            class: CharClass { ranges: vec![(0, 0x10FFFF)], negated: true },
+            spelling: Some("[^\\U00000000-\\U0010FFFF]".into()),
+        },
+        1 => items.pop().unwrap_or_else(|| Expr::lit("")),
+        _ => Expr::Group(crate::rules::alts(items)),
     }
 }
 

@@ -12,6 +12,7 @@ use super::converter::{as_count, err, Converter};
 use super::formats::format_regex;
 use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
 use crate::error::SchemaError;
+use crate::rules::{self, Expr};
 
 impl Converter<'_> {
     /// The strings `schema` accepts (`None` = every string); `kw` names the keyword in errors.
@@ -85,7 +86,9 @@ impl Converter<'_> {
             return Err(err(kw, ptr, super::converter::UNSAT));
         }
         let body = self.dfa_rule(&d, &format!("{rule_name}-chars"));
-        Ok(self.add_rule(rule_name, &format!("\"\\\"\" {body} \"\\\"\" space")))
+        let quote = Expr::lit_spelled("\"", "\\\"");
+        let items = vec![quote.clone(), self.item(&body), quote, self.r("space")];
+        Ok(self.add_rule_ir(rule_name, rules::seq(items)))
     }
 }
 

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use crate::grammar::CharClass;
 
 pub(crate) use lower::lower;
+pub(crate) use print::body_text;
 
 /// A rule's name, interned in a [`RuleSet`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -88,6 +89,31 @@ impl Seq {
         Seq { items, layout: None }
     }
 
+    /// A sequence written with these spaces before each item and after the last
+    /// (`items.len() + 1` counts): only for text that departs from the usual layout.
+    pub fn spaced(items: Vec<Expr>, spaces: Vec<u8>) -> Seq {
+        debug_assert_eq!(spaces.len(), items.len() + 1);
+        Seq { items, layout: Some(spaces.into()) }
+    }
+
+    /// Drops spellings and layouts the printer would write anyway (`top`, `i`, `n`: whether
+    /// the sequence is a rule's, its index among its `n` alternatives), here and in every
+    /// nested group, so two sequences are equal exactly when they print the same text.
+    fn canonicalize(&mut self, top: bool, i: usize, n: usize) {
+        for e in &mut self.items {
+            e.canonicalize();
+        }
+        if let Some(ws) = &self.layout {
+            let (lead, tail) = (u8::from(top || i > 0), u8::from(i + 1 < n));
+            let k = ws.len();
+            let usual =
+                !self.items.is_empty() && ws[0] == lead && ws[k - 1] == tail && ws[1..k - 1].iter().all(|&w| w == 1);
+            if usual {
+                self.layout = None;
+            }
+        }
+    }
+
     /// This sequence with every rule reference replaced by `f` of it.
     pub fn map_refs(&self, f: &mut impl FnMut(RuleId) -> RuleId) -> Seq {
         Seq { items: self.items.iter().map(|e| e.map_refs(f)).collect(), layout: self.layout.clone() }
@@ -97,10 +123,76 @@ impl Seq {
 /// A rule body: its alternatives.
 pub type Body = Vec<Seq>;
 
+/// `body` (a rule's alternatives) in canonical form: spellings and layouts kept only where
+/// the printer would not write them anyway, so bodies are equal exactly when their printed
+/// texts are (the converter deduplicates and compacts rules by equality). Builders leave
+/// layouts as given (a sequence's usual layout depends on where it ends up); this settles
+/// them once the body is whole.
+pub(crate) fn canonicalize(body: &mut Body) {
+    let n = body.len();
+    for (i, s) in body.iter_mut().enumerate() {
+        s.canonicalize(true, i, n);
+    }
+}
+
+/// A rule body of one alternative.
+pub fn seq(items: Vec<Expr>) -> Body {
+    vec![Seq::new(items)]
+}
+
+/// A rule body of one-item alternatives (`a | b | c`).
+pub fn alts(items: impl IntoIterator<Item = Expr>) -> Body {
+    items.into_iter().map(|e| Seq::new(vec![e])).collect()
+}
+
 impl Expr {
     /// A literal string.
     pub fn lit(s: &str) -> Expr {
         Expr::Lit { chars: s.chars().map(u32::from).collect(), spelling: None }
+    }
+
+    /// A literal written with `spelling` between its quotes (kept only when the printer
+    /// would escape differently).
+    pub fn lit_spelled(s: &str, spelling: &str) -> Expr {
+        let mut e = Expr::Lit { chars: s.chars().map(u32::from).collect(), spelling: Some(spelling.into()) };
+        e.canonicalize();
+        e
+    }
+
+    /// A group written with a space on both sides of every alternative: `( a | b )`.
+    pub fn spaced_group(alts: Vec<Seq>) -> Expr {
+        Expr::Group(
+            alts.into_iter()
+                .map(|s| {
+                    let k = s.items.len();
+                    Seq::spaced(s.items, vec![1; k + 1])
+                })
+                .collect(),
+        )
+    }
+
+    /// Drops the spelling the printer would write anyway (and so in nested groups).
+    fn canonicalize(&mut self) {
+        match self {
+            Expr::Lit { chars, spelling } => {
+                if spelling.as_deref().is_some_and(|s| print::lit_default(chars) == s) {
+                    *spelling = None;
+                }
+            }
+            Expr::Class { class, spelling } => {
+                if spelling.as_deref().is_some_and(|s| print::class_default(class) == s) {
+                    *spelling = None;
+                }
+            }
+            Expr::Group(alts) => {
+                let n = alts.len();
+                for (i, s) in alts.iter_mut().enumerate() {
+                    s.canonicalize(false, i, n);
+                }
+            }
+            Expr::Repeat { item, .. } => item.canonicalize(),
+            _ => {}
+        }
     }
 
     /// `item{min,max}`, spelled the usual way.

@@ -19,6 +19,27 @@ pub(super) fn print(set: &RuleSet) -> String {
     out
 }
 
+/// The text after `name ::=` of one rule body (names from `set`).
+pub(crate) fn body_text(set: &RuleSet, body: &[Seq]) -> String {
+    let mut out = String::new();
+    alts(set, body, true, &mut out);
+    out
+}
+
+/// The text the printer writes between the quotes of a literal built as data.
+pub(super) fn lit_default(chars: &[u32]) -> String {
+    let mut out = String::new();
+    chars.iter().for_each(|&c| escaped(c, false, &mut out));
+    out
+}
+
+/// The text the printer writes for a class built as data.
+pub(super) fn class_default(c: &CharClass) -> String {
+    let mut out = String::new();
+    class_text(c, &mut out);
+    out
+}
+
 /// `top`: a rule's alternatives (after `::=`), not a group's.
 fn alts(set: &RuleSet, body: &[Seq], top: bool, out: &mut String) {
     for (i, seq) in body.iter().enumerate() {
