@@ -174,15 +174,13 @@ impl Expr {
     /// Drops the spelling the printer would write anyway (and so in nested groups).
     fn canonicalize(&mut self) {
         match self {
-            Expr::Lit { chars, spelling } => {
-                if spelling.as_deref().is_some_and(|s| print::lit_default(chars) == s) {
-                    *spelling = None;
-                }
+            Expr::Lit { chars, spelling } if spelling.as_deref().is_some_and(|s| print::lit_default(chars) == s) => {
+                *spelling = None;
             }
-            Expr::Class { class, spelling } => {
-                if spelling.as_deref().is_some_and(|s| print::class_default(class) == s) {
-                    *spelling = None;
-                }
+            Expr::Class { class, spelling }
+                if spelling.as_deref().is_some_and(|s| print::class_default(class) == s) =>
+            {
+                *spelling = None;
             }
             Expr::Group(alts) => {
                 let n = alts.len();
