@@ -275,14 +275,20 @@ impl<'a> Converter<'a> {
     }
 
     /// The rules as a rule set, sorted by name, names interned in the order the printed
-    /// text mentions them; `None` when a body is text the parser refuses.
-    pub(super) fn rule_set(&self) -> Option<RuleSet> {
+    /// text mentions them (the bodies are moved out, the store is left empty); `None`, with
+    /// the store untouched, when a body is text the parser refuses.
+    pub(super) fn take_rule_set(&mut self) -> Option<RuleSet> {
+        if self.rules.values().any(|v| matches!(v, Stored::Text(_))) {
+            return None;
+        }
+        let mut v: Vec<(String, Stored)> = self.rules.drain().collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut set = RuleSet::new();
         // The set's id of each store id, once looked up (u32::MAX: not yet).
         let mut ids = vec![u32::MAX; self.names.n_names()];
-        for (name, v) in self.sorted() {
-            let Stored::Ir(body) = v else { return None };
-            let id = set.id(name);
+        for (name, body) in v {
+            let Stored::Ir(mut body) = body else { continue };
+            let id = set.id(&name);
             let mut to_set = |r: rules::RuleId| {
                 let m = &mut ids[r.0 as usize];
                 if *m == u32::MAX {
@@ -290,7 +296,7 @@ impl<'a> Converter<'a> {
                 }
                 rules::RuleId(*m)
             };
-            let body = body.iter().map(|s| s.map_refs(&mut to_set)).collect();
+            body.iter_mut().for_each(|s| s.remap_refs(&mut to_set));
             set.define(id, body);
         }
         Some(set)

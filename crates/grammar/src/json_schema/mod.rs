@@ -123,7 +123,7 @@ impl CompiledSchema {
 pub fn schema_to_gbnf(schema: &Value, opts: &SchemaOptions) -> Result<CompiledSchema, SchemaError> {
     let mut c = Converter::new(schema, opts.clone());
     c.visit(schema, "", "")?;
-    let rules = c.rule_set();
+    let rules = c.take_rule_set();
     // Strict mode's rules are compacted (same language, shorter rule names, equal rules
     // merged); compat mode keeps llama.cpp's rules.
     let rules = match (opts.strict, rules) {

@@ -114,6 +114,11 @@ impl Seq {
         }
     }
 
+    /// Replaces every rule reference `r` in place by `f(r)`, outermost first, left to right.
+    pub fn remap_refs(&mut self, f: &mut impl FnMut(RuleId) -> RuleId) {
+        self.items.iter_mut().for_each(|e| e.remap_refs(f));
+    }
+
     /// This sequence with every rule reference replaced by `f` of it.
     pub fn map_refs(&self, f: &mut impl FnMut(RuleId) -> RuleId) -> Seq {
         Seq { items: self.items.iter().map(|e| e.map_refs(f)).collect(), layout: self.layout.clone() }
@@ -204,6 +209,16 @@ impl Expr {
             Expr::Ref(r) => f(*r),
             Expr::Group(alts) => alts.iter().flat_map(|s| &s.items).for_each(|e| e.for_each_ref(f)),
             Expr::Repeat { item, .. } => item.for_each_ref(f),
+            _ => {}
+        }
+    }
+
+    /// Replaces every rule reference `r` in place by `f(r)`, outermost first, left to right.
+    pub fn remap_refs(&mut self, f: &mut impl FnMut(RuleId) -> RuleId) {
+        match self {
+            Expr::Ref(r) => *r = f(*r),
+            Expr::Group(alts) => alts.iter_mut().for_each(|s| s.remap_refs(f)),
+            Expr::Repeat { item, .. } => item.remap_refs(f),
             _ => {}
         }
     }
