@@ -282,8 +282,29 @@ unsafe fn expf_replica_avx512(xs: &[f32], out: &mut [f32]) {
     }
 }
 
-/// [`expf_replica_avx512`] on AVX2: four lanes of `f64` at a time, the table read with a
-/// gather (AVX2 has no two-source permute over 64-bit lanes).
+/// glibc's table split into its low and high 32-bit halves, eight entries a row: what
+/// [`expf_replica_avx2`] looks up with in-register permutes.
+#[cfg(target_arch = "x86_64")]
+static TAB_HALVES: ([u32; 32], [u32; 32]) = {
+    let (mut lo, mut hi) = ([0u32; 32], [0u32; 32]);
+    let mut i = 0;
+    while i < 32 {
+        lo[i] = glibc::TAB[i] as u32;
+        hi[i] = (glibc::TAB[i] >> 32) as u32;
+        i += 1;
+    }
+    (lo, hi)
+};
+
+/// [`expf_replica_avx512`] on AVX2: eight values a step, as two vectors of four `f64`. AVX2
+/// has no two-source permute over 64-bit lanes, and its gathers are slow on some CPUs (a
+/// gather of four 64-bit entries is several micro-ops); so the 32-entry table is looked up
+/// in registers instead: the table's low and high 32-bit halves are four vectors each, the
+/// eight table indices (the low bits of the eight `kds`, one 32-bit lane each) pick an entry
+/// from each vector by one `vpermd` (it reads the index's low 3 bits), and two blends on the
+/// index's bits 3 and 4 pick the vector. Interleaving the halves back gives each `f64`
+/// lane its entry, the same 64 bits the gather read (the replica check at first use and the
+/// tests compare every result with `f32::exp`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn expf_replica_avx2(xs: &[f32], out: &mut [f32]) {
@@ -291,16 +312,22 @@ unsafe fn expf_replica_avx2(xs: &[f32], out: &mut [f32]) {
     let f = |b: u64| _mm256_set1_pd(f64::from_bits(b));
     let (inv, shift, c0, c1, c2, one) =
         (f(glibc::INV_LN2_N), f(glibc::SHIFT), f(glibc::C0), f(glibc::C1), f(glibc::C2), _mm256_set1_pd(1.0));
-    let tp = glibc::TAB.as_ptr() as *const i64;
-    let quarter = |x: __m128| -> __m128 {
-        let xd = _mm256_cvtps_pd(x);
-        let kds = _mm256_fmadd_pd(inv, xd, shift);
+    let (lo, hi) = (&TAB_HALVES.0, &TAB_HALVES.1);
+    // SAFETY: each table half holds 32 `u32`, the four unaligned 8-lane loads from 0, 8, 16, 24.
+    let row = |t: &[u32; 32], k: usize| unsafe { _mm256_loadu_si256(t.as_ptr().add(8 * k) as *const __m256i) };
+    let (l0, l1, l2, l3) = (row(lo, 0), row(lo, 1), row(lo, 2), row(lo, 3));
+    let (h0, h1, h2, h3) = (row(hi, 0), row(hi, 1), row(hi, 2), row(hi, 3));
+    // Entry `idx & 31` of the table half `t0..t3` in each 32-bit lane (`b3` / `b4`: the index's
+    // bits 3 and 4 moved to the sign bit, which `blendv` reads).
+    let look = |t: [__m256i; 4], idx: __m256i, b3: __m256, b4: __m256| -> __m256 {
+        let p = t.map(|tk| _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(tk, idx)));
+        _mm256_blendv_ps(_mm256_blendv_ps(p[0], p[1], b3), _mm256_blendv_ps(p[2], p[3], b3), b4)
+    };
+    // glibc's main path on four lanes, from `kds` and the table entries `t`.
+    let finish = |kds: __m256d, xd: __m256d, t: __m256i| -> __m128 {
         let kd = _mm256_sub_pd(kds, shift);
         let r = _mm256_fmsub_pd(inv, xd, kd);
         let ki = _mm256_castpd_si256(kds);
-        let idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
-        // SAFETY: every index is masked to 0..32, inside the 32-entry table.
-        let t = unsafe { _mm256_i64gather_epi64::<8>(tp, idx) };
         let s = _mm256_castsi256_pd(_mm256_add_epi64(t, _mm256_slli_epi64::<47>(ki)));
         let z = _mm256_fmadd_pd(r, c0, c1);
         let r2 = _mm256_mul_pd(r, r);
@@ -313,7 +340,21 @@ unsafe fn expf_replica_avx2(xs: &[f32], out: &mut [f32]) {
     while i + 8 <= n {
         // SAFETY: i + 8 <= n for both slices.
         let x = unsafe { _mm256_loadu_ps(xs.as_ptr().add(i)) };
-        let y = _mm256_set_m128(quarter(_mm256_extractf128_ps::<1>(x)), quarter(_mm256_castps256_ps128(x)));
+        let xa = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+        let xb = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x));
+        let ka = _mm256_fmadd_pd(inv, xa, shift);
+        let kb = _mm256_fmadd_pd(inv, xb, shift);
+        // The low 32 bits of each `kds` (its table index in the low 5): lanes in the order
+        // a0 a1 b0 b1 | a2 a3 b2 b3, which the interleaving below undoes.
+        let idx = _mm256_castps_si256(_mm256_shuffle_ps::<0x88>(_mm256_castpd_ps(ka), _mm256_castpd_ps(kb)));
+        let b3 = _mm256_castsi256_ps(_mm256_slli_epi32::<28>(idx));
+        let b4 = _mm256_castsi256_ps(_mm256_slli_epi32::<27>(idx));
+        let tl = look([l0, l1, l2, l3], idx, b3, b4);
+        let th = look([h0, h1, h2, h3], idx, b3, b4);
+        // Low and high halves joined: a0 a1 | a2 a3 and b0 b1 | b2 b3, as 64-bit entries.
+        let ta = _mm256_castps_si256(_mm256_unpacklo_ps(tl, th));
+        let tb = _mm256_castps_si256(_mm256_unpackhi_ps(tl, th));
+        let y = _mm256_set_m128(finish(kb, xb, tb), finish(ka, xa, ta));
         // SAFETY: as above.
         unsafe { _mm256_storeu_ps(out.as_mut_ptr().add(i), y) };
         // Lanes outside the main path (|x| >= 88, -inf, NaN) take glibc's special cases.
