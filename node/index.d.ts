@@ -79,10 +79,13 @@ export declare class Grammar {
 
 /**
  * A model: `new Model('smollm2')` (a catalog name, pulled on first use like `nucleus pull`)
- * or the path of a GGUF file. Loading blocks; do it once at start-up.
+ * or the path of a GGUF file; `new Model(path, { draftModel })` gives it a draft model of the
+ * same vocabulary for `speculative: { type: 'draft' }`. Loading blocks; do it once at start-up.
  */
 export declare class Model {
-  constructor(model: string)
+  constructor(model: string, options?: ModelOptions)
+  /** Whether the model was given a draft model (`draftModel`). */
+  get hasDraftModel(): boolean
   /**
    * The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
    * the GGUF file's name without `.gguf` (as for `nucleus generate --token-trie`).
@@ -108,8 +111,9 @@ export declare class Model {
    * rendered with the model's template). `options` holds the `Sampler` parameters plus
    * `maxTokens`, `stop` (strings), `threads` (default 1), `nCtx` and `tokenTrie` (a
    * `TokenTrie` constraining this generation only, in place of the one set with
-   * `setTokenTrie`) and `speculative` (the server's `speculative` object: `type` `'ngram'`
-   * (the default) or `'none'`, `draftMax`, `draftMin`, `ngramSizeN`, camelCase or snake_case):
+   * `setTokenTrie`) and `speculative` (the server's `speculative` object: `type` `'draft'`
+   * (the draft model's proposals; the default when the model has one), `'ngram'` (the
+   * default otherwise) or `'none'`, `draftMax`, `draftMin`, `ngramSizeN`, camelCase or snake_case):
    * speculative decoding, verified by the same sampler so the tokens do not change; the
    * result's `speculative` reports it. Iterate the result with `for await`.
    */
@@ -218,6 +222,18 @@ export interface GeneratedToken {
 }
 
 /**
+ * The options of `new Model`, for TypeScript (keys also in snake_case). Read at run time by
+ * name, never through this struct.
+ */
+export interface ModelOptions {
+  /**
+   * A draft model for `speculative: { type: 'draft' }`: a catalog name (pulled on first
+   * use) or a GGUF path, sharing the model's vocabulary (checked at load).
+   */
+  draftModel?: string
+}
+
+/**
  * Samples one token per row of `matrix` (`samplers.length` rows of `nVocab` logits, row after
  * row, read in place; element types and `dtype` as for `Sampler.sample`) with `samplers[i]`
  * for row `i`, float32 rows spread over all cores, and accepts each. Every sampler must be
@@ -298,10 +314,11 @@ export interface SamplerParams {
  */
 export interface SpecOptions {
   /**
-   * `'ngram'` (the default: drafts from n-gram matches over the prompt and the output) or
-   * `'none'`.
+   * `'draft'` (the draft model's proposals: `new Model(path, { draftModel })`; the default
+   * when the model has one), `'ngram'` (the default otherwise: drafts from n-gram matches
+   * over the prompt and the output) or `'none'`.
    */
-  type?: 'ngram' | 'none'
+  type?: 'draft' | 'ngram' | 'none'
   /** Most tokens drafted per forward pass (1..=256, default 16). */
   draftMax?: number
   /** Drafts shorter than this are not used (0..=256, at most `draftMax`; default 1). */

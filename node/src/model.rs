@@ -10,8 +10,9 @@ use napi::bindgen_prelude::{AsyncGenerator, ClassInstance, Object, Unknown};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 use nucleus_runtime::{
-    generate_sequence, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage, ContextOptions,
-    LlamaCppModel, Model as _, ModelRef, Pip, Prompt, Sequence, SequenceOptions, TrieSetting,
+    generate_sequence, generate_sequence_drafted, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage,
+    ContextOptions, DraftModel, LlamaCppModel, Model as _, ModelRef, Pip, Prompt, RuntimeError, Sequence,
+    SequenceOptions, SpecType, TrieSetting,
 };
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
@@ -43,9 +44,10 @@ pub struct GeneratedToken {
 #[napi(object, object_to_js = false)]
 #[allow(dead_code)] // only generates the TypeScript interface
 pub struct SpecOptions {
-    /// `'ngram'` (the default: drafts from n-gram matches over the prompt and the output) or
-    /// `'none'`.
-    #[napi(ts_type = "'ngram' | 'none'")]
+    /// `'draft'` (the draft model's proposals: `new Model(path, { draftModel })`; the default
+    /// when the model has one), `'ngram'` (the default otherwise: drafts from n-gram matches
+    /// over the prompt and the output) or `'none'`.
+    #[napi(ts_type = "'draft' | 'ngram' | 'none'")]
     pub r#type: Option<String>,
     /// Most tokens drafted per forward pass (1..=256, default 16).
     pub draft_max: Option<u32>,
@@ -88,20 +90,61 @@ impl From<nucleus_runtime::SpecStats> for SpecStats {
 fn speculation(
     map: &mut serde_json::Map<String, Value>,
     batch_invariant: bool,
-) -> Result<Option<nucleus_runtime::SpecOptions>> {
+    draft_model: bool,
+) -> Result<Option<(SpecType, nucleus_runtime::SpecOptions)>> {
     let v = match map.remove("speculative") {
         Some(Value::Object(o)) => Some(Value::Object(o.into_iter().map(|(k, v)| (snake_case(&k), v)).collect())),
         other => other,
     };
-    let spec = spec_binding_option(v.as_ref(), batch_invariant).map_err(|e| invalid(e.to_string()))?;
-    Ok(spec.map(|(_, o)| o))
+    spec_binding_option(v.as_ref(), batch_invariant, draft_model).map_err(|e| invalid(e.to_string()))
+}
+
+/// The options of `new Model`, for TypeScript (keys also in snake_case). Read at run time by
+/// name, never through this struct.
+#[napi(object, object_to_js = false)]
+#[allow(dead_code)] // only generates the TypeScript interface
+pub struct ModelOptions {
+    /// A draft model for `speculative: { type: 'draft' }`: a catalog name (pulled on first
+    /// use) or a GGUF path, sharing the model's vocabulary (checked at load).
+    pub draft_model: Option<String>,
+}
+
+/// Why a draft model could not be given: an unknown name, a file that is not GGUF or a model
+/// of another vocabulary is `InvalidArg`, a missing file or a failed download or load
+/// `GenericFailure`; the message starts with `draftModel:`.
+fn draft_error(e: RuntimeError) -> Error {
+    let status = match e {
+        RuntimeError::UnknownModel { .. } | RuntimeError::NotGguf { .. } | RuntimeError::DraftVocabulary(_) => {
+            Status::InvalidArg
+        }
+        _ => Status::GenericFailure,
+    };
+    Error::new(status, format!("draftModel: {e}"))
+}
+
+/// `options.draftModel` (or `draft_model`) of `new Model`; any other key is refused.
+fn draft_option(options: Option<&Object<'_>>) -> Result<Option<String>> {
+    let mut map = params_map(options, &[])?;
+    let draft = match map.remove("draft_model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(_) => return Err(invalid("`draftModel` must be a string (a catalog name or a GGUF path)".into())),
+    };
+    if let Some(k) = map.keys().next() {
+        return Err(invalid(format!("unknown option `{k}` of new Model (the options are draftModel)")));
+    }
+    Ok(draft)
 }
 
 /// A model: `new Model('smollm2')` (a catalog name, pulled on first use like `nucleus pull`)
-/// or the path of a GGUF file. Loading blocks; do it once at start-up.
+/// or the path of a GGUF file; `new Model(path, { draftModel })` gives it a draft model of the
+/// same vocabulary for `speculative: { type: 'draft' }`. Loading blocks; do it once at start-up.
 #[napi]
 pub struct Model {
     model: Arc<LlamaCppModel>,
+    /// The draft model, its vocabulary checked against `model`'s; each drafting generation
+    /// gives it a context of its own.
+    draft: Option<Arc<LlamaCppModel>>,
     /// The `modelId` token-trie descriptors must carry.
     id: String,
     /// The token trie constraining the next generations ([`Model::set_token_trie`]).
@@ -132,12 +175,25 @@ fn prompt_of(v: Value) -> Result<Prompt> {
 
 #[napi]
 impl Model {
-    #[napi(catch_unwind, constructor)]
-    pub fn new(model: String) -> Result<Self> {
+    #[napi(catch_unwind, constructor, ts_args_type = "model: string, options?: ModelOptions")]
+    pub fn new(model: String, options: Option<Object<'_>>) -> Result<Self> {
+        let draft_spec = draft_option(options.as_ref())?;
         let r = ModelRef::parse(&model).map_err(failure)?;
         let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {}).map_err(failure)?;
         let loaded = LlamaCppModel::load(&path).map_err(failure)?;
-        Ok(Model { model: Arc::new(loaded), id: r.descriptor_id(&model), trie: None })
+        let draft = match draft_spec {
+            Some(spec) => {
+                Some(Arc::new(LlamaCppModel::load_draft_for(&loaded, &spec, &Pip::default()).map_err(draft_error)?))
+            }
+            None => None,
+        };
+        Ok(Model { model: Arc::new(loaded), draft, id: r.descriptor_id(&model), trie: None })
+    }
+
+    /// Whether the model was given a draft model (`draftModel`).
+    #[napi(catch_unwind, getter)]
+    pub fn has_draft_model(&self) -> bool {
+        self.draft.is_some()
     }
 
     /// The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
@@ -197,8 +253,9 @@ impl Model {
     /// rendered with the model's template). `options` holds the `Sampler` parameters plus
     /// `maxTokens`, `stop` (strings), `threads` (default 1), `nCtx` and `tokenTrie` (a
     /// `TokenTrie` constraining this generation only, in place of the one set with
-    /// `setTokenTrie`) and `speculative` (the server's `speculative` object: `type` `'ngram'`
-    /// (the default) or `'none'`, `draftMax`, `draftMin`, `ngramSizeN`, camelCase or snake_case):
+    /// `setTokenTrie`) and `speculative` (the server's `speculative` object: `type` `'draft'`
+    /// (the draft model's proposals; the default when the model has one), `'ngram'` (the
+    /// default otherwise) or `'none'`, `draftMax`, `draftMin`, `ngramSizeN`, camelCase or snake_case):
     /// speculative decoding, verified by the same sampler so the tokens do not change; the
     /// result's `speculative` reports it. Iterate the result with `for await`.
     #[napi(
@@ -231,7 +288,12 @@ impl Model {
                     .ok_or_else(|| invalid(format!("`{k}` must be a non-negative integer"))),
             }
         };
-        let spec = speculation(&mut map, self.model.batch_invariant())?;
+        let spec = speculation(&mut map, self.model.batch_invariant(), self.draft.is_some())?;
+        // `resolve` allows `draft` only when there is a draft model.
+        let draft = match spec {
+            Some((SpecType::Draft, _)) => self.draft.clone(),
+            _ => None,
+        };
         let max_tokens = take_usize(&mut map, "max_tokens")?;
         let threads = take_usize(&mut map, "threads")?.unwrap_or(1).max(1);
         let n_ctx = take_usize(&mut map, "n_ctx")?;
@@ -259,16 +321,27 @@ impl Model {
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
                 let mut seq =
                     Sequence::new(model.as_ref(), &sampling, opts).map_err(|e| e.to_string())?.with_token_trie(trie);
-                if let Some(o) = spec {
-                    seq.set_speculation(o);
-                }
-                let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&flag), &mut |ev| {
+                let mut on_token = |ev: &nucleus_runtime::TokenEvent<'_>| {
                     let t = GeneratedToken { token: ev.token, text: ev.text.to_string() };
                     match tx.blocking_send(Ok(t)) {
                         Ok(()) => ControlFlow::Continue(()),
                         Err(_) => ControlFlow::Break(()), // the iterator is gone
                     }
-                })
+                };
+                let stats = match spec {
+                    Some((SpecType::Draft, o)) => {
+                        let dm = draft.ok_or("speculative: 'draft' needs a draft model")?;
+                        seq.set_model_speculation(o);
+                        let dctx = dm.new_context(&ctx_opts).map_err(|e| format!("the draft model: {e}"))?;
+                        let d = DraftModel::new(dctx);
+                        generate_sequence_drafted(ctx.as_mut(), &tokens, seq, d, Some(&flag), &mut on_token)
+                    }
+                    Some((_, o)) => {
+                        seq.set_speculation(o);
+                        generate_sequence(ctx.as_mut(), &tokens, seq, Some(&flag), &mut on_token)
+                    }
+                    None => generate_sequence(ctx.as_mut(), &tokens, seq, Some(&flag), &mut on_token),
+                }
                 .map_err(|e| e.to_string())?;
                 *spec_out.lock().unwrap_or_else(|e| e.into_inner()) = stats.spec.map(SpecStats::from);
                 Ok(())

@@ -9,12 +9,13 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
 use nucleus_runtime::{
-    generate_sequence, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage, ContextOptions,
-    LlamaCppModel, Model as _, ModelRef, Pip, Prompt, Sequence, SequenceOptions, SpecStats, TrieSetting,
+    generate_sequence, generate_sequence_drafted, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage,
+    ContextOptions, DraftModel, LlamaCppModel, Model as _, ModelRef, Pip, Prompt, RuntimeError, Sequence,
+    SequenceOptions, SpecStats, SpecType, TrieSetting,
 };
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
@@ -22,10 +23,14 @@ use crate::convert::{dict_to_map, to_value};
 use crate::grammar::TokenTrie;
 
 /// A model: `Model("smollm2")` (a catalog name, pulled on first use like `nucleus pull`) or
-/// `Model(path)` to a GGUF file.
+/// `Model(path)` to a GGUF file; `draft_model=` (a name or path of the same vocabulary) gives
+/// it a draft model for `speculative={"type": "draft"}`.
 #[pyclass(module = "nucleus._nucleus", frozen)]
 pub(crate) struct Model {
     model: Arc<LlamaCppModel>,
+    /// The draft model, its vocabulary checked against `model`'s; each drafting generation
+    /// gives it a context of its own.
+    draft: Option<Arc<LlamaCppModel>>,
     /// The `modelId` token-trie descriptors must carry.
     id: String,
     /// The token trie constraining the next generations ([`Model::set_token_trie`]).
@@ -34,6 +39,20 @@ pub(crate) struct Model {
 
 fn runtime_error(e: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(e.to_string())
+}
+
+/// Why a draft model could not be given, as its Python type: a missing file is
+/// `FileNotFoundError`, an unknown name, a file that is not GGUF or a model of another
+/// vocabulary `ValueError`, anything else (a failed download or load) `RuntimeError`.
+fn draft_error(e: RuntimeError) -> PyErr {
+    let msg = format!("draft_model: {e}");
+    match e {
+        RuntimeError::ModelNotFound { .. } => PyFileNotFoundError::new_err(msg),
+        RuntimeError::UnknownModel { .. } | RuntimeError::NotGguf { .. } | RuntimeError::DraftVocabulary(_) => {
+            PyValueError::new_err(msg)
+        }
+        _ => PyRuntimeError::new_err(msg),
+    }
 }
 
 /// A prompt: text, token ids, or chat messages (`[{"role", "content"}]`).
@@ -62,14 +81,27 @@ fn prompt_of(obj: &Bound<'_, PyAny>) -> PyResult<Prompt> {
 #[pymethods]
 impl Model {
     #[new]
-    fn new(py: Python<'_>, model: &str) -> PyResult<Self> {
+    #[pyo3(signature = (model, *, draft_model = None))]
+    fn new(py: Python<'_>, model: &str, draft_model: Option<&str>) -> PyResult<Self> {
         let loaded = py.detach(|| {
             let r = ModelRef::parse(model)?;
             let (path, _) = locate(&r, &models_dir(), &Pip::default(), &mut |_| {})?;
-            Ok::<_, nucleus_runtime::RuntimeError>((LlamaCppModel::load(&path)?, r.descriptor_id(model)))
+            Ok::<_, RuntimeError>((LlamaCppModel::load(&path)?, r.descriptor_id(model)))
         });
         let (loaded, id) = loaded.map_err(runtime_error)?;
-        Ok(Model { model: Arc::new(loaded), id, trie: Mutex::new(None) })
+        let draft = match draft_model {
+            Some(spec) => Some(Arc::new(
+                py.detach(|| LlamaCppModel::load_draft_for(&loaded, spec, &Pip::default())).map_err(draft_error)?,
+            )),
+            None => None,
+        };
+        Ok(Model { model: Arc::new(loaded), draft, id, trie: Mutex::new(None) })
+    }
+
+    /// Whether the model was given a draft model (`draft_model=`).
+    #[getter]
+    fn has_draft_model(&self) -> bool {
+        self.draft.is_some()
     }
 
     /// The `modelId` a token-trie descriptor must carry for this model: the catalog name, or
@@ -128,9 +160,10 @@ impl Model {
     /// `Sampler`'s; also `max_tokens`, `stop` (strings), `threads` (default 1), `n_ctx`, and
     /// `token_trie` (a `TokenTrie` constraining this generation only, in place of the one set
     /// with `set_token_trie`) and `speculative` (a dict as the server's `speculative` object:
-    /// `type` `"ngram"` (the default) or `"none"`, `draft_max`, `draft_min`, `ngram_size_n`):
-    /// speculative decoding, verified by the same sampler so the tokens do not change; the
-    /// generation's `speculative` property reports it once finished.
+    /// `type` `"draft"` (the draft model's proposals; the default when the model has one),
+    /// `"ngram"` (the default otherwise) or `"none"`, `draft_max`, `draft_min`,
+    /// `ngram_size_n`): speculative decoding, verified by the same sampler so the tokens do not
+    /// change; the generation's `speculative` property reports it once finished.
     #[pyo3(signature = (prompt, *, max_tokens = None, stop = Vec::new(), threads = 1, n_ctx = None, token_trie = None, speculative = None, **params))]
     #[allow(clippy::too_many_arguments)]
     fn generate(
@@ -151,8 +184,12 @@ impl Model {
                     "speculative must be a dict (the server's `speculative` object) or None",
                 ))
             }
-            Some(v) => spec_binding_option(Some(&to_value("speculative", v)?), self.model.batch_invariant())
-                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            Some(v) => spec_binding_option(
+                Some(&to_value("speculative", v)?),
+                self.model.batch_invariant(),
+                self.draft.is_some(),
+            )
+            .map_err(|e| PyValueError::new_err(e.to_string()))?,
             None => None,
         };
         let map = match params {
@@ -168,6 +205,11 @@ impl Model {
         };
         let ctx_opts = ContextOptions { n_ctx, threads: Some(threads.max(1)), ..Default::default() };
         let model = self.model.clone();
+        // `resolve` allows `draft` only when there is a draft model.
+        let draft = match spec {
+            Some((SpecType::Draft, _)) => self.draft.clone(),
+            _ => None,
+        };
         let cancel = Arc::new(AtomicBool::new(false));
         let (tx, rx) = sync_channel::<Result<(i32, String), String>>(64);
         let stop_flag = cancel.clone();
@@ -181,15 +223,26 @@ impl Model {
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
                 let mut seq =
                     Sequence::new(model.as_ref(), &sampling, opts).map_err(|e| e.to_string())?.with_token_trie(trie);
-                if let Some((_, o)) = spec {
-                    seq.set_speculation(o);
-                }
-                let stats = generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut |ev| {
+                let mut on_token = |ev: &nucleus_runtime::TokenEvent<'_>| {
                     match tx.send(Ok((ev.token, ev.text.to_string()))) {
                         Ok(()) => ControlFlow::Continue(()),
                         Err(_) => ControlFlow::Break(()), // the iterator was dropped
                     }
-                })
+                };
+                let stats = match spec {
+                    Some((SpecType::Draft, o)) => {
+                        let dm = draft.ok_or("speculative: 'draft' needs a draft model")?;
+                        seq.set_model_speculation(o);
+                        let dctx = dm.new_context(&ctx_opts).map_err(|e| format!("the draft model: {e}"))?;
+                        let d = DraftModel::new(dctx);
+                        generate_sequence_drafted(ctx.as_mut(), &tokens, seq, d, Some(&stop_flag), &mut on_token)
+                    }
+                    Some((_, o)) => {
+                        seq.set_speculation(o);
+                        generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut on_token)
+                    }
+                    None => generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut on_token),
+                }
                 .map_err(|e| e.to_string())?;
                 *spec_out.lock().unwrap_or_else(|e| e.into_inner()) = stats.spec;
                 Ok(stats.stop.as_str().to_string())

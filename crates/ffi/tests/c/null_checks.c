@@ -278,6 +278,7 @@ static void llm_checks(const char *model) {
     expect_code(nucleus_llm_cancel(NULL), NUCLEUS_ERR_NULL, "llm_cancel(NULL)");
     expect_code(nucleus_llm_set_token_trie(NULL, "{}", 2, 0), NUCLEUS_ERR_NULL, "llm_set_token_trie(NULL)");
     expect_code(nucleus_llm_clear_token_trie(NULL), NUCLEUS_ERR_NULL, "llm_clear_token_trie(NULL)");
+    expect_code(nucleus_llm_set_draft_model(NULL, "model.gguf"), NUCLEUS_ERR_NULL, "llm_set_draft_model(NULL)");
     nucleus_llm_close(NULL);
     /* A handle of another kind is refused, not misread. */
     nucleus_sampler *s = nucleus_sampler_new(4, "{}");
@@ -349,6 +350,12 @@ static void llm_checks(const char *model) {
     expect_ok(nucleus_llm_clear_token_trie(h), "llm_clear_token_trie");
     expect_ok(nucleus_llm_clear_token_trie(h), "llm_clear_token_trie(twice)");
     expect_ok(nucleus_llm_cancel(h), "llm_cancel(idle)");
+    expect_code(nucleus_llm_set_draft_model(h, "/nonexistent/draft.gguf"), NUCLEUS_ERR_MODEL,
+                "llm_set_draft_model(missing file)");
+    expect_code(nucleus_llm_set_draft_model(h, "no-such-model-name"), NUCLEUS_ERR_INVALID,
+                "llm_set_draft_model(unknown name)");
+    expect_code(nucleus_llm_set_draft_model(h, "\xff.gguf"), NUCLEUS_ERR_INVALID, "llm_set_draft_model(bad UTF-8)");
+    expect_ok(nucleus_llm_set_draft_model(h, NULL), "llm_set_draft_model(NULL: none)");
     expect_code(nucleus_sampler_n_vocab((const nucleus_sampler *)(const void *)h), NUCLEUS_ERR_INVALID,
                 "sampler_n_vocab(llm handle)");
     nucleus_llm_close(h);

@@ -82,6 +82,12 @@ impl<T> Engine<T> {
         self.draft = Some(draft);
     }
 
+    /// Hands the draft model back (its context keeps the tokens it holds, so a driver that
+    /// runs one engine per generation, as the C handle does, keeps the draft KV between them).
+    pub fn take_draft_model(&mut self) -> Option<DraftModel> {
+        self.draft.take()
+    }
+
     /// Whether a slot's forced tokens (a token trie's unique continuation,
     /// [`crate::Sequence::forced_ahead`]) go into the same decode call as the token before them
     /// (on by default), instead of one decode call each. Answers are the same either way: the

@@ -76,6 +76,19 @@ impl LlamaCppModel {
         &self.model
     }
 
+    /// Opens `spec` (a catalog name, pulled on first use with `fetcher`, or a GGUF path, as
+    /// `--model-draft` takes it) as a draft model for `target`: found, loaded, and its
+    /// vocabulary checked against the target's ([`crate::check_vocabulary`], the check the
+    /// command line and the server make too). The bindings' way to give a model its draft
+    /// model; wrap the result in a [`crate::DraftModel`] with a context of its own.
+    pub fn load_draft_for(target: &dyn Model, spec: &str, fetcher: &dyn crate::pull::Fetch) -> Result<Self> {
+        let r = crate::resolve::ModelRef::parse(spec)?;
+        let (path, _) = crate::resolve::locate(&r, &crate::pull::models_dir(), fetcher, &mut |_| {})?;
+        let draft = LlamaCppModel::load(&path)?;
+        crate::draft_model::check_vocabulary(target, &draft)?;
+        Ok(draft)
+    }
+
     /// A new llama.cpp context (the concrete type; [`Model::new_context`] boxes it).
     pub fn new_llama_context(&self, opts: &ContextOptions) -> Result<LlamaCppContext> {
         LlamaCppContext::new(self.model.clone(), self.n_ctx_train(), opts)
