@@ -9,9 +9,9 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
 
 use nucleus_runtime::{
-    generate_sequence, generate_sequence_drafted, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage,
-    ContextOptions, DraftModel, LlamaCppModel, Model as _, ModelRef, Pip, Prompt, RuntimeError, Sequence,
-    SequenceOptions, SpecStats, SpecType, TrieSetting,
+    generate_speculating, locate, models_dir, prompt_tokens, spec_binding_option, ChatMessage, ContextOptions,
+    LlamaCppModel, Model as _, ModelRef, Pip, Prompt, RuntimeError, Sequence, SequenceOptions, SpecStats, SpecType,
+    TrieSetting,
 };
 use nucleus_sampler::params_map::Vocabulary;
 use nucleus_sampler::SamplingParams;
@@ -221,7 +221,7 @@ impl Model {
             let run = || -> Result<String, String> {
                 let tokens = prompt_tokens(model.as_ref(), &prompt).map_err(|e| e.to_string())?;
                 let mut ctx = model.new_context(&ctx_opts).map_err(|e| e.to_string())?;
-                let mut seq =
+                let seq =
                     Sequence::new(model.as_ref(), &sampling, opts).map_err(|e| e.to_string())?.with_token_trie(trie);
                 let mut on_token = |ev: &nucleus_runtime::TokenEvent<'_>| {
                     match tx.send(Ok((ev.token, ev.text.to_string()))) {
@@ -229,21 +229,10 @@ impl Model {
                         Err(_) => ControlFlow::Break(()), // the iterator was dropped
                     }
                 };
-                let stats = match spec {
-                    Some((SpecType::Draft, o)) => {
-                        let dm = draft.ok_or("speculative: 'draft' needs a draft model")?;
-                        seq.set_model_speculation(o);
-                        let dctx = dm.new_context(&ctx_opts).map_err(|e| format!("the draft model: {e}"))?;
-                        let d = DraftModel::new(dctx);
-                        generate_sequence_drafted(ctx.as_mut(), &tokens, seq, d, Some(&stop_flag), &mut on_token)
-                    }
-                    Some((_, o)) => {
-                        seq.set_speculation(o);
-                        generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut on_token)
-                    }
-                    None => generate_sequence(ctx.as_mut(), &tokens, seq, Some(&stop_flag), &mut on_token),
-                }
-                .map_err(|e| e.to_string())?;
+                let draft = draft.as_deref().map(|d| (d as &dyn nucleus_runtime::Model, &ctx_opts));
+                let stats =
+                    generate_speculating(ctx.as_mut(), &tokens, seq, spec, draft, Some(&stop_flag), &mut on_token)
+                        .map_err(|e| e.to_string())?;
                 *spec_out.lock().unwrap_or_else(|e| e.into_inner()) = stats.spec;
                 Ok(stats.stop.as_str().to_string())
             };

@@ -66,6 +66,9 @@ pub enum RuntimeError {
     /// tokens).
     #[error("the draft model cannot draft for this model: {0}")]
     DraftVocabulary(String),
+    /// Speculation with a draft model was asked for where no draft model is loaded.
+    #[error("speculative 'draft' needs a draft model, and none is loaded")]
+    NoDraftModel,
     /// The prompt tokenized to nothing.
     #[error("the prompt is empty (it tokenized to no tokens)")]
     EmptyPrompt,

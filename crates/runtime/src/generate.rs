@@ -10,8 +10,9 @@ use nucleus_sampler::{SamplingParams, Token};
 use crate::draft_model::DraftModel;
 use crate::engine::{Engine, Finished, Pass, SlotFailure, SlotJob, SlotSink};
 use crate::error::{Result, RuntimeError};
-use crate::model::{Context, Model, SeqId};
+use crate::model::{Context, ContextOptions, Model, SeqId};
 use crate::sequence::{Sequence, SequenceOptions, Step, StopReason, TokenEvent};
+use crate::speculative::{SpecOptions, SpecType};
 
 /// Prompt tokens per forward pass when a prompt is evaluated, chunks starting at multiples of it.
 ///
@@ -116,6 +117,36 @@ pub fn generate_sequence_drafted(
     on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
 ) -> Result<GenerationStats> {
     run_one(ctx, prompt, seq, Some(draft), cancel, on_token)
+}
+
+/// Like [`generate_sequence`], speculating as `spec` (a request's checked `speculative` field,
+/// [`crate::spec_binding_option`]) says: not at all (`None`), with n-gram drafts, or with
+/// drafts from `draft`'s model in a fresh context of its own made with `draft`'s options. One
+/// place for what every binding's generation does with the field; `draft` asked for without
+/// a draft model is [`RuntimeError::NoDraftModel`].
+#[allow(clippy::too_many_arguments)]
+pub fn generate_speculating(
+    ctx: &mut dyn Context,
+    prompt: &[Token],
+    mut seq: Sequence,
+    spec: Option<(SpecType, SpecOptions)>,
+    draft: Option<(&dyn Model, &ContextOptions)>,
+    cancel: Option<&AtomicBool>,
+    on_token: &mut dyn FnMut(&TokenEvent<'_>) -> ControlFlow<()>,
+) -> Result<GenerationStats> {
+    match spec {
+        Some((SpecType::Draft, o)) => {
+            let (model, opts) = draft.ok_or(RuntimeError::NoDraftModel)?;
+            seq.set_model_speculation(o);
+            let drafter = DraftModel::new(model.new_context(opts)?);
+            generate_sequence_drafted(ctx, prompt, seq, drafter, cancel, on_token)
+        }
+        Some((_, o)) => {
+            seq.set_speculation(o);
+            generate_sequence(ctx, prompt, seq, cancel, on_token)
+        }
+        None => generate_sequence(ctx, prompt, seq, cancel, on_token),
+    }
 }
 
 fn run_one(

@@ -59,7 +59,9 @@ pub use constraint::{
 pub use draft_model::{check_vocabulary, DraftModel};
 pub use engine::{Engine, SlotJob, SlotSink};
 pub use error::RuntimeError;
-pub use generate::{generate, generate_sequence, generate_sequence_drafted, GenerationStats, PREFILL_CHUNK};
+pub use generate::{
+    generate, generate_sequence, generate_sequence_drafted, generate_speculating, GenerationStats, PREFILL_CHUNK,
+};
 #[cfg(feature = "llama")]
 pub use llama::{LlamaCppContext, LlamaCppModel};
 pub use model::{Context, ContextOptions, Model, SavedSequence, SeqId, SpecialTokens, Tokenizer};
