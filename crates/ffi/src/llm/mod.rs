@@ -252,7 +252,7 @@ pub unsafe extern "C" fn nucleus_llm_reset(h: *const nucleus_llm) -> i32 {
 /// `"speculative": {"type": "draft" | "ngram" | "none", "draft_max": 1..=256, "draft_min":
 /// 0..=256, "ngram_size_n": 1..=64}` (the server's extension object; given, it drafts with the
 /// handle's draft model (`nucleus_llm_set_draft_model`) when it has one, else n-grams from the
-/// context and the output, unless `type` says otherwise; defaults 16, 1, 3; `draft` without a
+/// context and the output, unless `type` says otherwise; defaults 16, 1, 6; `draft` without a
 /// draft model is `NUCLEUS_ERR_INVALID`): speculative decoding, verified by the same sampler,
 /// so the tokens are those of plain decoding; `nucleus_llm_spec_stats` reports it. `on_token`
 /// is called on this thread for every token, then with `done` = 1 once: on the last token's
