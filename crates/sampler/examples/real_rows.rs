@@ -51,12 +51,17 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// The read floor: one max pass over the row (AVX-512 when the CPU has it).
+/// The read floor: one max pass over the row (AVX-512 or AVX2 when the CPU has it).
 fn max_pass(row: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: AVX-512F is present.
         return unsafe { max_pass_avx512(row) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present.
+        return unsafe { max_pass_avx2(row) };
     }
     row.iter().fold(f32::NEG_INFINITY, |a, &x| if x > a { x } else { a })
 }
@@ -75,6 +80,25 @@ unsafe fn max_pass_avx512(row: &[f32]) -> f32 {
     }
     let v = _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3]));
     c.remainder().iter().fold(_mm512_reduce_max_ps(v), |a, &x| if x > a { x } else { a })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn max_pass_avx2(row: &[f32]) -> f32 {
+    use std::arch::x86_64::*;
+    let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); 8];
+    let mut c = row.chunks_exact(64);
+    for g in &mut c {
+        for (j, mj) in m.iter_mut().enumerate() {
+            // SAFETY: `g` holds 64 floats, so 8 from `8 * j` are inside it.
+            *mj = _mm256_max_ps(*mj, unsafe { _mm256_loadu_ps(g.as_ptr().add(8 * j)) });
+        }
+    }
+    let v = m.iter().fold(_mm256_set1_ps(f32::NEG_INFINITY), |a, &b| _mm256_max_ps(a, b));
+    let mut lanes = [0f32; 8];
+    // SAFETY: `lanes` holds 8 floats.
+    unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), v) };
+    lanes.iter().chain(c.remainder()).fold(f32::NEG_INFINITY, |a, &x| if x > a { x } else { a })
 }
 
 /// Every fast path's tier counters, concatenated (dist, dist staged refinement [decided, not], sigma, mirostat, top-p, wide top-p [sorted, full], wide top-p decided by min-p without sorting).
@@ -143,6 +167,19 @@ fn main() {
                     floor.push(tf);
                 }
             }
+        }
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            let t = &nucleus_sampler::tier_counts::DBG_T;
+            let n = t[2].swap(0, Relaxed).max(1) as f64;
+            println!(
+                "  dbg: topk {:.2} us, first {:.2} us, collect {:.2} us, vals {:.1}, units {:.1} (n {n})",
+                t[0].swap(0, Relaxed) as f64 / n / 1e3,
+                t[1].swap(0, Relaxed) as f64 / n / 1e3,
+                t[3].swap(0, Relaxed) as f64 / n / 1e3,
+                t[4].swap(0, Relaxed) as f64 / n,
+                t[5].swap(0, Relaxed) as f64 / n
+            );
         }
         let med = median(&mut times);
         let p90 = times[times.len() * 9 / 10];
