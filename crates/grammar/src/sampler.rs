@@ -66,6 +66,11 @@ impl GrammarSampler {
         Ok(Self::build(vocab, Some(g), triggers, true))
     }
 
+    /// A lazy grammar already built ([`GrammarSampler::lazy`] without the text).
+    pub fn lazy_from_grammar(vocab: Arc<VocabIndex>, grammar: Arc<Grammar>, triggers: Triggers) -> Self {
+        Self::build(vocab, Some(grammar), triggers, true)
+    }
+
     fn build(vocab: Arc<VocabIndex>, grammar: Option<Arc<Grammar>>, triggers: Triggers, lazy: bool) -> Self {
         GrammarSampler {
             vocab,

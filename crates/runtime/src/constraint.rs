@@ -6,7 +6,7 @@ use nucleus_grammar::continuations::{Mode as TrieMode, TrieConstraint};
 use nucleus_grammar::json_schema::{schema_to_gbnf, schema_to_grammar, SchemaOptions};
 use nucleus_grammar::rules::RuleSet;
 use nucleus_grammar::{
-    builtin, BuildError, DescriptorError, GrammarSampler, SchemaError, TrieMatcher, Triggers, VocabIndex,
+    builtin, BuildError, DescriptorError, Grammar, GrammarSampler, SchemaError, TrieMatcher, Triggers, VocabIndex,
 };
 use nucleus_sampler::Token;
 use serde_json::Value;
@@ -18,17 +18,20 @@ use crate::model::{Model, Tokenizer};
 /// What the generated text must match.
 #[derive(Clone, Debug, PartialEq)]
 pub enum OutputConstraint {
-    /// A GBNF grammar (start rule `root`).
+    /// A GBNF grammar written by a person (start rule `root`).
     Gbnf(String),
     /// JSON valid against this schema.
     JsonSchema(Value),
     /// Any JSON object (the built-in `json` grammar).
     JsonObject,
-    /// A lazy GBNF grammar (tool calls): free text until one of the trigger words appears,
-    /// then the grammar from that word on.
-    LazyGbnf {
-        /// The grammar (start rule `root`); it matches from the trigger word.
-        grammar: String,
+    /// A grammar built as rules (start rule `root`), such as the server's tool-call grammar:
+    /// built into the automaton directly, never printed and parsed again.
+    Rules(RuleSet),
+    /// A lazy grammar built as rules (tool calls): free text until one of the trigger words
+    /// appears, then the rules (start rule `root`) from that word on.
+    LazyRules {
+        /// The rules; `root` matches from the trigger word.
+        rules: RuleSet,
         /// Words that switch the grammar on.
         triggers: Vec<String>,
     },
@@ -76,7 +79,19 @@ pub fn vocab_index_with(tok: &dyn Tokenizer, render_special: bool) -> VocabIndex
 /// ([`nucleus_grammar::WORK_LIMIT`]) is rebuilt fresh.
 #[derive(Debug, Default)]
 pub struct GrammarCache {
-    entries: Mutex<Vec<(String, GrammarSampler)>>,
+    entries: Mutex<Vec<(CacheKey, GrammarSampler)>>,
+}
+
+/// What a cached grammar was built from. A schema is keyed by its JSON text, not by value:
+/// two schemas equal as values can list their properties in different orders, and the order
+/// is the members' order in the grammar.
+#[derive(Debug, PartialEq)]
+enum CacheKey {
+    Gbnf(String),
+    Schema(String),
+    JsonObject,
+    Rules(RuleSet),
+    LazyRules(RuleSet, Vec<String>),
 }
 
 impl GrammarCache {
@@ -85,12 +100,13 @@ impl GrammarCache {
     /// Automaton states beyond which a cached grammar is dropped (each costs about 1 KiB).
     pub const MAX_STATES: usize = 65_536;
 
-    fn key(c: &OutputConstraint) -> String {
+    fn key(c: &OutputConstraint) -> CacheKey {
         match c {
-            OutputConstraint::Gbnf(text) => format!("gbnf:{text}"),
-            OutputConstraint::JsonSchema(schema) => format!("schema:{schema}"),
-            OutputConstraint::JsonObject => "json_object".into(),
-            OutputConstraint::LazyGbnf { grammar, triggers } => format!("lazy:{triggers:?}:{grammar}"),
+            OutputConstraint::Gbnf(text) => CacheKey::Gbnf(text.clone()),
+            OutputConstraint::JsonSchema(schema) => CacheKey::Schema(schema.to_string()),
+            OutputConstraint::JsonObject => CacheKey::JsonObject,
+            OutputConstraint::Rules(rules) => CacheKey::Rules(rules.clone()),
+            OutputConstraint::LazyRules { rules, triggers } => CacheKey::LazyRules(rules.clone(), triggers.clone()),
         }
     }
 
@@ -178,9 +194,10 @@ fn build_grammar_sampler(model: &dyn Model, c: &OutputConstraint) -> Result<Gram
     let vocab = model.grammar_vocab();
     let grammar = match c {
         OutputConstraint::Gbnf(text) => return Ok(GrammarSampler::with_index(vocab, text, "root")?),
-        OutputConstraint::LazyGbnf { grammar, triggers } => {
+        OutputConstraint::Rules(rules) => Grammar::from_rules(rules, "root")?,
+        OutputConstraint::LazyRules { rules, triggers } => {
             let t = Triggers::new(triggers, &[], &[])?;
-            return Ok(GrammarSampler::lazy(vocab, grammar, "root", t)?);
+            return Ok(GrammarSampler::lazy_from_grammar(vocab, Grammar::from_rules(rules, "root")?, t));
         }
         OutputConstraint::JsonSchema(schema) => schema_to_grammar(schema, &SchemaOptions::default())?,
         OutputConstraint::JsonObject => match builtin::grammar("json") {

@@ -236,8 +236,10 @@ impl Expr {
     }
 }
 
-/// Rule names and definitions, in definition order.
-#[derive(Debug, Clone, Default)]
+/// Rule names and definitions, in definition order. Two sets are equal when they intern the
+/// same names in the same order and hold the same definitions (equal sets build the same
+/// grammar: what a cache of compiled grammars keys on).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleSet {
     names: Vec<String>,
     index: HashMap<String, RuleId>,
