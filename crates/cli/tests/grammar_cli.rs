@@ -263,3 +263,28 @@ fn input_from_stdin() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok: 5 bytes match");
 }
+
+/// `grammar print` writes the strict grammar a schema compiles to; that text, handed back to
+/// `grammar check --grammar`, accepts what the schema's grammar accepts. `--compat` prints
+/// llama.cpp's converter output; a refused schema exits 2 with the keyword named.
+#[test]
+fn print_writes_the_schema_grammar() {
+    let s = write("print.json", SCHEMA.as_bytes());
+    let (code, gbnf, err) = nucleus(&["grammar", "print", "--json-schema", s.to_str().unwrap()]);
+    assert_eq!(code, 0, "{gbnf}{err}");
+    assert!(gbnf.lines().any(|l| l.starts_with("root ::= ")), "{gbnf}");
+    let g = write("print.gbnf", gbnf.as_bytes());
+    let check = |text: &str| nucleus(&["grammar", "check", "--grammar", g.to_str().unwrap(), "--text", text]).0;
+    assert_eq!(check(r#"{"name": "Ann", "age": 3}"#), 0);
+    assert_eq!(check(r#"{"name": "Ann", "age": -3}"#), 1);
+
+    let (code, compat, err) = nucleus(&["grammar", "print", "--json-schema", s.to_str().unwrap(), "--compat"]);
+    assert_eq!(code, 0, "{compat}{err}");
+    assert!(compat.lines().any(|l| l.starts_with("root ::= ")), "{compat}");
+
+    let refused = write("refused.json", br#"{"type": "object", "unevaluatedProperties": false}"#);
+    let (code, out, err) = nucleus(&["grammar", "print", "--json-schema", refused.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("unevaluatedProperties at #"), "{err}");
+    assert!(out.is_empty(), "{out}");
+}

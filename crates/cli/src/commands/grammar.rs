@@ -1,5 +1,5 @@
 //! `nucleus grammar check`: is a text a complete match of a GBNF grammar, or of the grammar a
-//! JSON Schema compiles to? The answer comes from the same automaton constrained decoding
+//! JSON Schema compiles to? (`nucleus grammar print` is in `grammar_print.rs`.) The answer comes from the same automaton constrained decoding
 //! uses (nucleus-grammar's `Matcher`), never from a schema validator.
 
 use std::io::{Read, Write};
@@ -53,6 +53,9 @@ pub enum GrammarCommand {
     /// validator's.
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
+    /// Print the GBNF grammar a JSON Schema compiles to (strict mode, or llama.cpp's with
+    /// --compat); exit status 2 when the schema is refused
+    Print(super::grammar_print::PrintArgs),
 }
 
 /// Arguments of `nucleus grammar check`.
@@ -107,6 +110,7 @@ impl Outcome {
 /// Runs the command and returns the process exit status (see [`EXIT_MATCH`] and the others).
 pub fn run(args: &GrammarArgs) -> i32 {
     match &args.command {
+        GrammarCommand::Print(a) => super::grammar_print::run(a),
         GrammarCommand::Check(a) => match check(a) {
             Ok(o) => {
                 let mut out = std::io::stdout().lock();

@@ -8,6 +8,7 @@ pub mod bench_grammar;
 pub mod bench_real;
 pub mod generate;
 pub mod grammar;
+pub mod grammar_print;
 pub mod pull;
 pub mod sample;
 pub mod serve;
