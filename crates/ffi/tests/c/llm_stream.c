@@ -14,17 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nucleus.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            failures++;                                                                          \
-            fprintf(stderr, "FAIL line %d: %s (%s)\n", __LINE__, #cond, nucleus_last_error()); \
-        }                                                                                        \
-    } while (0)
+#include "check.h"
 
 #define MAX_TOKENS 256
 #define GREEDY "{\"temp\": 0}"
