@@ -168,19 +168,6 @@ fn main() {
                 }
             }
         }
-        {
-            use std::sync::atomic::Ordering::Relaxed;
-            let t = &nucleus_sampler::tier_counts::DBG_T;
-            let n = t[2].swap(0, Relaxed).max(1) as f64;
-            println!(
-                "  dbg: topk {:.2} us, first {:.2} us, collect {:.2} us, vals {:.1}, units {:.1} (n {n})",
-                t[0].swap(0, Relaxed) as f64 / n / 1e3,
-                t[1].swap(0, Relaxed) as f64 / n / 1e3,
-                t[3].swap(0, Relaxed) as f64 / n / 1e3,
-                t[4].swap(0, Relaxed) as f64 / n,
-                t[5].swap(0, Relaxed) as f64 / n
-            );
-        }
         let med = median(&mut times);
         let p90 = times[times.len() * 9 / 10];
         let fl = median(&mut floor);
