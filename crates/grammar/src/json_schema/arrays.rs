@@ -6,17 +6,17 @@
 
 use serde_json::Value;
 
-use super::converter::{as_count, canonical_constant, err, is_unsatisfiable, Converter};
+use super::converter::{as_count, canonical_constant_lit, err, is_unsatisfiable, Converter};
 use super::enum_filter::canonical;
+use super::frag::Frag;
 use super::keywords::ANNOTATIONS;
-use super::repetition;
+use super::repetition_frag;
 use super::shape::{deref_plain, json_type_matches};
 use crate::error::SchemaError;
+use crate::rules::{Expr, Seq};
 
 /// Most distinct values `uniqueItems` is compiled for (rules grow as 2^n).
 const MAX_UNIQUE_VALUES: usize = 8;
-
-const SEP: &str = "\",\" space";
 
 /// The tuple part and the schema of the items after it (`prefixItems` + `items`, or a list
 /// `items` + `additionalItems`), with the keywords they come from.
@@ -168,17 +168,25 @@ impl Converter<'_> {
         if rest.is_none() && min > n {
             return Err(err("minItems", ptr, "no array is valid: more items required than the schema allows"));
         }
+        // Spaces as llama.cpp's text writes them (a stray one where a part is empty).
+        let space = self.r("space");
+        let sep = [Expr::lit(","), space.clone()];
         let mut tail = match (&rest, n) {
-            (None, _) => String::new(),
-            (Some(r), 0) => repetition(r, min, max, Some(SEP)),
-            (Some(r), _) => repetition(&format!("({SEP} {r})"), min.saturating_sub(n), max.map(|m| m - n), None),
+            (None, _) => Frag::new(),
+            (Some(r), 0) => repetition_frag(self.r(r), min, max, Some(&sep)),
+            (Some(r), _) => {
+                let unit = Expr::Group(vec![Seq::new(vec![sep[0].clone(), space.clone(), self.r(r)])]);
+                repetition_frag(unit, min.saturating_sub(n), max.map(|m| m - n), None)
+            }
         };
         for i in (0..n).rev() {
-            let elem = if i == 0 { parts[i].clone() } else { format!("{SEP} {}", parts[i]) };
-            let seq = format!("{elem} {tail}").trim_end().to_string();
-            tail = if i < min { seq } else { format!("({seq})?") };
+            let mut elem = if i == 0 { Vec::new() } else { sep.to_vec() };
+            elem.push(self.r(&parts[i]));
+            let seq = Frag::of(elem).then(tail).trim_end();
+            tail = if i < min { seq } else { Frag::from(Expr::repeat(Frag::group(vec![seq]), 0, Some(1))) };
         }
-        Ok(self.add_rule(rule_name, &format!("\"[\" space {tail} \"]\" space")))
+        let rule = Frag::of(vec![Expr::lit("["), space.clone()]).then(tail).then(Frag::of(vec![Expr::lit("]"), space]));
+        Ok(self.add_rule_ir(rule_name, rule.into_body()))
     }
 
     /// Arrays of distinct values from `groups` (each group one value in its spellings), with
@@ -187,12 +195,11 @@ impl Converter<'_> {
         let n = groups.len();
         let max = max.unwrap_or(n).min(n);
         groups.iter().flatten().for_each(|v| self.member_orders.record_constant(v));
-        let lits: Vec<String> = groups
+        let space = self.r("space");
+        // `(v | w) space`: one value in its spellings.
+        let lits: Vec<[Expr; 2]> = groups
             .iter()
-            .map(|g| {
-                let alts: Vec<String> = g.iter().map(canonical_constant).collect();
-                format!("({}) space", alts.join(" | "))
-            })
+            .map(|g| [Frag::group(g.iter().map(|v| Frag::from(canonical_constant_lit(v))).collect()), space.clone()])
             .collect();
         // Masks in decreasing numeric order: a rule's successors (supersets) are named first.
         let mut names: std::collections::HashMap<usize, String> = std::collections::HashMap::new();
@@ -206,19 +213,26 @@ impl Converter<'_> {
                 for (g, lit) in lits.iter().enumerate() {
                     let next = mask | (1 << g);
                     if let (0, Some(to)) = (mask & (1 << g), names.get(&next)) {
-                        let sep = if mask == 0 { String::new() } else { format!("{SEP} ") };
-                        alts.push(format!("{sep}{lit} {to}"));
+                        let mut items = if mask == 0 { Vec::new() } else { vec![Expr::lit(","), space.clone()] };
+                        items.extend(lit.iter().cloned());
+                        items.push(self.r(to));
+                        alts.push(Frag::of(items));
                     }
                 }
             }
             if count >= min {
-                alts.push("\"\"".into());
+                alts.push(Frag::from(Expr::lit("")));
             }
-            let actual = self.add_rule(&format!("{rule_name}-u{mask}"), &alts.join(" | "));
+            if alts.is_empty() {
+                alts.push(Frag::new());
+            }
+            let actual = self.add_rule_ir(&format!("{rule_name}-u{mask}"), Frag::body(alts));
             names.insert(mask, actual);
         }
         let start = names.remove(&0).unwrap_or_default();
-        self.add_rule(rule_name, &format!("\"[\" space {start} \"]\" space"))
+        let start = self.r(&start);
+        let rule = Frag::of(vec![Expr::lit("["), space.clone(), start, Expr::lit("]"), space]);
+        self.add_rule_ir(rule_name, rule.into_body())
     }
 }
 

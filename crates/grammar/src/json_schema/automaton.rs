@@ -639,9 +639,9 @@ impl Converter<'_> {
     /// Rules for the JSON text of the strings `d` accepts (to go between the quotes), one
     /// rule per state, named after `name`; returns the expression for the start state.
     /// Characters JSON must escape are written in their canonical escaped form.
-    pub(super) fn dfa_rule(&mut self, d: &Dfa, name: &str) -> String {
+    pub(super) fn dfa_rule(&mut self, d: &Dfa, name: &str) -> rules::Expr {
         if d.is_empty() {
-            return class_to_gbnf(&[]);
+            return class_to_item(&[]);
         }
         let base = rule_name_chars(name);
         let mut prefix = format!("{base}-s");
@@ -685,9 +685,9 @@ impl Converter<'_> {
             self.add_rule_ir(&format!("{prefix}{s}"), alts);
         }
         if leaf(0) {
-            "\"\"".into()
+            rules::Expr::lit("")
         } else {
-            format!("{prefix}0")
+            self.r(&format!("{prefix}0"))
         }
     }
 }

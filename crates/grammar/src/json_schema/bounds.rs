@@ -4,7 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::converter::Converter;
+use super::frag::Frag;
 use crate::error::SchemaError;
+use crate::rules::{self, Expr, RepeatForm, Seq};
 
 impl Converter<'_> {
     pub(super) fn int_bounds(
@@ -53,34 +55,43 @@ impl Converter<'_> {
 
     /// `item{min,max}` for counts beyond the GBNF limit of 2000, with shared helper rules:
     /// thousands are counted by a chain `R_j ::= item{0,999} | item{1000} R_(j-1)`.
-    pub(super) fn big_repetition(&mut self, item: &str, min: usize, max: Option<usize>, name: &str) -> String {
-        let k1000 = self.add_rule(&format!("{name}-x1000"), &format!("{item}{{1000}}"));
+    pub(super) fn big_repetition(&mut self, item: &Expr, min: usize, max: Option<usize>, name: &str) -> Frag {
+        let exact = |e: Expr, n: u32| Expr::repeat_as(e, n, Some(n), RepeatForm::Exact);
+        let upto = |e: Expr, n: u32| Expr::repeat_as(e, 0, Some(n), RepeatForm::Range);
+        // Counts here are at most 2,000,000 (longer lengths are refused before).
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        let k1000 = self.add_rule_ir(&format!("{name}-x1000"), rules::seq(vec![exact(item.clone(), 1000)]));
+        let k1000 = self.r(&k1000);
         let mut parts = Vec::new();
         if min > 0 {
             if min / 1000 > 0 {
-                parts.push(format!("{k1000}{{{}}}", min / 1000));
+                parts.push(exact(k1000.clone(), n(min / 1000)));
             }
             if !min.is_multiple_of(1000) {
-                parts.push(format!("{item}{{{}}}", min % 1000));
+                parts.push(exact(item.clone(), n(min % 1000)));
             }
         }
         match max.map(|m| m - min) {
-            None => parts.push(format!("{item}*")),
+            None => parts.push(Expr::repeat(item.clone(), 0, None)),
             Some(0) => {}
-            Some(k) if k <= 2000 => parts.push(format!("{item}{{0,{k}}}")),
+            Some(k) if k <= 2000 => parts.push(upto(item.clone(), n(k))),
             Some(k) => {
-                let upto = self.add_rule(&format!("{name}-upto999"), &format!("{item}{{0,999}}"));
-                let mut prev = self.add_rule(&format!("{name}-rest0"), &format!("{item}{{0,{}}}", k % 1000));
+                let u = self.add_rule_ir(&format!("{name}-upto999"), rules::seq(vec![upto(item.clone(), 999)]));
+                let u = self.r(&u);
+                let rest0 = rules::seq(vec![upto(item.clone(), n(k % 1000))]);
+                let mut prev = self.add_rule_ir(&format!("{name}-rest0"), rest0);
                 for j in 1..=k / 1000 {
-                    prev = self.add_rule(&format!("{name}-rest{j}"), &format!("{upto} | {k1000} {prev}"));
+                    let p = self.r(&prev);
+                    let body = vec![Seq::new(vec![u.clone()]), Seq::new(vec![k1000.clone(), p])];
+                    prev = self.add_rule_ir(&format!("{name}-rest{j}"), body);
                 }
-                parts.push(prev);
+                parts.push(self.r(&prev));
             }
         }
         if parts.is_empty() {
-            "\"\"".to_string()
+            Frag::from(Expr::lit(""))
         } else {
-            parts.join(" ")
+            Frag::of(parts)
         }
     }
 }

@@ -9,30 +9,32 @@ use serde_json::{Map, Value};
 
 use super::any_of::absorbing;
 use super::enum_filter::{format_accepts, satisfies};
+use super::frag::Frag;
 use super::int_range::min_max_int;
 use super::keywords::{applies_to, ENFORCED_FORMATS, STANDARD_FORMATS, SUPPORTED, UNSUPPORTED};
 use super::model::{AllOf, Form, Keywords};
 use super::objects::ObjectExtras;
 use super::one_of::make_exclusive;
 use super::pattern_llama::{pattern_to_rule, RuleSink};
-use super::pattern_strict::pattern_to_gbnf;
+use super::pattern_strict::pattern_items;
 use super::primitives::{is_reserved, primitive, SPACE_RULE};
 use super::relayout::MemberOrders;
 use super::shape::{is_annotation_only, json_type_matches};
-use super::{repetition, SchemaOptions};
+use super::SchemaOptions;
 use crate::error::SchemaError;
 use crate::rules::{self, Body, Expr, RuleSet};
 
-/// A rule body a construction returns: built as IR, or written as text by the
-/// constructions that still write text (parsed when added).
+/// A rule body a construction returns: built as IR, or (compat mode's copies of llama.cpp's
+/// regex rewrite and key trie, see [`Converter::add_text_rule`]) written as GBNF text.
 pub(super) enum Built {
     Ir(Body),
     Text(String),
 }
 
-/// A rule body as the converter holds it: the rule IR, or (compat mode only) text the GBNF
-/// parser refuses. llama.cpp's regex rewrite, which compat mode copies, writes such text for
-/// some patterns; the grammar is then built from the printed text, to report why.
+/// A rule body as the converter holds it: the rule IR, or text the GBNF parser refuses.
+/// Compat mode copies llama.cpp, whose output is such text for some schemas (counts past
+/// the GBNF limit, some patterns and key names); the grammar is then built from the printed
+/// text, to report why.
 #[derive(Debug, PartialEq)]
 enum Stored {
     Ir(Body),
@@ -46,10 +48,6 @@ pub struct Converter<'a> {
     rules: HashMap<String, Stored>,
     /// The names the bodies' references are interned in (a set with no definitions).
     names: RuleSet,
-    /// Bodies already parsed from the converter's few remaining text-writing
-    /// constructions (built-in rules, patterns, automata, digit ranges), by their text: a
-    /// text is parsed once per conversion however often it is added.
-    parsed: HashMap<String, Body>,
     /// The rule each built-in was added as, by the name it was asked for (with its body).
     primitives: HashMap<String, (&'static str, String)>,
     resolving: HashSet<String>,
@@ -211,19 +209,47 @@ fn canonical_text(v: &Value) -> String {
 
 impl RuleSink for Converter<'_> {
     fn add_rule(&mut self, name: &str, body: &str) -> String {
-        Converter::add_rule(self, name, body)
+        self.add_text_rule(name, body)
     }
+}
+
+/// The IR of the fixed body `text` with its references named in `names` (see
+/// [`primitives::fixed_body`](super::primitives::fixed_body)).
+fn fixed_body(text: &'static str, names: &mut RuleSet) -> Option<Body> {
+    let (set, body) = super::primitives::fixed_body(text)?;
+    Some(body.iter().map(|s| s.map_refs(&mut |r| names.id(set.name(r)))).collect())
+}
+
+/// Whether the GBNF parser refuses the text `body` prints as: a repetition count past its
+/// limit, a maximum below the minimum, or a repetition of an item that produces nothing.
+fn refused_by_parser(body: &Body) -> bool {
+    fn expr(e: &Expr) -> bool {
+        match e {
+            Expr::Group(alts) => alts.iter().any(|s| s.items.iter().any(expr)),
+            Expr::Repeat { item, min, max, .. } => {
+                let limit = crate::parse::MAX_REPETITIONS;
+                let nothing = match &**item {
+                    Expr::Lit { chars, .. } => chars.is_empty(),
+                    Expr::Repeat { max, .. } => *max == Some(0),
+                    _ => false,
+                };
+                u64::from(*min) > limit
+                    || max.is_some_and(|m| u64::from(m) > limit || m < *min)
+                    || nothing
+                    || expr(item)
+            }
+            _ => false,
+        }
+    }
+    body.iter().any(|s| s.items.iter().any(expr))
 }
 
 impl<'a> Converter<'a> {
     /// A converter for the document `root` (targets of `$ref`s are looked up in it).
     pub fn new(root: &'a Value, opts: SchemaOptions) -> Self {
         let mut names = RuleSet::new();
-        let mut parsed = HashMap::new();
         let mut rules = HashMap::new();
-        if let Ok(mut b) = crate::parse::parse_body(SPACE_RULE, &mut names) {
-            rules::canonicalize(&mut b);
-            parsed.insert(SPACE_RULE.to_string(), b.clone());
+        if let Some(b) = fixed_body(SPACE_RULE, &mut names) {
             rules.insert("space".to_string(), Stored::Ir(b));
         }
         let draft7_or_older = root
@@ -234,7 +260,6 @@ impl<'a> Converter<'a> {
             root,
             rules,
             names,
-            parsed,
             primitives: HashMap::new(),
             resolving: HashSet::new(),
             ref_names: HashSet::new(),
@@ -302,28 +327,41 @@ impl<'a> Converter<'a> {
         Some(set)
     }
 
-    /// Adds rule `name` with a body written as GBNF text (parsed here, once per distinct
-    /// text), and returns its name. Only the constructions that still write text use it.
-    pub(super) fn add_rule(&mut self, name: &str, body: &str) -> String {
-        let stored = match self.parsed.get(body) {
-            Some(b) => Stored::Ir(b.clone()),
-            None => match crate::parse::parse_body(body, &mut self.names) {
-                Ok(mut b) => {
-                    rules::canonicalize(&mut b);
-                    self.parsed.insert(body.to_string(), b.clone());
-                    Stored::Ir(b)
-                }
-                Err(_) => Stored::Text(body.to_string()),
-            },
+    /// Adds rule `name` with a body written as GBNF text, parsed here, and returns its name.
+    /// Only compat mode's copies of llama.cpp's text constructions use it: its regex
+    /// rewrite (`pattern_llama`) and its key trie (`objects::not_strings`) write characters
+    /// raw into classes and literals, and reproducing which of those texts the GBNF parser
+    /// refuses (they must still be reported as refused) would mean re-deriving the parser's
+    /// escape rules in them; text it refuses is kept as text ([`Stored::Text`]).
+    pub(super) fn add_text_rule(&mut self, name: &str, body: &str) -> String {
+        let stored = match crate::parse::parse_body(body, &mut self.names) {
+            Ok(mut b) => {
+                rules::canonicalize(&mut b);
+                Stored::Ir(b)
+            }
+            Err(_) => Stored::Text(body.to_string()),
         };
         self.insert(name, stored)
     }
 
     /// Adds rule `name` (made a valid rule name; a number appended when a different rule
-    /// has that name) with `body`, and returns its name.
+    /// has that name) with `body`, and returns its name. A body whose text the GBNF parser
+    /// would refuse (a count past its limit, a maximum below the minimum: compat mode copies
+    /// llama.cpp, which writes such counts) is kept as that text, so building the grammar
+    /// reports it as it did when the converter wrote text.
     pub(super) fn add_rule_ir(&mut self, name: &str, mut body: Body) -> String {
         rules::canonicalize(&mut body);
+        if refused_by_parser(&body) {
+            let text = rules::body_text(&self.names, &body);
+            let text = text.strip_prefix(' ').unwrap_or(&text).to_string();
+            return self.insert(name, Stored::Text(text));
+        }
         self.insert(name, Stored::Ir(body))
+    }
+
+    /// The fixed body `text` (a built-in's, see [`fixed_body`]) with its references named here.
+    pub(super) fn fixed(&mut self, text: &'static str) -> Body {
+        fixed_body(text, &mut self.names).unwrap_or_default()
     }
 
     fn insert(&mut self, name: &str, body: Stored) -> String {
@@ -352,42 +390,18 @@ impl<'a> Converter<'a> {
         Expr::Ref(self.names.id(name))
     }
 
-    /// One item written as text by a construction that still writes text (a rule name, a
-    /// class, `""`), parsed once per distinct text.
-    pub(super) fn item(&mut self, text: &str) -> Expr {
-        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-            return self.r(text);
-        }
-        let body = match self.parsed.get(text) {
-            Some(b) => b.clone(),
-            None => match crate::parse::parse_body(text, &mut self.names) {
-                Ok(mut b) => {
-                    rules::canonicalize(&mut b);
-                    self.parsed.insert(text.to_string(), b.clone());
-                    b
-                }
-                // Not reached: the constructions write items the parser takes.
-                Err(_) => return Expr::lit(""),
-            },
-        };
-        match body.as_slice() {
-            [s] if s.items.len() == 1 => s.items[0].clone(),
-            _ => Expr::Group(body),
-        }
-    }
-
     /// Rule `rule_name` standing for rule `target`.
     pub(super) fn alias_rule(&mut self, rule_name: &str, target: &str) -> String {
         let e = self.r(target);
         self.add_rule_ir(rule_name, rules::seq(vec![e]))
     }
 
-    /// Rule `rule_name` with a body built as IR or (the constructions that still write text)
-    /// as text.
+    /// Rule `rule_name` with a body built as IR or (compat copies of llama.cpp's text
+    /// constructions) as text.
     pub(super) fn add_body(&mut self, rule_name: &str, body: Built) -> String {
         match body {
             Built::Ir(b) => self.add_rule_ir(rule_name, b),
-            Built::Text(t) => self.add_rule(rule_name, &t),
+            Built::Text(t) => self.add_text_rule(rule_name, &t),
         }
     }
 
@@ -395,7 +409,7 @@ impl<'a> Converter<'a> {
     pub(super) fn union_rule(&mut self, rule_name: &str, alts: &[String]) -> String {
         if alts.is_empty() {
             // Compat `anyOf: []`: llama.cpp writes an empty body.
-            return self.add_rule(rule_name, "");
+            return self.add_rule_ir(rule_name, Frag::new().into_body());
         }
         let body = alts.iter().map(|a| self.r(a)).collect::<Vec<_>>();
         self.add_rule_ir(rule_name, rules::alts(body))
@@ -416,7 +430,8 @@ impl<'a> Converter<'a> {
                 return Ok(n.clone());
             }
         }
-        let n = self.add_rule(name, b.body);
+        let body = self.fixed(b.body);
+        let n = self.add_rule_ir(name, body);
         for dep in b.deps {
             if !self.rules.contains_key(*dep) {
                 self.add_primitive(dep, dep)?;
@@ -685,7 +700,8 @@ impl<'a> Converter<'a> {
                 let vals = if strict { self.check_enum_siblings(obj, vals, ptr, "enum")? } else { vals.clone() };
                 if vals.is_empty() {
                     // Compat `enum: []`: `() space`, an empty group as llama.cpp writes it.
-                    return Ok(self.add_rule(&rule_name, "() space"));
+                    let space = self.r("space");
+                    return Ok(self.add_rule_ir(&rule_name, rules::seq(vec![Frag::group(vec![Frag::new()]), space])));
                 }
                 let lit = if strict { canonical_constant_lit } else { constant_lit };
                 let group = Expr::Group(rules::alts(vals.iter().map(lit)));
@@ -706,14 +722,19 @@ impl<'a> Converter<'a> {
                 let pat = pat.as_str().ok_or_else(|| err("pattern", ptr, "must be a string"))?;
                 if !strict {
                     return match pattern_to_rule(pat, &rule_name, self) {
-                        Ok(body) => Ok(self.add_rule(&rule_name, &body)),
+                        Ok(body) => Ok(self.add_text_rule(&rule_name, &body)),
                         Err(e) => Err(err("pattern", ptr, e)),
                     };
                 }
                 self.check_honored(obj, ptr, &["string"], &["type", "pattern"])?;
                 let ch = self.add_primitive("char", "char")?;
-                let body = pattern_to_gbnf(pat, &ch).map_err(|e| err("pattern", ptr, e))?;
-                Ok(self.add_rule(&rule_name, &format!("\"\\\"\" {body} \"\\\"\" space")))
+                let ch = self.r(&ch);
+                let body = pattern_items(pat, &ch).map_err(|e| err("pattern", ptr, e))?;
+                let quote = Expr::lit_spelled("\"", "\\\"");
+                let mut items = vec![quote.clone()];
+                items.extend(body);
+                items.extend([quote, self.r("space")]);
+                Ok(self.add_rule_ir(&rule_name, rules::seq(items)))
             }
             Form::Uuid => {
                 if strict {
@@ -760,10 +781,9 @@ impl<'a> Converter<'a> {
                         return Err(err("minimum", ptr, "minimum is above maximum: no integer is valid"));
                     }
                 }
-                let mut body = String::from("(");
-                min_max_int(&mut body, lo, hi);
-                body.push_str(") space");
-                Ok(self.add_rule(&rule_name, &body))
+                let digits = Frag::group(min_max_int(lo, hi));
+                let space = self.r("space");
+                Ok(self.add_rule_ir(&rule_name, rules::seq(vec![digits, space])))
             }
             Form::AnyValue => {
                 // No type: any value, minus what the assertions exclude; we only allow it when no
@@ -1016,8 +1036,12 @@ impl<'a> Converter<'a> {
                 parts.push(self.visit(it, &sub, &format!("{ptr}/{key}/{i}"))?);
             }
             if parts.is_empty() {
-                // Written `"[" space  "]" space` (two spaces): kept as text.
-                return Ok(self.add_rule(rule_name, "\"[\" space  \"]\" space"));
+                // Written `"[" space  "]" space` (two spaces, as llama.cpp does).
+                let space = self.r("space");
+                let mut f = Frag::of(vec![Expr::lit("["), space.clone()]);
+                f.space();
+                let f = f.then(Frag::of(vec![Expr::lit("]"), space]));
+                return Ok(self.add_rule_ir(rule_name, f.into_body()));
             }
             let (open, close, comma, space) = (Expr::lit("["), Expr::lit("]"), Expr::lit(","), self.r("space"));
             let mut items = vec![open, space.clone()];
@@ -1046,19 +1070,10 @@ impl<'a> Converter<'a> {
         let space = self.r("space");
         let sep = [Expr::lit(","), space.clone()];
         let item_ref = self.r(&item);
-        match super::repetition_items(item_ref, min, max, Some(&sep)) {
-            Some(rep) => {
-                let mut items = vec![Expr::lit("["), space.clone()];
-                items.extend(rep);
-                items.extend([Expr::lit("]"), space]);
-                Ok(self.add_rule_ir(rule_name, rules::seq(items)))
-            }
-            // Counts whose text has stray spaces (at most one item): kept as text.
-            None => {
-                let body = format!("\"[\" space {} \"]\" space", repetition(&item, min, max, Some("\",\" space")));
-                Ok(self.add_rule(rule_name, &body))
-            }
-        }
+        // Stray spaces (at most one item) printed as llama.cpp writes them.
+        let rep = super::repetition_frag(item_ref, min, max, Some(&sep));
+        let f = Frag::of(vec![Expr::lit("["), space.clone()]).then(rep).then(Frag::of(vec![Expr::lit("]"), space]));
+        Ok(self.add_rule_ir(rule_name, f.into_body()))
     }
 
     /// `minLength`/`maxLength` on a `type: string` (long ones through counted helper rules).
@@ -1080,22 +1095,17 @@ impl<'a> Converter<'a> {
             if min > 2_000_000 || max.is_some_and(|m| m > 2_000_000) {
                 self.refuse("maxLength", ptr, "lengths above 2,000,000 are not supported")?;
             }
+            let ch = self.r(&ch);
             let rep = self.big_repetition(&ch, min, max, rule_name);
-            return Ok(self.add_rule(rule_name, &format!("\"\\\"\" {rep} \"\\\"\" space")));
+            let quote = Expr::lit_spelled("\"", "\\\"");
+            let f = Frag::from(quote.clone()).then(rep).then(Frag::of(vec![quote, self.r("space")]));
+            return Ok(self.add_rule_ir(rule_name, f.into_body()));
         }
         let quote = Expr::lit_spelled("\"", "\\\"");
-        match super::repetition_items(self.r(&ch), min, max, None) {
-            Some(rep) => {
-                let mut items = vec![quote.clone()];
-                items.extend(rep);
-                items.extend([quote, self.r("space")]);
-                Ok(self.add_rule_ir(rule_name, rules::seq(items)))
-            }
-            None => {
-                let body = format!("\"\\\"\" {} \"\\\"\" space", repetition(&ch, min, max, None));
-                Ok(self.add_rule(rule_name, &body))
-            }
-        }
+        // No characters (`maxLength: 0`) leaves two spaces, as llama.cpp writes it.
+        let rep = super::repetition_frag(self.r(&ch), min, max, None);
+        let f = Frag::from(quote.clone()).then(rep).then(Frag::of(vec![quote, self.r("space")]));
+        Ok(self.add_rule_ir(rule_name, f.into_body()))
     }
 
     /// Strict mode: keeps the enum values that satisfy the sibling assertions we can check.

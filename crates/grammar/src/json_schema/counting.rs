@@ -10,11 +10,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::converter::{err, Converter};
+use super::frag::Frag;
 use super::objects::Slot;
-use super::repetition;
+use super::repetition_frag;
 use crate::error::SchemaError;
+use crate::rules::{Body, Expr, Seq};
 
-type Memo = HashMap<(usize, usize, Option<usize>, bool), Option<String>>;
+type Memo = HashMap<(usize, usize, Option<usize>, bool), Option<Frag>>;
 
 struct Members<'k> {
     opt: &'k [Slot],
@@ -36,7 +38,7 @@ impl Converter<'_> {
         max: Option<usize>,
         name: &str,
         ptr: &str,
-    ) -> Result<String, SchemaError> {
+    ) -> Result<Body, SchemaError> {
         let r = req.len();
         if max.is_some_and(|m| m < min) {
             return Err(err("maxProperties", ptr, "maxProperties is below minProperties: no object is valid"));
@@ -66,21 +68,30 @@ impl Converter<'_> {
                 "no value satisfies the schema: fewer possible properties than minProperties",
             ));
         };
-        let mut rule = String::from("\"{\" space ");
-        rule.push_str(
-            &req.iter().map(|k| kv[&Slot::Named(k.clone())].clone()).collect::<Vec<_>>().join(" \",\" space "),
-        );
-        if !tail.is_empty() {
-            rule.push(' ');
-            rule.push_str(&tail);
+        // `"{" space a "," space b tail "}" space`, spaces as llama.cpp writes them.
+        let space = self.r("space");
+        let mut rule = Frag::of(vec![Expr::lit("{"), space.clone()]);
+        rule.space();
+        let mut members = Vec::new();
+        for (i, k) in req.iter().enumerate() {
+            if i > 0 {
+                members.extend([Expr::lit(","), space.clone()]);
+            }
+            members.push(self.r(&kv[&Slot::Named(k.clone())]));
         }
-        rule.push_str(" \"}\" space");
-        Ok(rule)
+        rule.append(Frag::of(members));
+        if !tail.is_empty() {
+            rule.space();
+            rule.append(tail);
+        }
+        rule.space();
+        rule.append(Frag::of(vec![Expr::lit("}"), space]));
+        Ok(rule.into_body())
     }
 
     /// Members from optional position `i` on, between `lo` and `hi` of them; `lead` = a comma
-    /// precedes each (something came before). `None` = impossible; `""` = nothing.
-    fn members_from(&mut self, m: &mut Members, i: usize, lo: usize, hi: Option<usize>, lead: bool) -> Option<String> {
+    /// precedes each (something came before). `None` = impossible; empty = nothing.
+    fn members_from(&mut self, m: &mut Members, i: usize, lo: usize, hi: Option<usize>, lead: bool) -> Option<Frag> {
         let named_left = m.opt[i..].iter().filter(|k| **k != Slot::Extra).count();
         let extra = m.opt.last() == Some(&Slot::Extra);
         let cap = if extra { None } else { Some(named_left) };
@@ -93,43 +104,49 @@ impl Converter<'_> {
             return None;
         }
         if hi == Some(0) {
-            return Some(String::new());
+            return Some(Frag::new());
         }
         let key = (i, lo, hi, lead);
         if let Some(r) = m.memo.get(&key) {
             return r.clone();
         }
-        let sep = if lead { "\",\" space " } else { "" };
+        let space = self.r("space");
         let out = if m.opt[i] == Slot::Extra {
-            let x = &m.kv[&Slot::Extra];
+            let x = self.r(&m.kv[&Slot::Extra]);
+            let comma = Expr::lit(",");
             Some(if lead {
-                repetition(&format!("( \",\" space {x} )"), lo, hi, None)
+                let item = Expr::spaced_group(vec![Seq::new(vec![comma, space, x])]);
+                repetition_frag(item, lo, hi, None)
             } else {
-                repetition(x, lo, hi, Some("\",\" space"))
+                repetition_frag(x, lo, hi, Some(&[comma, space]))
             })
         } else {
-            let kvi = m.kv[&m.opt[i]].clone();
+            let kvi = self.r(&m.kv[&m.opt[i]]);
             let take = self.members_from(m, i + 1, lo.saturating_sub(1), hi.map(|h| h - 1), true);
             let skip = if i + 1 < m.opt.len() {
                 self.members_from(m, i + 1, lo, hi, lead)
             } else if lo == 0 {
-                Some(String::new())
+                Some(Frag::new())
             } else {
                 None
             };
             let mut alts = Vec::new();
             if let Some(t) = take {
-                alts.push(format!("{sep}{kvi}{}{t}", if t.is_empty() { "" } else { " " }));
+                let mut items = if lead { vec![Expr::lit(","), space] } else { Vec::new() };
+                items.push(kvi);
+                let taken = Frag::of(items);
+                alts.push(if t.is_empty() { taken } else { taken.then(t) });
             }
             if let Some(s) = skip {
-                alts.push(if s.is_empty() { "\"\"".to_string() } else { s });
+                alts.push(if s.is_empty() { Frag::from(Expr::lit("")) } else { s });
             }
             match alts.len() {
                 0 => None,
                 _ => {
                     let hi_s = hi.map(|h| h.to_string()).unwrap_or_else(|| "n".into());
                     let rule = format!("{}-{i}-{lo}-{hi_s}{}", m.name, if lead { "-c" } else { "" });
-                    Some(self.add_rule(&rule, &alts.join(" | ")))
+                    let rule = self.add_rule_ir(&rule, Frag::body(alts));
+                    Some(Frag::from(self.r(&rule)))
                 }
             }
         };

@@ -33,6 +33,7 @@ mod counting;
 mod dependencies;
 mod enum_filter;
 mod formats;
+mod frag;
 mod int_range;
 mod ir;
 mod key_space;
@@ -60,6 +61,7 @@ pub use converter::Converter;
 use crate::error::SchemaError;
 use crate::grammar::Grammar;
 use crate::rules::{Expr, RuleSet, Seq};
+use frag::Frag;
 
 /// How to convert.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,34 +169,29 @@ pub(crate) fn repetition(item: &str, min: usize, max: Option<usize>, sep: Option
     }
 }
 
-/// [`repetition`] as the items of a sequence (`item` and `sep` built as IR), printing as
-/// that text prints; `None` for the counts whose text has a stray space (at most one item
-/// with a separator, or none at all), which are written as text.
-pub(crate) fn repetition_items(item: Expr, min: usize, max: Option<usize>, sep: Option<&[Expr]>) -> Option<Vec<Expr>> {
-    // Counts past llama.cpp's bound stay text (the parser's error then reports them).
-    let count = |n: usize| u32::try_from(n).ok().filter(|&n| u64::from(n) <= crate::parse::MAX_REPETITIONS);
+/// [`repetition`] built as rule IR (`item` and `sep` as items), printing as that text prints,
+/// stray spaces included (at most one item with a separator leaves one). Counts past the
+/// GBNF limit are kept as they are: the converter stores a body the parser would refuse as
+/// text, to report it (`Converter::add_rule_ir`).
+fn repetition_frag(item: Expr, min: usize, max: Option<usize>, sep: Option<&[Expr]>) -> Frag {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     if max == Some(0) {
-        return None;
+        return Frag::new();
     }
-    let max32 = match max {
-        Some(m) => Some(count(m)?),
-        None => None,
-    };
     if min == 0 && max == Some(1) {
-        return Some(vec![Expr::repeat(item, 0, Some(1))]);
+        return Frag::from(Expr::repeat(item, 0, Some(1)));
     }
     let Some(sep) = sep else {
-        return Some(vec![Expr::repeat(item, count(min)?, max32)]);
+        return Frag::from(Expr::repeat(item, count(min), max.map(count)));
     };
     let mut unit = sep.to_vec();
     unit.push(item.clone());
-    let rest = repetition_items(Expr::Group(vec![Seq::new(unit)]), min.saturating_sub(1), max.map(|m| m - 1), None)?;
-    let mut result = vec![item];
-    result.extend(rest);
+    let rest = repetition_frag(Expr::Group(vec![Seq::new(unit)]), min.saturating_sub(1), max.map(|m| m - 1), None);
+    let result = Frag::from(item).then(rest);
     if min == 0 {
-        Some(vec![Expr::repeat(Expr::Group(vec![Seq::new(result)]), 0, Some(1))])
+        Frag::from(Expr::repeat(Frag::group(vec![result]), 0, Some(1)))
     } else {
-        Some(result)
+        result
     }
 }
 

@@ -11,8 +11,10 @@
 use serde_json::{Map, Value};
 
 use super::converter::{err, Converter};
-use super::int_range::min_max_int;
+use super::frag::Frag;
+use super::int_range::{digits, min_max_int};
 use crate::error::SchemaError;
+use crate::rules::{self, Expr, RepeatForm};
 
 /// Largest number of multiples listed one by one.
 const MAX_LISTED: i128 = 256;
@@ -53,32 +55,48 @@ fn scaled(v: &Value, k: u32, up: bool) -> Option<i128> {
 /// One bound in whole units: `(n, exclusive)`, or `Err` when it does not fall on one.
 type Bound = Option<(i128, bool)>;
 
-/// A side of a non-negative range of decimals with at most `k` fraction digits, as GBNF:
-/// `lo` / `hi` are whole numbers (`None` = 0 inclusive / unbounded).
-fn non_negative(lo: (i128, bool), hi: Option<(i128, bool)>, k: u32) -> Vec<String> {
-    let any_frac =
-        if k == 0 { "(\".\" [0]{1,16})?".to_string() } else { format!("(\".\" [0-9]{{1,{k}}} [0]{{0,{}}})?", 16 - k) };
+/// A side of a non-negative range of decimals with at most `k` fraction digits, as
+/// alternatives: `lo` / `hi` are whole numbers (`None` = 0 inclusive / unbounded).
+fn non_negative(lo: (i128, bool), hi: Option<(i128, bool)>, k: u32) -> Vec<Frag> {
+    let range = |e: Expr, min: u32, max: u32| Expr::repeat_as(e, min, Some(max), RepeatForm::Range);
+    let zero = || digits(b'0', b'0');
+    // `("." [0]{1,16})?`: a fraction of zeros.
+    let zero_frac = || {
+        let f = Frag::of(vec![Expr::lit("."), range(zero(), 1, 16)]);
+        Expr::repeat(Frag::group(vec![f]), 0, Some(1))
+    };
+    let any_frac = if k == 0 {
+        zero_frac()
+    } else {
+        let f = Frag::of(vec![Expr::lit("."), range(digits(b'0', b'9'), 1, k), range(zero(), 0, 16 - k)]);
+        Expr::repeat(Frag::group(vec![f]), 0, Some(1))
+    };
     let mut alts = Vec::new();
     let (l, l_excl) = lo;
     let int_lo = if l_excl { l + 1 } else { l };
     let int_hi = hi.map(|(h, _)| h - 1);
     if int_hi.is_none_or(|h| h >= int_lo) {
-        let mut r = String::new();
-        min_max_int(&mut r, Some(int_lo as i64), int_hi.map(|h| h as i64));
-        alts.push(format!("({r}) {any_frac}"));
+        let r = min_max_int(Some(int_lo as i64), int_hi.map(|h| h as i64));
+        alts.push(Frag::of(vec![Frag::group(r), any_frac]));
     }
     if l_excl && k > 0 && hi.is_none_or(|(h, _)| h > l) {
         // `l` itself needs a non-zero fraction within the first k digits.
-        let nz: Vec<String> = (0..k)
+        let nz: Vec<Frag> = (0..k)
             .map(|j| {
-                format!("{}[1-9] [0-9]{{0,{}}}", if j == 0 { String::new() } else { format!("[0]{{{j}}} ") }, k - 1 - j)
+                let mut items = Vec::new();
+                if j > 0 {
+                    items.push(Expr::repeat_as(zero(), j, Some(j), RepeatForm::Exact));
+                }
+                items.extend([digits(b'1', b'9'), range(digits(b'0', b'9'), 0, k - 1 - j)]);
+                Frag::of(items)
             })
             .collect();
-        alts.push(format!("\"{l}\" \".\" ({}) [0]{{0,{}}}", nz.join(" | "), 16 - k));
+        let items = vec![Expr::lit(&l.to_string()), Expr::lit("."), Frag::group(nz), range(zero(), 0, 16 - k)];
+        alts.push(Frag::of(items));
     }
     if let Some((h, false)) = hi {
         if h > l || (h == l && !l_excl) {
-            alts.push(format!("\"{h}\" (\".\" [0]{{1,16}})?"));
+            alts.push(Frag::of(vec![Expr::lit(&h.to_string()), zero_frac()]));
         }
     }
     alts
@@ -163,8 +181,9 @@ impl Converter<'_> {
             if (hi - first) / step >= MAX_LISTED {
                 return Err(unsupported("more than 256 multiples in range"));
             }
-            let vals: Vec<String> = (0..=(hi - first) / step).map(|i| format!("\"{}\"", first + i * step)).collect();
-            return Ok(Ok(self.add_rule(rule_name, &format!("({}) space", vals.join(" | ")))));
+            let vals = (0..=(hi - first) / step).map(|i| Frag::from(Expr::lit(&(first + i * step).to_string())));
+            let space = self.r("space");
+            return Ok(Ok(self.add_rule_ir(rule_name, rules::seq(vec![Frag::group(vals.collect()), space]))));
         }
         if m != 1 || e > MAX_DIGITS {
             return Err(unsupported("for numbers only steps 1, 0.1, 0.01, ... (up to 15 digits) are supported"));
@@ -219,13 +238,14 @@ impl Converter<'_> {
             let neg_hi = lo.map(|(l, x)| (-l, x));
             let side = non_negative(neg_lo, neg_hi, k);
             if !side.is_empty() {
-                alts.push(format!("\"-\" ({})", side.join(" | ")));
+                alts.push(Frag::of(vec![Expr::lit("-"), Frag::group(side)]));
             }
         }
         if alts.is_empty() {
             return Err(err("multipleOf", ptr, super::converter::UNSAT));
         }
-        Ok(Ok(self.add_rule(rule_name, &format!("({}) space", alts.join(" | ")))))
+        let space = self.r("space");
+        Ok(Ok(self.add_rule_ir(rule_name, rules::seq(vec![Frag::group(alts), space]))))
     }
 }
 

@@ -424,7 +424,7 @@ impl Converter<'_> {
             return Err(err("minimum", ptr, format!("no {what} satisfies the bounds")));
         }
         let start = self.dfa_rule(&dfa, rule_name);
-        let start = Expr::Group(rules::seq(vec![self.item(&start)]));
+        let start = Expr::Group(rules::seq(vec![start]));
         Ok(rules::seq(vec![start, self.r("space")]))
     }
 }

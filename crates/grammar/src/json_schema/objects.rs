@@ -14,6 +14,7 @@ use super::converter::{
 };
 use super::key_space::KeyClass;
 use super::keywords::{ANNOTATIONS, SUPPORTED, UNSUPPORTED};
+use super::primitives::{KEY_ESCAPE, KEY_RAW};
 use crate::error::SchemaError;
 use crate::grammar::CharClass;
 use crate::rules::{self, Body, Expr, Seq};
@@ -281,7 +282,7 @@ impl Converter<'_> {
                 };
                 let key = self.dfa_rule(&c.names, &format!("{sub}-{i}-k"));
                 let quote = Expr::lit_spelled("\"", "\\\"");
-                let (space, key, value) = (self.r("space"), self.item(&key), self.r(&value_rule));
+                let (space, value) = (self.r("space"), self.r(&value_rule));
                 alts.push(Seq::new(vec![quote.clone(), key, quote, space.clone(), Expr::lit(":"), space, value]));
             }
             if !alts.is_empty() {
@@ -323,7 +324,7 @@ impl Converter<'_> {
         let named = req.iter().cloned().chain(optional_names).collect();
         self.member_orders.record(named, req.len(), !kv.contains_key(&Slot::Extra));
         if let Some((min, max)) = extras.count {
-            return self.counted_members(&req, &opt, &kv, min, max, name, ptr).map(Built::Text);
+            return self.counted_members(&req, &opt, &kv, min, max, name, ptr).map(Built::Ir);
         }
         // `"{" space a "," space b ( "," space ( x | y ) )? "}" space`, and without
         // required members `"{" space  (x | y )? "}" space` (llama.cpp's spaces).
@@ -477,9 +478,13 @@ impl Converter<'_> {
         let trie = Node::of(strings, canonical_unit);
         // Repetitions and optional groups as rules written once (each `x*` or `(...)?` in a
         // body is one more rule for the grammar to generate).
-        let esc = self.add_rule("key-escape", KEY_ESCAPE);
-        let ch = self.add_rule("key-unit", &format!("{KEY_RAW} | {esc}"));
-        let rest = self.add_rule("key-rest", &format!("{ch}*"));
+        let esc = self.fixed(KEY_ESCAPE);
+        let esc = self.add_rule_ir("key-escape", esc);
+        let mut unit = self.fixed(KEY_RAW);
+        unit.push(Seq::new(vec![self.r(&esc)]));
+        let ch = self.add_rule_ir("key-unit", unit);
+        let rest = self.r(&ch);
+        let rest = self.add_rule_ir("key-rest", rules::seq(vec![Expr::repeat(rest, 0, None)]));
         let refs = KeyRefs { ch: self.r(&ch), esc: self.r(&esc), rest: self.r(&rest) };
         /// The alternatives below trie node `n`.
         fn visit(n: &Node, k: &KeyRefs, alts: &mut Vec<Seq>) {
@@ -593,12 +598,6 @@ impl<K: Ord> NameTrie<K> {
         trie
     }
 }
-
-/// An unescaped character of a canonical JSON string.
-const KEY_RAW: &str = "[^\"\\\\\\x7F\\x00-\\x1F]";
-
-/// The canonical escapes (see [`canonical_unit`]) as GBNF.
-const KEY_ESCAPE: &str = "[\\\\] ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f] | \"7f\"))";
 
 /// The canonical JSON text of one character inside a string (as `relayout::json_string`
 /// writes it).

@@ -4,7 +4,7 @@
 //! in their canonical escaped form; unanchored ends become "any characters".
 
 use crate::grammar::CharClass;
-use crate::rules::Expr;
+use crate::rules::{Expr, RepeatForm, Seq};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use crate::parse::MAX_REPETITIONS;
@@ -85,9 +85,9 @@ pub(super) fn to_rust_syntax(p: &str) -> String {
     out
 }
 
-/// The GBNF for `pattern`: a sequence to put between the string's quotes. `any_char` is the
-/// rule name of one JSON string character (used for unanchored ends).
-pub fn pattern_to_gbnf(pattern: &str, any_char: &str) -> Result<String, String> {
+/// The rule IR for `pattern`: the items to put between the string's quotes. `any_char` is
+/// one JSON string character (used for unanchored ends).
+pub(super) fn pattern_items(pattern: &str, any_char: &Expr) -> Result<Vec<Expr>, String> {
     let rust = to_rust_syntax(pattern);
     let hir = regex_syntax::ParserBuilder::new()
         .build()
@@ -113,18 +113,20 @@ pub fn pattern_to_gbnf(pattern: &str, any_char: &str) -> Result<String, String> 
         }
         let mut parts = Vec::new();
         if !start {
-            parts.push(format!("{any_char}*"));
+            parts.push(Expr::repeat(any_char.clone(), 0, None));
         }
         for it in items {
-            parts.push(emit(it)?);
+            parts.extend(emit(it)?);
         }
         if !end {
-            parts.push(format!("{any_char}*"));
+            parts.push(Expr::repeat(any_char.clone(), 0, None));
         }
-        parts.retain(|p| !p.is_empty());
-        alts.push(if parts.is_empty() { "\"\"".to_string() } else { parts.join(" ") });
+        alts.push(if parts.is_empty() { vec![Expr::lit("")] } else { parts });
     }
-    Ok(if alts.len() == 1 { alts.pop().unwrap() } else { format!("({})", alts.join(" | ")) })
+    Ok(match alts.len() {
+        1 => alts.pop().unwrap_or_default(),
+        _ => vec![Expr::Group(alts.into_iter().map(Seq::new).collect())],
+    })
 }
 
 /// One code point as it appears in the JSON text (escaped if JSON requires it).
@@ -280,65 +282,64 @@ pub fn class_to_gbnf(ranges: &[(u32, u32)]) -> String {
     }
 }
 
-fn emit(h: &Hir) -> Result<String, String> {
+/// The items `h` is written as (none: the empty string).
+fn emit(h: &Hir) -> Result<Vec<Expr>, String> {
     Ok(match h.kind() {
-        HirKind::Empty => String::new(),
+        HirKind::Empty => Vec::new(),
         HirKind::Literal(lit) => {
             let s = std::str::from_utf8(&lit.0).map_err(|_| "non-UTF-8 literal in pattern".to_string())?;
-            s.chars().map(json_char_literal).collect::<Vec<_>>().join(" ")
+            s.chars().map(|c| Expr::lit(&json_char_text(c))).collect()
         }
         HirKind::Class(Class::Unicode(u)) => {
             let ranges: Vec<(u32, u32)> = u.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).collect();
-            class_to_gbnf(&ranges)
+            vec![class_to_item(&ranges)]
         }
         HirKind::Class(Class::Bytes(_)) => return Err("byte classes are not supported in patterns".into()),
         HirKind::Look(_) => return Err("anchors or word boundaries inside a pattern are not supported".into()),
         HirKind::Repetition(r) if nullable(&r.sub) => {
             // `x{m,n}` with `x` matching the empty string is `x'{0,n}`, `x'` being `x` without
             // the empty string: the same language, and no rule that is left recursive.
-            let Some(sub) = non_empty(&r.sub) else { return Ok(String::new()) };
+            let Some(sub) = non_empty(&r.sub) else { return Ok(Vec::new()) };
             let rep = regex_syntax::hir::Repetition { min: 0, max: r.max, greedy: r.greedy, sub: Box::new(sub) };
             emit(&Hir::repetition(rep))?
         }
         HirKind::Repetition(r) => {
             let inner = emit(&r.sub)?;
             if inner.is_empty() {
-                return Ok(String::new());
+                return Ok(Vec::new());
             }
             if r.min as u64 > MAX_REPETITIONS || r.max.is_some_and(|m| m as u64 > MAX_REPETITIONS) {
                 return Err(format!("repetition count above {MAX_REPETITIONS}"));
             }
-            let q = match (r.min, r.max) {
-                (0, None) => "*".to_string(),
-                (1, None) => "+".to_string(),
-                (0, Some(1)) => "?".to_string(),
-                (m, None) => format!("{{{m},}}"),
-                (m, Some(n)) if m == n => format!("{{{m}}}"),
-                (m, Some(n)) => format!("{{{m},{n}}}"),
+            let form = match (r.min, r.max) {
+                (0, None) => RepeatForm::Star,
+                (1, None) => RepeatForm::Plus,
+                (0, Some(1)) => RepeatForm::Optional,
+                (_, None) => RepeatForm::AtLeast,
+                (m, Some(n)) if m == n => RepeatForm::Exact,
+                (_, Some(_)) => RepeatForm::Range,
             };
             if r.max == Some(0) {
-                return Ok(String::new());
+                return Ok(Vec::new());
             }
-            format!("({inner}){q}")
+            vec![Expr::repeat_as(Expr::Group(vec![Seq::new(inner)]), r.min, r.max, form)]
         }
         HirKind::Capture(c) => {
             let inner = emit(&c.sub)?;
             if inner.is_empty() {
-                String::new()
+                Vec::new()
             } else {
-                format!("({inner})")
+                vec![Expr::Group(vec![Seq::new(inner)])]
             }
         }
         HirKind::Concat(v) => {
-            let parts: Vec<String> = v.iter().map(emit).collect::<Result<_, _>>()?;
-            parts.into_iter().filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ")
+            let parts: Vec<Vec<Expr>> = v.iter().map(emit).collect::<Result<_, _>>()?;
+            parts.into_iter().flatten().collect()
         }
         HirKind::Alternation(v) => {
-            let parts: Vec<String> = v.iter().map(emit).collect::<Result<_, _>>()?;
-            format!(
-                "({})",
-                parts.iter().map(|p| if p.is_empty() { "\"\"" } else { p.as_str() }).collect::<Vec<_>>().join(" | ")
-            )
+            let parts: Vec<Vec<Expr>> = v.iter().map(emit).collect::<Result<_, _>>()?;
+            let alts = parts.into_iter().map(|p| Seq::new(if p.is_empty() { vec![Expr::lit("")] } else { p }));
+            vec![Expr::Group(alts.collect())]
         }
     })
 }

@@ -1,8 +1,19 @@
 //! The converter's built-in rules: llama.cpp's primitives (compat) and their exact variants
 //! (strict: no lone-surrogate escapes, calendar-aware dates, IPv4).
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::rules::{self, Body, RuleSet};
+
 /// The whitespace rule that follows every value and punctuation.
 pub const SPACE_RULE: &str = "| \" \" | \"\\n\"{1,2} [ \\t]{0,20}";
+
+/// An unescaped character of a canonical JSON string (strict object keys).
+pub(super) const KEY_RAW: &str = "[^\"\\\\\\x7F\\x00-\\x1F]";
+
+/// The canonical escapes of strict object keys (see `objects::canonical_unit`).
+pub(super) const KEY_ESCAPE: &str = "[\\\\] ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f] | \"7f\"))";
 
 /// A built-in rule body and the built-ins it refers to.
 pub struct Builtin {
@@ -64,6 +75,72 @@ pub fn primitive(name: &str, strict: bool) -> Option<Builtin> {
         ("uri-pchar", true) => b("[A-Za-z0-9._~!$&'()*+,;=:@-] | \"%\" [0-9A-Fa-f]{2}", &[]),
         _ => None,
     }
+}
+
+/// Every built-in's name (both flavours are looked up for each).
+const NAMES: &[&str] = &[
+    "boolean",
+    "decimal-part",
+    "integral-part",
+    "number",
+    "integer",
+    "value",
+    "object",
+    "array",
+    "uuid",
+    "char",
+    "string",
+    "null",
+    "date",
+    "date-leap-year",
+    "time",
+    "date-time",
+    "date-string",
+    "time-string",
+    "date-time-string",
+    "ipv4-string",
+    "ipv4-octet",
+    "ipv6-string",
+    "ipv6-address",
+    "ipv6-h16",
+    "ipv6-ls32",
+    "duration-string",
+    "duration-ymd",
+    "duration-hms",
+    "email-string",
+    "email-atom",
+    "host-label",
+    "uri-string",
+    "uri-pchar",
+];
+
+/// The built-in bodies as rule IR, by their text, with the rule set their references are
+/// named in. The bodies are written above as GBNF because people read and review them; they
+/// are parsed once per process, here, never per conversion.
+fn table() -> HashMap<&'static str, (RuleSet, Body)> {
+    let mut out = HashMap::new();
+    let texts = NAMES
+        .iter()
+        .flat_map(|n| [primitive(n, false), primitive(n, true)])
+        .flatten()
+        .map(|b| b.body)
+        .chain([SPACE_RULE, KEY_RAW, KEY_ESCAPE]);
+    for text in texts {
+        let mut set = RuleSet::new();
+        // The built-in texts are fixed and parse (the builtins tests build every one).
+        if let Ok(mut body) = crate::parse::parse_body(text, &mut set) {
+            rules::canonicalize(&mut body);
+            out.insert(text, (set, body));
+        }
+    }
+    out
+}
+
+/// The rule IR of the fixed body `text` (a built-in's, [`SPACE_RULE`], [`KEY_RAW`] or
+/// [`KEY_ESCAPE`]), with the set naming its references; `None` for any other text.
+pub(super) fn fixed_body(text: &str) -> Option<&'static (RuleSet, Body)> {
+    static TABLE: OnceLock<HashMap<&'static str, (RuleSet, Body)>> = OnceLock::new();
+    TABLE.get_or_init(table).get(text)
 }
 
 /// Names a schema-derived rule may not take (a `-` is appended).

@@ -87,7 +87,7 @@ impl Converter<'_> {
         }
         let body = self.dfa_rule(&d, &format!("{rule_name}-chars"));
         let quote = Expr::lit_spelled("\"", "\\\"");
-        let items = vec![quote.clone(), self.item(&body), quote, self.r("space")];
+        let items = vec![quote.clone(), body, quote, self.r("space")];
         Ok(self.add_rule_ir(rule_name, rules::seq(items)))
     }
 }

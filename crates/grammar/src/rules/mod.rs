@@ -198,6 +198,16 @@ impl Expr {
         }
     }
 
+    /// One code point from `ranges` (inclusive), printed the usual way.
+    pub fn class(ranges: Vec<(u32, u32)>) -> Expr {
+        Expr::Class { class: CharClass { ranges, negated: false }, spelling: None }
+    }
+
+    /// `item{min,max}` written in `form` (`{0,1}` rather than `?`, say).
+    pub fn repeat_as(item: Expr, min: u32, max: Option<u32>, form: RepeatForm) -> Expr {
+        Expr::Repeat { item: Box::new(item), min, max, form, gap: 0 }
+    }
+
     /// `item{min,max}`, spelled the usual way.
     pub fn repeat(item: Expr, min: u32, max: Option<u32>) -> Expr {
         Expr::Repeat { item: Box::new(item), min, max, form: RepeatForm::of(min, max), gap: 0 }
