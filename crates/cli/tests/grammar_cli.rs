@@ -287,4 +287,12 @@ fn print_writes_the_schema_grammar() {
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("unevaluatedProperties at #"), "{err}");
     assert!(out.is_empty(), "{out}");
+
+    let broken = write("broken.json", b"{\"type\": ");
+    let (code, out, err) = nucleus(&["grammar", "print", "--json-schema", broken.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("the schema is not JSON"), "{err}");
+    let (code, _, err) = nucleus(&["grammar", "print", "--json-schema", "/nonexistent/schema.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot read schema file"), "{err}");
 }
