@@ -361,7 +361,18 @@ impl<'a> Converter<'a> {
 
     /// The fixed body `text` (a built-in's, see [`fixed_body`]) with its references named here.
     pub(super) fn fixed(&mut self, text: &'static str) -> Body {
-        fixed_body(text, &mut self.names).unwrap_or_default()
+        if let Some(body) = fixed_body(text, &mut self.names) {
+            return body;
+        }
+        // A built-in text missing from the process-wide table (`primitives::NAMES` lists the
+        // names it is built from): parsed here instead, so the rule is never left empty.
+        match crate::parse::parse_body(text, &mut self.names) {
+            Ok(mut body) => {
+                rules::canonicalize(&mut body);
+                body
+            }
+            Err(_) => Vec::new(),
+        }
     }
 
     fn insert(&mut self, name: &str, body: Stored) -> String {
